@@ -1,0 +1,100 @@
+package schemas
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/hamba/avro/v2"
+)
+
+// Codec encodes values of type T with the current schema of one record and
+// decodes data written with that schema or any schema this binary knows that
+// resolves to it. It is safe for concurrent use.
+type Codec[T any] struct {
+	err    error // set when the schema failed to load
+	reader *Schema
+	compat *avro.SchemaCompatibility
+
+	mu       sync.RWMutex
+	resolved map[uint64]avro.Schema // writer fingerprint -> schema resolved for reader
+}
+
+// NewCodec returns a codec for the current schema named name. It returns an
+// error if no such schema exists.
+func NewCodec[T any](name string) (*Codec[T], error) {
+	s, err := Current(name)
+	if err != nil {
+		return nil, err
+	}
+	return &Codec[T]{reader: s, compat: avro.NewSchemaCompatibility(), resolved: map[uint64]avro.Schema{}}, nil
+}
+
+// codecFor is NewCodec for the package's codecs of embedded schemas. A
+// schema that fails to load is a build defect that every test catches; the
+// codec then answers every call with that error instead of panicking.
+func codecFor[T any](name string) *Codec[T] {
+	c, err := NewCodec[T](name)
+	if err != nil {
+		return &Codec[T]{err: err}
+	}
+	return c
+}
+
+// Schema returns the reader (current) schema of the codec.
+func (c *Codec[T]) Schema() *Schema { return c.reader }
+
+// Encode returns v framed with the current schema.
+func (c *Codec[T]) Encode(v *T) ([]byte, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	body, err := avro.Marshal(c.reader.Avro, v)
+	if err != nil {
+		return nil, fmt.Errorf("schemas: encode %s: %w", c.reader.Name, err)
+	}
+	return Frame(c.reader, body), nil
+}
+
+// Decode decodes framed data into v, resolving the writer's schema against
+// the current one. It returns ErrNotFramed or ErrUnknownSchema (wrapped) for
+// data it cannot place, and an error for data that does not fit.
+func (c *Codec[T]) Decode(data []byte, v *T) error {
+	if c.err != nil {
+		return c.err
+	}
+	w, body, err := Writer(data)
+	if err != nil {
+		return err
+	}
+	sch, err := c.readerFor(w)
+	if err != nil {
+		return err
+	}
+	if err := avro.Unmarshal(sch, body, v); err != nil {
+		return fmt.Errorf("schemas: decode %s: %w", c.reader.Name, err)
+	}
+	return nil
+}
+
+func (c *Codec[T]) readerFor(w *Schema) (avro.Schema, error) {
+	if w.Fingerprint == c.reader.Fingerprint {
+		return c.reader.Avro, nil
+	}
+	c.mu.RLock()
+	s, ok := c.resolved[w.Fingerprint]
+	c.mu.RUnlock()
+	if ok {
+		return s, nil
+	}
+	if err := c.compat.Compatible(c.reader.Avro, w.Avro); err != nil {
+		return nil, fmt.Errorf("schemas: %s (release %q) cannot be read as %s: %w", w.Name, w.Release, c.reader.Name, err)
+	}
+	s, err := c.compat.Resolve(c.reader.Avro, w.Avro)
+	if err != nil {
+		return nil, fmt.Errorf("schemas: resolve %s: %w", c.reader.Name, err)
+	}
+	c.mu.Lock()
+	c.resolved[w.Fingerprint] = s
+	c.mu.Unlock()
+	return s, nil
+}

@@ -1,0 +1,68 @@
+package schemas
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func sampleDocument() RawDocument {
+	title, price := "bike", int64(120)
+	return RawDocument{
+		PK: "42", Version: 3, Epoch: 1, Action: ActionUpsert,
+		Timestamp:  time.UnixMilli(1_700_000_000_123).UTC(),
+		TTLSeconds: 60,
+		Fields: []Field{
+			{Name: "price", Int64: &price},
+			{Name: "tags", StringList: []string{"a", "b"}},
+			{Name: "title", String: &title},
+		},
+		Embeddings: []Embedding{{Name: "e", Vector: []float32{0.5, -1}}},
+	}
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	in := sampleDocument()
+	data, err := RawDocuments.Encode(&in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(data, []byte{0xC3, 0x01}) {
+		t.Fatalf("not single-object framed: % x", data[:4])
+	}
+	var out RawDocument
+	if err := RawDocuments.Decode(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip changed the document:\n in %+v\nout %+v", in, out)
+	}
+	again, err := RawDocuments.Encode(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(data, again) {
+		t.Fatal("encoding is not deterministic")
+	}
+}
+
+func TestCodecRejectsForeignData(t *testing.T) {
+	var d RawDocument
+	if err := RawDocuments.Decode([]byte(`{"pk":"1"}`), &d); !errors.Is(err, ErrNotFramed) {
+		t.Fatalf("plain JSON: got %v, want ErrNotFramed", err)
+	}
+	unknown := append([]byte{0xC3, 0x01}, 1, 2, 3, 4, 5, 6, 7, 8, 0)
+	if err := RawDocuments.Decode(unknown, &d); !errors.Is(err, ErrUnknownSchema) {
+		t.Fatalf("unknown fingerprint: got %v, want ErrUnknownSchema", err)
+	}
+	v := Verdict{Client: "c", PK: "p", Verdict: Accepted, Timestamp: time.UnixMilli(1)}
+	data, err := Verdicts.Encode(&v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RawDocuments.Decode(data, &d); err == nil {
+		t.Fatal("decoding a Verdict as a RawDocument succeeded")
+	}
+}

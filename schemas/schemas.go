@@ -1,0 +1,210 @@
+package schemas
+
+import (
+	"embed"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/hamba/avro/v2"
+	"github.com/hamba/avro/v2/soe"
+)
+
+//go:embed avro/*.avsc released/*/*.avsc
+var files embed.FS
+
+// Names of the current schemas, as the full names of their records.
+const (
+	RawDocumentName      = "offerlog.documents.RawDocument"
+	EpochSchemaName      = "offerlog.documents.EpochSchema"
+	RegistryRecordName   = "offerlog.documents.RegistryRecord"
+	VerdictName          = "offerlog.documents.Verdict"
+	ExpiryCheckName      = "offerlog.documents.ExpiryCheck"
+	FailedConversionName = "offerlog.documents.FailedConversion"
+	DeadLetterName       = "offerlog.streams.DeadLetter"
+	SaasDocumentName     = "offerlog.saas.SaasDocument"
+	YtRecordName         = "offerlog.yt.YtRecord"
+)
+
+// Errors returned when decoding framed data.
+var (
+	// ErrNotFramed is returned when data does not start with the Avro
+	// single-object marker C3 01 followed by an 8-byte fingerprint.
+	ErrNotFramed = errors.New("schemas: data is not an Avro single-object encoding")
+	// ErrUnknownSchema is returned when the writer's fingerprint names no
+	// schema this binary knows, current or released.
+	ErrUnknownSchema = errors.New("schemas: unknown writer schema fingerprint")
+)
+
+// Schema is one parsed Avro schema with where it came from.
+type Schema struct {
+	// Name is the full name of the top-level record.
+	Name string
+	// Release is "" for the current schema, or the release it was frozen in.
+	Release string
+	// Avro is the parsed schema.
+	Avro avro.Schema
+	// Fingerprint is the CRC-64-AVRO fingerprint of the canonical form.
+	Fingerprint uint64
+}
+
+type catalog struct {
+	current map[string]*Schema // by name
+	byFP    map[uint64]*Schema
+	// released[name] lists the released versions of a schema, oldest first.
+	released map[string][]*Schema
+}
+
+var (
+	loadOnce sync.Once
+	loaded   *catalog
+	loadErr  error
+)
+
+func load() (*catalog, error) {
+	loadOnce.Do(func() { loaded, loadErr = parseAll() })
+	return loaded, loadErr
+}
+
+func parseAll() (*catalog, error) {
+	c := &catalog{
+		current:  map[string]*Schema{},
+		byFP:     map[uint64]*Schema{},
+		released: map[string][]*Schema{},
+	}
+	var errs []error
+	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".avsc") {
+			return err
+		}
+		release := ""
+		if strings.HasPrefix(p, "released/") {
+			release = strings.Split(p, "/")[1]
+		}
+		s, err := parseFile(p, release)
+		if err != nil {
+			errs = append(errs, err)
+			return nil
+		}
+		if release == "" {
+			if _, dup := c.current[s.Name]; dup {
+				errs = append(errs, fmt.Errorf("schemas: %s defined twice", s.Name))
+			}
+			c.current[s.Name] = s
+			c.byFP[s.Fingerprint] = s
+		} else {
+			c.released[s.Name] = append(c.released[s.Name], s)
+			if _, ok := c.byFP[s.Fingerprint]; !ok {
+				c.byFP[s.Fingerprint] = s
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, rs := range c.released {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Release < rs[j].Release })
+	}
+	// Current schemas win the fingerprint map over identical released ones.
+	for _, s := range c.current {
+		c.byFP[s.Fingerprint] = s
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+func parseFile(p, release string) (*Schema, error) {
+	raw, err := files.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("schemas: read %s: %w", p, err)
+	}
+	// Each file is self-contained: parse it in a cache of its own so that
+	// released and current versions of a named type do not collide.
+	sch, err := avro.ParseBytesWithCache(raw, "", &avro.SchemaCache{})
+	if err != nil {
+		return nil, fmt.Errorf("schemas: parse %s: %w", p, err)
+	}
+	named, ok := sch.(avro.NamedSchema)
+	if !ok {
+		return nil, fmt.Errorf("schemas: %s: top-level schema must be a named record", path.Base(p))
+	}
+	fp, err := soe.ComputeFingerprint(sch)
+	if err != nil {
+		return nil, fmt.Errorf("schemas: fingerprint %s: %w", p, err)
+	}
+	return &Schema{Name: named.FullName(), Release: release, Avro: sch, Fingerprint: binary.LittleEndian.Uint64(fp)}, nil
+}
+
+// Current returns the current schema named name (a full record name such as
+// RawDocumentName). It returns an error if the name is unknown or the
+// embedded schemas fail to parse. Safe for concurrent use.
+func Current(name string) (*Schema, error) {
+	c, err := load()
+	if err != nil {
+		return nil, err
+	}
+	s, ok := c.current[name]
+	if !ok {
+		return nil, fmt.Errorf("schemas: no schema named %q", name)
+	}
+	return s, nil
+}
+
+// Released returns every released version of the schema named name, oldest
+// first. Safe for concurrent use.
+func Released(name string) ([]*Schema, error) {
+	c, err := load()
+	if err != nil {
+		return nil, err
+	}
+	return c.released[name], nil
+}
+
+// All returns every current schema, sorted by name.
+func All() ([]*Schema, error) {
+	c, err := load()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Schema, 0, len(c.current))
+	for _, s := range c.current {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Writer returns the schema whose fingerprint heads data, and the Avro body
+// after the header. It returns ErrNotFramed or ErrUnknownSchema (wrapped).
+func Writer(data []byte) (*Schema, []byte, error) {
+	c, err := load()
+	if err != nil {
+		return nil, nil, err
+	}
+	fp, body, err := soe.ParseHeader(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrNotFramed, err)
+	}
+	s, ok := c.byFP[binary.LittleEndian.Uint64(fp)]
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %x", ErrUnknownSchema, fp)
+	}
+	return s, body, nil
+}
+
+// Frame returns data framed for schema s: C3 01, the fingerprint, body.
+func Frame(s *Schema, body []byte) []byte {
+	out := make([]byte, 10+len(body))
+	out[0], out[1] = 0xC3, 0x01
+	binary.LittleEndian.PutUint64(out[2:10], s.Fingerprint)
+	copy(out[10:], body)
+	return out
+}
