@@ -1,0 +1,100 @@
+// Package broker runs offerlog's embedded Kafka-protocol broker: a
+// franz-go kfake cluster that keeps its data in a directory, so topics,
+// records and group offsets survive a restart.
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// Config of the embedded broker.
+type Config struct {
+	// DataDir keeps the broker's segments and offsets; "" keeps them in
+	// memory only (tests).
+	DataDir string
+	// Addr is the host:port to listen on; port 0 picks a free one.
+	Addr string
+	// Partitions is the default partition count of auto-created topics.
+	Partitions int
+	// Logger receives the broker's warnings and errors.
+	Logger *slog.Logger
+}
+
+// Broker is a running embedded broker.
+type Broker struct {
+	cluster *kfake.Cluster
+}
+
+// Start starts a broker. It returns an error if the address cannot be
+// listened on or the data directory cannot be loaded.
+func Start(cfg Config) (*Broker, error) {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	host, port, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("broker: address %q: %w", cfg.Addr, err)
+	}
+	opts := []kfake.Opt{
+		kfake.NumBrokers(1),
+		kfake.ClusterID("offerlog"),
+		// kfake listens on 127.0.0.1; listen where we were asked instead.
+		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+			return net.Listen(network, net.JoinHostPort(host, port))
+		}),
+		kfake.BrokerConfigs(map[string]string{
+			// Compact compacted topics every 10 s so they stay small.
+			"log.cleaner.backoff.ms": "10000",
+			"message.max.bytes":      "8388608",
+		}),
+	}
+	if cfg.Partitions > 0 {
+		opts = append(opts, kfake.DefaultNumPartitions(cfg.Partitions))
+	}
+	if cfg.Logger != nil {
+		opts = append(opts, kfake.WithLogger(kfakeLogger{cfg.Logger.With("component", "broker")}))
+	}
+	if cfg.DataDir != "" {
+		dir := filepath.Join(cfg.DataDir, "broker")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+		opts = append(opts, kfake.DataDir(dir))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("broker: start: %w", err)
+	}
+	return &Broker{cluster: c}, nil
+}
+
+// Addrs returns the addresses the broker listens on.
+func (b *Broker) Addrs() []string { return b.cluster.ListenAddrs() }
+
+// Cluster returns the underlying kfake cluster, for fault injection in tests.
+func (b *Broker) Cluster() *kfake.Cluster { return b.cluster }
+
+// Close stops the broker and flushes its data to disk.
+func (b *Broker) Close() { b.cluster.Close() }
+
+// ErrNoBroker is returned by code that needs either --brokers or an
+// embedded broker and got neither.
+var ErrNoBroker = errors.New("no brokers given")
+
+type kfakeLogger struct{ l *slog.Logger }
+
+func (k kfakeLogger) Logf(level kfake.LogLevel, msg string, args ...any) {
+	switch level {
+	case kfake.LogLevelError:
+		k.l.Error(fmt.Sprintf(msg, args...))
+	case kfake.LogLevelWarn:
+		k.l.Warn(fmt.Sprintf(msg, args...))
+	}
+}

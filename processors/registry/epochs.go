@@ -1,0 +1,250 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// DefaultEpochGrace is how long after its registration a new epoch makes
+// documents of older epochs stale. It covers the time the registration takes
+// to reach every registry instance, so that a live run and a replay judge a
+// document by the same epochs.
+const DefaultEpochGrace = 5 * time.Second
+
+// ErrEpochConflict is returned by Catalogue.Check when an epoch is already
+// registered with a different schema: epochs are immutable, a new schema
+// needs a new epoch.
+var ErrEpochConflict = errors.New("epoch already registered with a different schema")
+
+// Catalogue holds every client's epoch schemas, read from the epochs topic.
+// It implements Epochs. Safe for concurrent use.
+type Catalogue struct {
+	grace time.Duration
+
+	mu       sync.RWMutex
+	byClient map[string][]*schemas.EpochSchema // sorted by epoch
+	consumed map[int32]int64                   // next offset per partition
+	synced   time.Time                         // wall time of the last completed Sync
+	changed  chan struct{}                     // closed and replaced on every update
+}
+
+// NewCatalogue returns an empty catalogue whose new epochs are in force
+// grace after their registration.
+func NewCatalogue(grace time.Duration) *Catalogue {
+	return &Catalogue{grace: grace, byClient: map[string][]*schemas.EpochSchema{},
+		consumed: map[int32]int64{}, changed: make(chan struct{})}
+}
+
+// Put adds or replaces an epoch schema.
+func (c *Catalogue) Put(s *schemas.EpochSchema) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.put(s)
+	c.notify()
+}
+
+func (c *Catalogue) put(s *schemas.EpochSchema) {
+	list := c.byClient[s.Client]
+	i := sort.Search(len(list), func(i int) bool { return list[i].Epoch >= s.Epoch })
+	if i < len(list) && list[i].Epoch == s.Epoch {
+		list[i] = s
+		return
+	}
+	list = append(list, nil)
+	copy(list[i+1:], list[i:])
+	list[i] = s
+	c.byClient[s.Client] = list
+}
+
+func (c *Catalogue) notify() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// Get returns the schema of a client's epoch, whenever it was registered.
+func (c *Catalogue) Get(client string, epoch int64) (*schemas.EpochSchema, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, s := range c.byClient[client] {
+		if s.Epoch == epoch {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// Lookup implements Epochs.
+func (c *Catalogue) Lookup(client string, epoch int64, at time.Time) (*schemas.EpochSchema, bool) {
+	s, ok := c.Get(client, epoch)
+	if !ok || s.RegisteredAt.After(at) {
+		return nil, false
+	}
+	return s, true
+}
+
+// Current implements Epochs: the newest epoch registered at least the grace
+// period before at.
+func (c *Catalogue) Current(client string, at time.Time) (int64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var cur int64
+	found := false
+	for _, s := range c.byClient[client] {
+		if !s.RegisteredAt.Add(c.grace).After(at) && (!found || s.Epoch > cur) {
+			cur, found = s.Epoch, true
+		}
+	}
+	if !found {
+		// A client whose only epochs are still in their grace period is
+		// known; it has no epoch in force that could make a document stale.
+		if len(c.byClient[client]) > 0 {
+			return -1, true
+		}
+	}
+	return cur, found
+}
+
+// Check compares a schema about to be registered with what the catalogue
+// holds: it returns the registered schema and nil if the same epoch has the
+// same fields and embeddings, nil and nil if the epoch is new, and
+// ErrEpochConflict if it differs.
+func (c *Catalogue) Check(s *schemas.EpochSchema) (*schemas.EpochSchema, error) {
+	old, ok := c.Get(s.Client, s.Epoch)
+	if !ok {
+		return nil, nil
+	}
+	if sameSchema(old, s) {
+		return old, nil
+	}
+	return nil, fmt.Errorf("client %q epoch %d: %w", s.Client, s.Epoch, ErrEpochConflict)
+}
+
+func sameSchema(a, b *schemas.EpochSchema) bool {
+	if len(a.Fields) != len(b.Fields) || len(a.Embeddings) != len(b.Embeddings) {
+		return false
+	}
+	for i := range a.Fields {
+		if a.Fields[i] != b.Fields[i] {
+			return false
+		}
+	}
+	for i := range a.Embeddings {
+		if a.Embeddings[i] != b.Embeddings[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Clients returns the names of the clients with at least one epoch.
+func (c *Catalogue) Clients() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]string, 0, len(c.byClient))
+	for k := range c.byClient {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Follow reads the epochs topic from its start and keeps the catalogue up to
+// date until ctx is done. It returns nil when ctx is cancelled, or the error
+// that stopped it.
+func (c *Catalogue) Follow(ctx context.Context, cl *kgo.Client, log *slog.Logger) error {
+	for {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var errs []error
+		fetches.EachError(func(t string, p int32, err error) {
+			errs = append(errs, fmt.Errorf("epochs: fetch %s[%d]: %w", t, p, err))
+		})
+		for _, err := range errs {
+			log.Warn("epoch catalogue fetch failed, retrying", "err", err)
+		}
+		c.mu.Lock()
+		fetches.EachRecord(func(r *kgo.Record) {
+			c.consumed[r.Partition] = r.Offset + 1
+			if r.Value == nil {
+				return // a deleted key: epochs are never deleted by offerlog
+			}
+			var s schemas.EpochSchema
+			if err := schemas.EpochSchemas.Decode(r.Value, &s); err != nil {
+				log.Error("undecodable epoch schema skipped", "key", string(r.Key), "offset", r.Offset, "err", err)
+				return
+			}
+			c.put(&s)
+		})
+		c.notify()
+		c.mu.Unlock()
+	}
+}
+
+// NewFollowClient returns a franz-go client that reads the epochs topic from
+// its start, for Follow.
+func NewFollowClient(brokers []string, opts ...kgo.Opt) (*kgo.Client, error) {
+	base := []kgo.Opt{
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumeTopics(topics.Epochs),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.ClientID("offerlog-epochs"),
+	}
+	return kgo.NewClient(append(base, opts...)...)
+}
+
+// Sync waits until the catalogue has read the epochs topic up to its end
+// offsets as of the call. It returns ctx's error if ctx ends first.
+func (c *Catalogue) Sync(ctx context.Context, adm *kadm.Client) error {
+	start := time.Now()
+	ends, err := adm.ListEndOffsets(ctx, topics.Epochs)
+	if err != nil {
+		return fmt.Errorf("epochs: list end offsets: %w", err)
+	}
+	if err := ends.Error(); err != nil {
+		return fmt.Errorf("epochs: list end offsets: %w", err)
+	}
+	for {
+		c.mu.Lock()
+		behind := false
+		ends.Each(func(o kadm.ListedOffset) {
+			if c.consumed[o.Partition] < o.Offset {
+				behind = true
+			}
+		})
+		wait := c.changed
+		if !behind && c.synced.Before(start) {
+			c.synced = start
+		}
+		c.mu.Unlock()
+		if !behind {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wait:
+		}
+	}
+}
+
+// SyncedAt returns when the last Sync began that completed: every epoch
+// registered before it is in the catalogue.
+func (c *Catalogue) SyncedAt() time.Time {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.synced
+}

@@ -1,0 +1,215 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/codec"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Group is the goka group of the registry; its table is Table.
+const Group goka.Group = "registry"
+
+// Table is the registry's group table (topic registry-table).
+var Table = goka.GroupTable(Group)
+
+// Names of the topics of the graph.
+var (
+	ingest  = goka.Stream(topics.DocumentsIngest)
+	results = goka.Stream(topics.DocumentsResults)
+	changes = goka.Stream(topics.DocumentsChanges)
+	dead    = goka.Stream(topics.DocumentsDead)
+)
+
+// sweepVisitor is the name of the visitor that emits expiry checks.
+const sweepVisitor = "expiry-sweep"
+
+// TableCodec is the codec of the registry table's values (*RegistryRecord).
+var TableCodec goka.Codec = streams.Avro[schemas.RegistryRecord]{C: schemas.RegistryRecords}
+
+// Metrics of the registry.
+type Metrics struct {
+	Verdicts     *metrics.CounterVec // by verdict
+	DeadLetters  *metrics.Counter
+	Changes      *metrics.Counter
+	ExpiryChecks *metrics.CounterVec // by outcome: emitted, applied, ignored
+}
+
+// NewMetrics registers the registry's metrics in r.
+func NewMetrics(r *metrics.Registry) *Metrics {
+	return &Metrics{
+		Verdicts:     r.Counter("offerlog_registry_verdicts_total", "Verdicts given by the registry.", "verdict"),
+		DeadLetters:  r.Counter("offerlog_registry_dead_letters_total", "Undecodable messages sent to documents.dead.").With(),
+		Changes:      r.Counter("offerlog_registry_changes_total", "Changes emitted on documents.changes.").With(),
+		ExpiryChecks: r.Counter("offerlog_registry_expiry_checks_total", "Expiry checks by outcome.", "outcome"),
+	}
+}
+
+// Graph returns the registry's group graph deciding with epochs and rules.
+// adm is used to catch the epoch catalogue up when a document names an
+// epoch it does not know yet.
+func Graph(epochs *Catalogue, adm *kadm.Client, rules Rules, m *Metrics) *goka.GroupGraph {
+	h := &handler{epochs: epochs, adm: adm, rules: rules, m: m}
+	return goka.DefineGroup(Group,
+		goka.Input(ingest, new(codec.Bytes), h.ingest),
+		goka.Persist(TableCodec),
+		goka.Output(results, streams.Avro[schemas.Verdict]{C: schemas.Verdicts}),
+		goka.Output(changes, streams.Avro[schemas.RegistryRecord]{C: schemas.RegistryRecords}),
+		goka.Output(dead, streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}),
+		goka.Visitor(sweepVisitor, h.sweep),
+	)
+}
+
+type handler struct {
+	epochs *Catalogue
+	adm    *kadm.Client
+	rules  Rules
+	m      *Metrics
+}
+
+func (h *handler) current(ctx goka.Context) *schemas.RegistryRecord {
+	if v, ok := ctx.Value().(*schemas.RegistryRecord); ok {
+		return v
+	}
+	return nil
+}
+
+func (h *handler) ingest(ctx goka.Context, msg any) {
+	data, _ := msg.([]byte)
+	at := ctx.Timestamp()
+	w, _, err := schemas.Writer(data)
+	switch {
+	case err != nil:
+		h.reject(ctx, data, fmt.Sprintf("undecodable value: %v", err))
+		return
+	case w.Name == schemas.ExpiryCheckName:
+		var check schemas.ExpiryCheck
+		if err := schemas.ExpiryChecks.Decode(data, &check); err != nil {
+			h.reject(ctx, data, fmt.Sprintf("undecodable expiry check: %v", err))
+			return
+		}
+		out := Expire(h.current(ctx), &check, at, h.rules)
+		if out.Write {
+			h.m.ExpiryChecks.With("applied").Inc()
+		} else {
+			h.m.ExpiryChecks.With("ignored").Inc()
+		}
+		h.apply(ctx, out)
+		return
+	case w.Name != schemas.RawDocumentName:
+		h.reject(ctx, data, fmt.Sprintf("value is a %s, not a %s", w.Name, schemas.RawDocumentName))
+		return
+	}
+	var doc schemas.RawDocument
+	if err := schemas.RawDocuments.Decode(data, &doc); err != nil {
+		h.reject(ctx, data, fmt.Sprintf("undecodable document: %v", err))
+		return
+	}
+	in := Ingest{Key: ctx.Key(), Doc: &doc, Size: len(data), Partition: ctx.Partition(), Offset: ctx.Offset(), At: at}
+	epochs := &syncing{h: h, ctx: ctx.Context()}
+	out := Decide(h.current(ctx), in, epochs, h.rules)
+	if epochs.err != nil {
+		// The catalogue could not be caught up: the cluster is failing, not
+		// the message. Stop so that the message is decided again on restart.
+		ctx.Fail(epochs.err)
+	}
+	h.apply(ctx, out)
+	client, pk, _ := SplitKey(ctx.Key())
+	h.verdict(ctx, &schemas.Verdict{
+		Client: client, PK: pk, Verdict: out.Verdict, Reason: out.Reason,
+		SourcePartition: ctx.Partition(), SourceOffset: ctx.Offset(),
+		Epoch: doc.Epoch, Version: doc.Version, Timestamp: doc.Timestamp,
+	})
+}
+
+func (h *handler) apply(ctx goka.Context, out Outcome) {
+	if out.Write {
+		if out.Record == nil {
+			ctx.Delete()
+		} else {
+			ctx.SetValue(out.Record)
+		}
+	}
+	for _, c := range out.Changes {
+		ctx.Emit(changes, ctx.Key(), c)
+		h.m.Changes.Inc()
+	}
+}
+
+func (h *handler) verdict(ctx goka.Context, v *schemas.Verdict) {
+	ctx.Emit(results, ctx.Key(), v)
+	h.m.Verdicts.With(string(v.Verdict)).Inc()
+}
+
+// reject answers a message that is not a decodable document: an invalid
+// verdict, and the message kept whole on documents.dead.
+func (h *handler) reject(ctx goka.Context, data []byte, reason string) {
+	ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(string(Group), topics.DocumentsIngest,
+		ctx.Partition(), ctx.Offset(), []byte(ctx.Key()), data, ctx.Timestamp(), reason))
+	h.m.DeadLetters.Inc()
+	client, pk, ok := SplitKey(ctx.Key())
+	if !ok {
+		pk = ctx.Key()
+	}
+	h.verdict(ctx, &schemas.Verdict{
+		Client: client, PK: pk, Verdict: schemas.Invalid, Reason: reason,
+		SourcePartition: ctx.Partition(), SourceOffset: ctx.Offset(), Timestamp: ctx.Timestamp(),
+	})
+}
+
+// sweep is the visitor that emits an expiry check for every record due at
+// the time passed as meta. The checks travel through documents.ingest, so
+// expiry takes its place in the partition's one order of events.
+func (h *handler) sweep(ctx goka.Context, meta any) {
+	now, _ := meta.(time.Time)
+	cur := h.current(ctx)
+	if !Due(cur, now) {
+		return
+	}
+	data, err := schemas.ExpiryChecks.Encode(&schemas.ExpiryCheck{
+		Epoch: cur.Epoch, Version: cur.Version, Timestamp: cur.Timestamp, Status: cur.Status,
+	})
+	if err != nil {
+		ctx.Fail(fmt.Errorf("registry: encode expiry check: %w", err))
+	}
+	ctx.Emit(ingest, ctx.Key(), data)
+	h.m.ExpiryChecks.With("emitted").Inc()
+}
+
+// syncing is the Epochs the processor decides with: on a miss for a message
+// newer than the catalogue's last sync, it catches the catalogue up to the
+// end of the epochs topic and asks again, so that a registration that was
+// in flight is not missed.
+type syncing struct {
+	h   *handler
+	ctx context.Context
+	err error
+}
+
+func (s *syncing) Lookup(client string, e int64, at time.Time) (*schemas.EpochSchema, bool) {
+	if sch, ok := s.h.epochs.Lookup(client, e, at); ok {
+		return sch, true
+	}
+	if s.h.adm == nil || at.Before(s.h.epochs.SyncedAt().Add(-time.Second)) {
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	if err := s.h.epochs.Sync(ctx, s.h.adm); err != nil {
+		s.err = fmt.Errorf("registry: catch up the epoch catalogue: %w", err)
+		return nil, false
+	}
+	return s.h.epochs.Lookup(client, e, at)
+}
+
+func (s *syncing) Current(client string, at time.Time) (int64, bool) {
+	return s.h.epochs.Current(client, at)
+}

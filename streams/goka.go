@@ -1,0 +1,156 @@
+package streams
+
+import (
+	"errors"
+	"hash"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/storage"
+
+	"github.com/offerlog/offerlog/schemas"
+)
+
+// Config is what every goka processor, view and emitter of one cluster
+// shares. Build it once and pass it by value.
+type Config struct {
+	// Brokers are the seed brokers of the cluster.
+	Brokers []string
+	// StateDir holds goka's local table storage. It belongs to the cluster:
+	// keep it beside the cluster's data, never in a directory shared with
+	// another cluster's state.
+	StateDir string
+	// Replication of the topics goka creates itself; catalogue topics are
+	// created by package topics beforehand.
+	Replication int
+	// Logger receives goka's own log lines at debug level.
+	Logger *slog.Logger
+}
+
+// Validate returns every problem of c joined, or nil.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("streams: no brokers"))
+	}
+	if c.StateDir == "" {
+		errs = append(errs, errors.New("streams: no state directory"))
+	}
+	if c.Replication < 1 {
+		errs = append(errs, fmt.Errorf("streams: replication %d < 1", c.Replication))
+	}
+	return errors.Join(errs...)
+}
+
+// Sarama returns a fresh sarama configuration with offerlog's choices:
+// inputs start at the oldest offset (so a new group, and a replay, sees every
+// event), producers wait for all in-sync replicas, no compression (the broker
+// is local in dev and records are small; Kafka compresses on the wire when
+// configured on topics).
+func (c Config) Sarama(clientID string) *sarama.Config {
+	cfg := goka.DefaultConfig()
+	cfg.ClientID = clientID
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Compression = sarama.CompressionNone
+	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
+	cfg.Producer.Flush.Bytes = 256 * 1024
+	cfg.Producer.Partitioner = sarama.NewCustomPartitioner(
+		sarama.WithAbsFirst(),
+		sarama.WithCustomHashFunction(KafkaHasher()),
+	)
+	cfg.Producer.Idempotent = false
+	cfg.Net.MaxOpenRequests = 5
+	cfg.Consumer.Fetch.Default = 4 << 20
+	cfg.ChannelBufferSize = 1024
+	return cfg
+}
+
+func (c Config) topicManager(clientID string) goka.TopicManagerBuilder {
+	tm := goka.NewTopicManagerConfig()
+	tm.Table.Replication = c.Replication
+	tm.Stream.Replication = c.Replication
+	return goka.TopicManagerBuilderWithConfig(c.Sarama(clientID+"-topics"), tm)
+}
+
+func (c Config) producer(clientID string) goka.ProducerBuilder {
+	cfg := c.Sarama(clientID)
+	return func(brokers []string, id string, _ func() hash.Hash32) (goka.Producer, error) {
+		cfg.ClientID = id
+		return goka.NewProducer(brokers, cfg)
+	}
+}
+
+// ProcessorOptions returns the options every processor of group is built
+// with: offerlog's sarama config, Kafka-compatible key hashing and LevelDB
+// state under StateDir/processor/<group>.
+func (c Config) ProcessorOptions(group goka.Group) []goka.ProcessorOption {
+	id := "offerlog-" + string(group)
+	return []goka.ProcessorOption{
+		goka.WithClientID(id),
+		goka.WithHasher(KafkaHasher()),
+		goka.WithStorageBuilder(storage.DefaultBuilder(c.StateDirOf(string(group)))),
+		goka.WithTopicManagerBuilder(c.topicManager(id)),
+		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(c.Sarama(id))),
+		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(c.Sarama(id))),
+		goka.WithProducerBuilder(c.producer(id)),
+		goka.WithLogger(c.gokaLogger()),
+	}
+}
+
+// ViewOptions returns the options of a view named name (its state lives in
+// StateDir/view/<name>; two views of one table in a process need two names).
+func (c Config) ViewOptions(name string) []goka.ViewOption {
+	id := "offerlog-view-" + name
+	return []goka.ViewOption{
+		goka.WithViewClientID(id),
+		goka.WithViewHasher(KafkaHasher()),
+		goka.WithViewStorageBuilder(storage.DefaultBuilder(filepath.Join(c.StateDir, "view", name))),
+		goka.WithViewTopicManagerBuilder(c.topicManager(id)),
+		goka.WithViewConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(c.Sarama(id))),
+		goka.WithViewLogger(c.gokaLogger()),
+		goka.WithViewAutoReconnect(),
+	}
+}
+
+func (c Config) gokaLogger() goka.Logger {
+	l := c.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	return gokaLogger{l.With("component", "goka")}
+}
+
+type gokaLogger struct{ l *slog.Logger }
+
+func (g gokaLogger) Print(v ...any)                 { g.l.Debug(fmt.Sprint(v...)) }
+func (g gokaLogger) Println(v ...any)               { g.l.Debug(fmt.Sprint(v...)) }
+func (g gokaLogger) Printf(format string, v ...any) { g.l.Debug(fmt.Sprintf(format, v...)) }
+
+// Avro is a goka.Codec over an Avro codec of package schemas. Decode returns
+// a *T. Safe for concurrent use.
+type Avro[T any] struct{ C *schemas.Codec[T] }
+
+// Encode encodes a *T or a T.
+func (a Avro[T]) Encode(value any) ([]byte, error) {
+	switch v := value.(type) {
+	case *T:
+		return a.C.Encode(v)
+	case T:
+		return a.C.Encode(&v)
+	}
+	return nil, fmt.Errorf("streams: codec of %s cannot encode %T", a.C.Schema().Name, value)
+}
+
+// Decode decodes data into a new *T.
+func (a Avro[T]) Decode(data []byte) (any, error) {
+	v := new(T)
+	if err := a.C.Decode(data, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}

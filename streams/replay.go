@@ -1,0 +1,139 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ErrGroupRunning is returned by PrepareReplay when the group has members:
+// a replay rebuilds the group's state from scratch and must run alone.
+var ErrGroupRunning = errors.New("group has running members; stop them before replaying")
+
+// Replay describes how to rebuild one processor group from its inputs.
+type Replay struct {
+	// Group is the consumer group name.
+	Group string
+	// Inputs are the topics the group consumes.
+	Inputs []string
+	// Table is the group's changelog topic, "" for a group without a table.
+	Table string
+	// TableConfigs are the topic configs to recreate Table with.
+	TableConfigs map[string]string
+	// Partitions of Table.
+	Partitions int32
+	// Replication of Table; -1 takes the broker default.
+	Replication int16
+	// StateDir is the group's local storage, wiped; "" for none.
+	StateDir string
+}
+
+// Prepare empties the group's state so that the next run starts from the
+// first offset of every input with an empty table: it checks that the group
+// has no members, records the end offsets of the inputs (the point the replay
+// must reach), deletes the group's committed offsets, recreates the table
+// topic empty and wipes the local storage. It returns the end offsets.
+func (r Replay) Prepare(ctx context.Context, adm *kadm.Client) (kadm.Offsets, error) {
+	groups, err := adm.DescribeGroups(ctx, r.Group)
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: describe group: %w", r.Group, err)
+	}
+	if g, ok := groups[r.Group]; ok && len(g.Members) > 0 {
+		return nil, fmt.Errorf("replay %s: %d member(s): %w", r.Group, len(g.Members), ErrGroupRunning)
+	}
+	ends, err := adm.ListEndOffsets(ctx, r.Inputs...)
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: end offsets: %w", r.Group, err)
+	}
+	if err := ends.Error(); err != nil {
+		return nil, fmt.Errorf("replay %s: end offsets: %w", r.Group, err)
+	}
+	if _, err := adm.DeleteGroup(ctx, r.Group); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		return nil, fmt.Errorf("replay %s: delete committed offsets: %w", r.Group, err)
+	}
+	if r.Table != "" {
+		if err := recreate(ctx, adm, r.Table, r.Partitions, r.Replication, r.TableConfigs); err != nil {
+			return nil, fmt.Errorf("replay %s: %w", r.Group, err)
+		}
+	}
+	if r.StateDir != "" {
+		if err := os.RemoveAll(r.StateDir); err != nil {
+			return nil, fmt.Errorf("replay %s: wipe local state: %w", r.Group, err)
+		}
+	}
+	return ends.Offsets(), nil
+}
+
+func recreate(ctx context.Context, adm *kadm.Client, topic string, partitions int32, replication int16, configs map[string]string) error {
+	resp, err := adm.DeleteTopics(ctx, topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return fmt.Errorf("delete %s: %w", topic, err)
+	}
+	cfg := map[string]*string{}
+	for k, v := range configs {
+		cfg[k] = kadm.StringPtr(v)
+	}
+	// A real cluster deletes asynchronously: retry while the old topic is
+	// still being removed.
+	for {
+		resp, err := adm.CreateTopics(ctx, partitions, replication, cfg, topic)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create %s: %w", topic, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("create %s: %w", topic, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// WaitCommitted polls the group's committed offsets until every partition of
+// ends is committed at or past its end offset. It returns nil then, or ctx's
+// error.
+func WaitCommitted(ctx context.Context, adm *kadm.Client, group string, ends kadm.Offsets) error {
+	for {
+		committed, err := adm.FetchOffsets(ctx, group)
+		if err == nil {
+			done := true
+			ends.Each(func(o kadm.Offset) {
+				if o.At <= 0 {
+					return
+				}
+				c, ok := committed.Lookup(o.Topic, o.Partition)
+				if !ok || c.Err != nil || c.At < o.At {
+					done = false
+				}
+			})
+			if done {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// StateDirOf returns the local storage directory of a processor group, as
+// Config.ProcessorOptions lays it out.
+func (c Config) StateDirOf(group string) string {
+	return filepath.Join(c.StateDir, "processor", group)
+}
