@@ -2,8 +2,8 @@ package streams
 
 import (
 	"errors"
-	"hash"
 	"fmt"
+	"hash"
 	"log/slog"
 	"path/filepath"
 	"time"

@@ -1,0 +1,130 @@
+// Package testkit starts the real parts tests run against (the embedded
+// Kafka-protocol broker, its topics) and waits for conditions with a
+// deadline instead of sleeping.
+package testkit
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/broker"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Logger returns a logger for tests: warnings and errors only, unless
+// OFFERLOG_TEST_DEBUG is set.
+func Logger() *slog.Logger {
+	level := slog.LevelWarn
+	if os.Getenv("OFFERLOG_TEST_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// Broker starts an embedded broker for the test, in memory or in dataDir
+// if it is not "", and stops it when the test ends. It returns the broker.
+func Broker(t testing.TB, dataDir string) *broker.Broker {
+	t.Helper()
+	b, err := broker.Start(broker.Config{DataDir: dataDir, Addr: "127.0.0.1:0", Logger: Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+// Client returns a franz-go client of brokers, closed when the test ends.
+func Client(t testing.TB, brokers []string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// Admin returns a kadm client of brokers.
+func Admin(t testing.TB, brokers []string) *kadm.Client {
+	return kadm.NewClient(Client(t, brokers))
+}
+
+// EnsureTopics creates ts on brokers.
+func EnsureTopics(t testing.TB, brokers []string, ts []topics.Topic) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := topics.Ensure(ctx, Admin(t, brokers), -1, ts); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Context returns a context that ends with the test or after d.
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Eventually polls cond every 20 ms until it returns true, and fails the
+// test with msg if it has not by the deadline.
+func Eventually(t testing.TB, d time.Duration, msg string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s: %s", d, msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ReadAll returns every record of topic up to its end offsets at the time
+// of the call, in partition then offset order.
+func ReadAll(t testing.TB, brokers []string, topic string) []*kgo.Record {
+	t.Helper()
+	ctx := Context(t, 60*time.Second)
+	adm := Admin(t, brokers)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+		}
+	})
+	byPart := map[int32][]*kgo.Record{}
+	if len(want) > 0 {
+		cl := Client(t, brokers, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		for len(want) > 0 {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("read %s: %v (still waiting for %v)", topic, ctx.Err(), want)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				end, ok := want[r.Partition]
+				if !ok || r.Offset >= end {
+					return
+				}
+				byPart[r.Partition] = append(byPart[r.Partition], r)
+				if r.Offset == end-1 {
+					delete(want, r.Partition)
+				}
+			})
+		}
+	}
+	var out []*kgo.Record
+	for p := int32(0); len(byPart) > 0; p++ {
+		out = append(out, byPart[p]...)
+		delete(byPart, p)
+	}
+	return out
+}

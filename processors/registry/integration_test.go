@@ -1,0 +1,394 @@
+package registry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/processors/registry"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+const partitions = 4
+
+// cluster is a broker with the catalogue, an epoch registered for client
+// "shop" and a catalogue following the epochs topic.
+type cluster struct {
+	brokers []string
+	epochs  *registry.Catalogue
+	state   string
+}
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	b := testkit.Broker(t, "")
+	c := &cluster{brokers: b.Addrs(), epochs: registry.NewCatalogue(registry.DefaultEpochGrace), state: t.TempDir()}
+	testkit.EnsureTopics(t, c.brokers, topics.Catalogue(partitions))
+	cl := testkit.Client(t, c.brokers)
+	data, err := schemas.EpochSchemas.Encode(&schemas.EpochSchema{Client: "shop", Epoch: 1,
+		RegisteredAt: time.Now().Add(-time.Minute),
+		Fields:       []schemas.FieldSpec{{Name: "title", Type: schemas.TypeString, Required: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testkit.Context(t, 2*time.Minute)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topics.Epochs, Key: []byte("shop/1"), Value: data}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	fc, err := registry.NewFollowClient(c.brokers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.epochs.Follow(fctx, fc, testkit.Logger()) }()
+	t.Cleanup(func() { cancel(); <-done; fc.Close() })
+	return c
+}
+
+func (c *cluster) config(ready chan struct{}) registry.Config {
+	return registry.Config{
+		Streams: streams.Config{Brokers: c.brokers, StateDir: c.state, Replication: 1, Logger: testkit.Logger()},
+		Rules:   registry.DefaultRules(), Epochs: c.epochs, Logger: testkit.Logger(), Ready: ready,
+	}
+}
+
+// start runs the registry until the returned stop function is called; stop
+// returns Run's error.
+func (c *cluster) start(t *testing.T) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() { errc <- registry.Run(ctx, c.config(ready)) }()
+	select {
+	case <-ready:
+	case err := <-errc:
+		cancel()
+		t.Fatalf("registry stopped before it was ready: %v", err)
+	case <-time.After(90 * time.Second):
+		cancel()
+		t.Fatal("registry not ready after 90s")
+	}
+	var stopped bool
+	var runErr error
+	stop = func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			runErr = <-errc
+		}
+		return runErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+func produceDocs(t *testing.T, brokers []string, docs []*schemas.RawDocument) {
+	t.Helper()
+	cl := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond))
+	ctx := testkit.Context(t, 2*time.Minute)
+	recs := make([]*kgo.Record, 0, len(docs))
+	for _, d := range docs {
+		data, err := schemas.RawDocuments.Encode(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, &kgo.Record{Topic: topics.DocumentsIngest, Key: []byte("shop/" + d.PK), Value: data})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shuffledVersions returns docs keys x versions documents, in a random order.
+func shuffledVersions(keys, versions int, seed uint64) []*schemas.RawDocument {
+	base := time.Now().Add(-time.Second).Truncate(time.Millisecond)
+	var docs []*schemas.RawDocument
+	for k := range keys {
+		for v := 1; v <= versions; v++ {
+			title := fmt.Sprintf("doc %d v%d", k, v)
+			docs = append(docs, &schemas.RawDocument{PK: fmt.Sprint(k), Version: int64(v), Epoch: 1,
+				Action: schemas.ActionUpsert, Timestamp: base.Add(time.Duration(v) * time.Millisecond),
+				Fields: []schemas.Field{{Name: "title", String: &title}}})
+		}
+	}
+	r := rand.New(rand.NewPCG(seed, seed))
+	r.Shuffle(len(docs), func(i, j int) { docs[i], docs[j] = docs[j], docs[i] })
+	return docs
+}
+
+type verdictKey struct {
+	p int32
+	o int64
+}
+
+// verdicts reads documents.results and checks that every ingested document
+// has a verdict and that repeated verdicts (after a restart) agree.
+func verdicts(t *testing.T, brokers []string) map[verdictKey]schemas.Verdict {
+	t.Helper()
+	out := map[verdictKey]schemas.Verdict{}
+	for _, r := range testkit.ReadAll(t, brokers, topics.DocumentsResults) {
+		var v schemas.Verdict
+		if err := schemas.Verdicts.Decode(r.Value, &v); err != nil {
+			t.Fatal(err)
+		}
+		k := verdictKey{v.SourcePartition, v.SourceOffset}
+		if old, ok := out[k]; ok && old != v {
+			t.Fatalf("two different verdicts for %v: %+v and %+v", k, old, v)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func waitVerdicts(t *testing.T, brokers []string, n int) map[verdictKey]schemas.Verdict {
+	t.Helper()
+	var got map[verdictKey]schemas.Verdict
+	testkit.Eventually(t, 2*time.Minute, fmt.Sprintf("%d verdicts", n), func() bool {
+		got = verdicts(t, brokers)
+		return len(got) >= n
+	})
+	return got
+}
+
+// tableOf reads registry-table (the changelog) into key -> last value bytes.
+func tableOf(t *testing.T, brokers []string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, r := range testkit.ReadAll(t, brokers, topics.RegistryTable) {
+		if r.Value == nil {
+			delete(out, string(r.Key))
+			continue
+		}
+		out[string(r.Key)] = r.Value
+	}
+	return out
+}
+
+func TestShuffledVersionsEndFreshest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	c := newCluster(t)
+	const keys, versions = 1000, 10
+	docs := shuffledVersions(keys, versions, 1)
+	stop := c.start(t)
+	produceDocs(t, c.brokers, docs)
+	got := waitVerdicts(t, c.brokers, len(docs))
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[schemas.Decision]int{}
+	for _, v := range got {
+		counts[v.Verdict]++
+	}
+	if counts[schemas.Invalid] != 0 || counts[schemas.Accepted] < keys {
+		t.Fatalf("verdicts: %v", counts)
+	}
+	table := tableOf(t, c.brokers)
+	if len(table) != keys {
+		t.Fatalf("table has %d keys, want %d", len(table), keys)
+	}
+	for k, raw := range table {
+		var rec schemas.RegistryRecord
+		if err := schemas.RegistryRecords.Decode(raw, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Version != versions {
+			t.Fatalf("%s holds version %d, want %d", k, rec.Version, versions)
+		}
+	}
+	// The last change per key is the freshest version too.
+	last := map[string]schemas.RegistryRecord{}
+	for _, r := range testkit.ReadAll(t, c.brokers, topics.DocumentsChanges) {
+		var rec schemas.RegistryRecord
+		if err := schemas.RegistryRecords.Decode(r.Value, &rec); err != nil {
+			t.Fatal(err)
+		}
+		last[string(r.Key)] = rec
+	}
+	for k, rec := range last {
+		if rec.Version != versions {
+			t.Fatalf("last change of %s is version %d", k, rec.Version)
+		}
+	}
+}
+
+func TestBadInputGetsAVerdictAndADeadLetter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	c := newCluster(t)
+	stop := c.start(t)
+	cl := testkit.Client(t, c.brokers)
+	ctx := testkit.Context(t, time.Minute)
+	v := schemas.Verdict{Client: "x", PK: "y", Verdict: schemas.Accepted, Timestamp: time.Now()}
+	foreign, _ := schemas.Verdicts.Encode(&v)
+	recs := []*kgo.Record{
+		{Topic: topics.DocumentsIngest, Key: []byte("shop/1"), Value: []byte("not avro")},
+		{Topic: topics.DocumentsIngest, Key: []byte("shop/2"), Value: foreign},
+		{Topic: topics.DocumentsIngest, Key: []byte("shop/3"), Value: []byte{0xC3, 0x01, 1, 2, 3, 4, 5, 6, 7, 8}},
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	good := shuffledVersions(1, 1, 1)
+	produceDocs(t, c.brokers, good)
+	got := waitVerdicts(t, c.brokers, 4)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	invalid, accepted := 0, 0
+	for _, v := range got {
+		switch v.Verdict {
+		case schemas.Invalid:
+			invalid++
+		case schemas.Accepted:
+			accepted++
+		}
+	}
+	if invalid != 3 || accepted != 1 {
+		t.Fatalf("verdicts %+v", got)
+	}
+	deads := testkit.ReadAll(t, c.brokers, topics.DocumentsDead)
+	if len(deads) != 3 {
+		t.Fatalf("%d dead letters, want 3", len(deads))
+	}
+	var dl schemas.DeadLetter
+	for _, r := range deads {
+		if err := schemas.DeadLetters.Decode(r.Value, &dl); err != nil {
+			t.Fatal(err)
+		}
+		if string(dl.Key) == "shop/1" && string(dl.Value) != "not avro" {
+			t.Fatalf("dead letter lost the bytes: %q", dl.Value)
+		}
+		if dl.Reason == "" {
+			t.Fatal("dead letter without a reason")
+		}
+	}
+}
+
+func TestRestartMidStreamLosesNoVerdict(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	c := newCluster(t)
+	docs := shuffledVersions(500, 20, 2)
+	stop := c.start(t)
+	produceDocs(t, c.brokers, docs)
+	// Stop once part of the stream is decided, then start again.
+	testkit.Eventually(t, time.Minute, "some verdicts", func() bool { return len(verdicts(t, c.brokers)) > 1000 })
+	if err := stop(); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	first := len(verdicts(t, c.brokers))
+	if first >= len(docs) {
+		t.Logf("the processor finished before it was stopped (%d verdicts)", first)
+	}
+	stop = c.start(t)
+	got := waitVerdicts(t, c.brokers, len(docs))
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(docs) {
+		t.Fatalf("%d verdicts for %d documents", len(got), len(docs))
+	}
+	// The end state equals an uninterrupted run on a fresh cluster.
+	fresh := newCluster(t)
+	produceDocs(t, fresh.brokers, docsInLogOrder(t, c.brokers))
+	stopFresh := fresh.start(t)
+	waitVerdicts(t, fresh.brokers, len(docs))
+	if err := stopFresh(); err != nil {
+		t.Fatal(err)
+	}
+	assertSameTable(t, tableOf(t, c.brokers), tableOf(t, fresh.brokers), false)
+}
+
+// docsInLogOrder returns the documents of documents.ingest as they were
+// logged, partition by partition (re-producing them keeps each partition's
+// order, since keys map to the same partitions).
+func docsInLogOrder(t *testing.T, brokers []string) []*schemas.RawDocument {
+	var out []*schemas.RawDocument
+	for _, r := range testkit.ReadAll(t, brokers, topics.DocumentsIngest) {
+		var d schemas.RawDocument
+		if err := schemas.RawDocuments.Decode(r.Value, &d); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, &d)
+	}
+	return out
+}
+
+// assertSameTable compares two tables; with exact it compares bytes, else
+// the documents (source offsets and ingest times differ between clusters).
+func assertSameTable(t *testing.T, a, b map[string][]byte, exact bool) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("tables have %d and %d keys", len(a), len(b))
+	}
+	for k, va := range a {
+		vb, ok := b[k]
+		if !ok {
+			t.Fatalf("key %s missing", k)
+		}
+		if exact {
+			if string(va) != string(vb) {
+				t.Fatalf("key %s differs", k)
+			}
+			continue
+		}
+		var ra, rb schemas.RegistryRecord
+		if err := schemas.RegistryRecords.Decode(va, &ra); err != nil {
+			t.Fatal(err)
+		}
+		if err := schemas.RegistryRecords.Decode(vb, &rb); err != nil {
+			t.Fatal(err)
+		}
+		if registry.Compare(registry.StampOf(&ra), registry.StampOf(&rb)) != 0 || ra.Status != rb.Status {
+			t.Fatalf("key %s: %+v vs %+v", k, ra, rb)
+		}
+	}
+}
+
+func TestReplayRebuildsTheSameTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	c := newCluster(t)
+	docs := shuffledVersions(300, 5, 3)
+	// Deletes and TTLs too, so tombstones and expiry are part of the table.
+	for i, d := range docs {
+		switch i % 7 {
+		case 0:
+			d.Action, d.Fields = schemas.ActionDelete, nil
+		case 1:
+			d.TTLSeconds = 1
+		}
+	}
+	stop := c.start(t)
+	produceDocs(t, c.brokers, docs)
+	waitVerdicts(t, c.brokers, len(docs))
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	before := tableOf(t, c.brokers)
+	ctx := testkit.Context(t, 3*time.Minute)
+	if err := registry.Replay(ctx, c.config(nil), partitions, -1); err != nil {
+		t.Fatal(err)
+	}
+	after := tableOf(t, c.brokers)
+	assertSameTable(t, before, after, true)
+	if _, err := filepath.Glob(filepath.Join(c.state, "processor", "registry", "*")); err != nil {
+		t.Fatal(err)
+	}
+}
