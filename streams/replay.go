@@ -132,6 +132,39 @@ func WaitCommitted(ctx context.Context, adm *kadm.Client, group string, ends kad
 	}
 }
 
+// Run rebuilds the group: Prepare, then run (the group's processor, which
+// must stop when its ctx ends) until the group has committed every input
+// message that was there when the replay began; then it stops run and
+// returns run's error, or the error that ended the replay early.
+func (r Replay) Run(ctx context.Context, adm *kadm.Client, run func(context.Context) error) error {
+	ends, err := r.Prepare(ctx, adm)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- run(runCtx) }()
+	waited := make(chan error, 1)
+	go func() { waited <- WaitCommitted(runCtx, adm, r.Group, ends) }()
+	select {
+	case err := <-waited:
+		cancel()
+		if runErr := <-errc; err == nil {
+			err = runErr
+		}
+		if err != nil {
+			return fmt.Errorf("replay %s: %w", r.Group, err)
+		}
+		return nil
+	case err := <-errc:
+		if err == nil {
+			err = errors.New("stopped before it caught up")
+		}
+		return fmt.Errorf("replay %s: %w", r.Group, err)
+	}
+}
+
 // StateDirOf returns the local storage directory of a processor group, as
 // Config.ProcessorOptions lays it out.
 func (c Config) StateDirOf(group string) string {

@@ -200,6 +200,13 @@ func Due(r *schemas.RegistryRecord, at time.Time) bool {
 	return r != nil && r.ExpiresAt != nil && !r.ExpiresAt.After(at)
 }
 
+// AsOf returns what the record r is at time at once due expiries are
+// applied: r itself, a tombstone, or nil. Readers use it to show a record
+// as the registry will hold it, before the expiry check reaches it.
+func AsOf(r *schemas.RegistryRecord, at time.Time, rules Rules) *schemas.RegistryRecord {
+	return expireDue(r, at, rules)
+}
+
 // expireDue returns what r becomes at at: r itself if nothing is due, a
 // tombstone for a live document whose TTL ran out, nil for a tombstone that
 // expired. The result depends on r and the rules only, not on at, as long

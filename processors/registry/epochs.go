@@ -147,6 +147,13 @@ func sameSchema(a, b *schemas.EpochSchema) bool {
 	return true
 }
 
+// List returns the epochs of client, oldest first.
+func (c *Catalogue) List(client string) []*schemas.EpochSchema {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return append([]*schemas.EpochSchema(nil), c.byClient[client]...)
+}
+
 // Clients returns the names of the clients with at least one epoch.
 func (c *Catalogue) Clients() []string {
 	c.mu.RLock()

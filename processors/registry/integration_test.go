@@ -55,10 +55,10 @@ func newCluster(t *testing.T) *cluster {
 	return c
 }
 
-func (c *cluster) config(ready chan struct{}) registry.Config {
+func (c *cluster) config(onReady func()) registry.Config {
 	return registry.Config{
 		Streams: streams.Config{Brokers: c.brokers, StateDir: c.state, Replication: 1, Logger: testkit.Logger()},
-		Rules:   registry.DefaultRules(), Epochs: c.epochs, Logger: testkit.Logger(), Ready: ready,
+		Rules:   registry.DefaultRules(), Epochs: c.epochs, Logger: testkit.Logger(), OnReady: onReady,
 	}
 }
 
@@ -69,7 +69,7 @@ func (c *cluster) start(t *testing.T) (stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	errc := make(chan error, 1)
-	go func() { errc <- registry.Run(ctx, c.config(ready)) }()
+	go func() { errc <- registry.Run(ctx, c.config(func() { close(ready) })) }()
 	select {
 	case <-ready:
 	case err := <-errc:

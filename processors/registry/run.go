@@ -28,9 +28,9 @@ type Config struct {
 	SweepInterval time.Duration
 	Metrics       *Metrics
 	Logger        *slog.Logger
-	// Ready, if set, is closed when the processor has recovered its table
+	// OnReady, if set, is called when the processor has recovered its table
 	// and is processing.
-	Ready chan<- struct{}
+	OnReady func()
 }
 
 // Validate returns every problem of c joined, or nil.
@@ -105,8 +105,8 @@ func watch(ctx context.Context, proc *goka.Processor, cfg Config) {
 	if err := proc.WaitForReadyContext(ctx); err != nil {
 		return
 	}
-	if cfg.Ready != nil {
-		close(cfg.Ready)
+	if cfg.OnReady != nil {
+		cfg.OnReady()
 	}
 	if cfg.SweepInterval <= 0 {
 		return
@@ -153,52 +153,12 @@ func ReplaySpec(s streams.Config, partitions int32, replication int16) streams.R
 // without the expiry sweep until it has committed every message that was in
 // the input when the replay began, and stops. The group must not be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
-	cfg.setDefaults()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Streams.Brokers...), kgo.ClientID("offerlog-replay"))
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	ends, err := ReplaySpec(cfg.Streams, partitions, replication).Prepare(ctx, adm)
-	if err != nil {
-		return err
-	}
 	cfg.SweepInterval = 0
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- Run(runCtx, cfg) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("replay: processor stopped early: %w", err)
-	case <-ctx.Done():
-		return ctx.Err()
-	default:
-	}
-	waitErr := WaitOrFail(ctx, adm, ends, errc)
-	cancel()
-	if runErr := <-errc; waitErr == nil && runErr != nil {
-		return fmt.Errorf("replay: %w", runErr)
-	}
-	return waitErr
-}
-
-// WaitOrFail waits until the registry group has committed ends, or the
-// processor stopped (its error arrives on errc, and is put back).
-func WaitOrFail(ctx context.Context, adm *kadm.Client, ends kadm.Offsets, errc chan error) error {
-	waitCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	waited := make(chan error, 1)
-	go func() { waited <- streams.WaitCommitted(waitCtx, adm, string(Group), ends) }()
-	select {
-	case err := <-waited:
-		return err
-	case err := <-errc:
-		errc <- err
-		if err == nil {
-			err = errors.New("processor stopped")
-		}
-		return fmt.Errorf("replay: %w", err)
-	}
+	return ReplaySpec(cfg.Streams, partitions, replication).Run(ctx, kadm.NewClient(cl),
+		func(ctx context.Context) error { return Run(ctx, cfg) })
 }

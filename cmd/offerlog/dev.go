@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"flag"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/offerlog/offerlog/internal/broker"
+	"github.com/offerlog/offerlog/internal/platform"
+)
+
+func runDev(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	f := newFlags("dev", stderr)
+	cfg := f.platform()
+	f.StringVar(&cfg.KafkaAddr, "kafka-addr", cfg.KafkaAddr, "address of the embedded Kafka-protocol broker")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if f.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %v", errUsage, f.Args())
+	}
+	cfg.Logger = f.logger(stderr)
+	cfg.Started = func(info platform.Info) { printInfo(stdout, info) }
+	return platform.Run(ctx, *cfg)
+}
+
+func printInfo(w io.Writer, info platform.Info) {
+	fmt.Fprintf(w, "offerlog is running (%s)\n", strings.Join(info.Components, ", "))
+	fmt.Fprintf(w, "  kafka    %s", strings.Join(info.Brokers, ","))
+	if info.Embedded {
+		fmt.Fprintf(w, "  (embedded broker, data in %s)", info.DataDir)
+	}
+	fmt.Fprintln(w)
+	if info.HTTPAddr != "" {
+		fmt.Fprintf(w, "  api      http://%s/v1/clients/{client}/...\n", info.HTTPAddr)
+		fmt.Fprintf(w, "  metrics  http://%s/metrics\n", info.HTTPAddr)
+	}
+	fmt.Fprintln(w, "Press Ctrl-C to stop.")
+}
+
+func runBroker(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	f := newFlags("broker", stderr)
+	data := f.String("data", "./data", "data directory")
+	addr := f.String("kafka-addr", "127.0.0.1:9092", "address to listen on")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	log := f.logger(stderr)
+	b, err := broker.Start(broker.Config{DataDir: *data, Addr: *addr, Partitions: 8, Logger: log})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "embedded broker on %s, data in %s. Press Ctrl-C to stop.\n", strings.Join(b.Addrs(), ","), *data)
+	<-ctx.Done()
+	b.Close()
+	log.Info("broker stopped, data flushed")
+	return nil
+}
+
+func runComponent(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("%w: which component? one of %v", errUsage, platform.AllComponents)
+	}
+	component := args[0]
+	f := newFlags("run "+component, stderr)
+	cfg := f.platform()
+	brokers := f.brokers()
+	f.Func("replication", "replication factor of the topics created (default: the broker's)", func(s string) error {
+		var n int16
+		_, err := fmt.Sscan(s, &n)
+		cfg.Replication = n
+		return err
+	})
+	if err := f.parse(args[1:]); err != nil {
+		return err
+	}
+	if err := requireBrokers(brokers); err != nil {
+		return err
+	}
+	cfg.Brokers = *brokers
+	cfg.Components = []string{component}
+	if component != platform.ComponentAPI && !f.httpSet() {
+		// Processors still serve /metrics; default to a port of their own.
+		cfg.HTTPAddr = map[string]string{platform.ComponentRegistry: "127.0.0.1:8081", platform.ComponentIndexer: "127.0.0.1:8082"}[component]
+	}
+	cfg.Logger = f.logger(stderr)
+	cfg.Started = func(info platform.Info) { printInfo(stdout, info) }
+	return platform.Run(ctx, *cfg)
+}
+
+// httpSet reports whether --http was given on the command line or in the
+// environment.
+func (f *flags) httpSet() bool {
+	_, set := os.LookupEnv("OFFERLOG_HTTP")
+	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == "http" })
+	return set
+}

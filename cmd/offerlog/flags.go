@@ -1,0 +1,109 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/offerlog/offerlog/internal/platform"
+)
+
+// flags is a command's flag set whose flags default to OFFERLOG_<NAME>
+// environment variables.
+type flags struct {
+	*flag.FlagSet
+	logLevel string
+}
+
+func newFlags(name string, stderr io.Writer) *flags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := &flags{FlagSet: fs}
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return f
+}
+
+// parse applies environment defaults, then the command line.
+func (f *flags) parse(args []string) error {
+	var errs []string
+	f.VisitAll(func(fl *flag.Flag) {
+		env := "OFFERLOG_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if err := fl.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Sprintf("%s=%q: %v", env, v, err))
+			}
+		}
+	})
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %s", errUsage, strings.Join(errs, "; "))
+	}
+	if err := f.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
+}
+
+func (f *flags) logger(w io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// brokersFlag is a comma-separated broker list.
+type brokersFlag []string
+
+func (b *brokersFlag) String() string { return strings.Join(*b, ",") }
+func (b *brokersFlag) Set(s string) error {
+	*b = nil
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*b = append(*b, p)
+		}
+	}
+	return nil
+}
+
+func (f *flags) brokers() *brokersFlag {
+	b := &brokersFlag{}
+	f.Var(b, "brokers", "comma-separated Kafka brokers")
+	return b
+}
+
+func requireBrokers(b *brokersFlag) error {
+	if len(*b) == 0 {
+		return fmt.Errorf("%w: --brokers (or OFFERLOG_BROKERS) is required", errUsage)
+	}
+	return nil
+}
+
+// platformFlags adds the flags of a platform process to f and returns the
+// config they fill.
+func (f *flags) platform() *platform.Config {
+	cfg := platform.DefaultConfig()
+	f.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data directory (embedded broker data, local table state)")
+	f.StringVar(&cfg.HTTPAddr, "http", cfg.HTTPAddr, "HTTP address of the API and /metrics (empty: none)")
+	partitions := int(cfg.Partitions)
+	f.Func("partitions", fmt.Sprintf("partitions of the catalogue's partitioned topics (default %d)", partitions), func(s string) error {
+		var n int
+		if _, err := fmt.Sscan(s, &n); err != nil || n < 1 {
+			return fmt.Errorf("want a positive integer")
+		}
+		cfg.Partitions = int32(n)
+		return nil
+	})
+	f.IntVar(&cfg.Rules.MaxDocumentBytes, "max-document-bytes", cfg.Rules.MaxDocumentBytes, "largest accepted document, encoded")
+	f.DurationVar(&cfg.Rules.TombstoneTTL, "tombstone-ttl", cfg.Rules.TombstoneTTL, "how long a delete blocks older versions")
+	f.DurationVar(&cfg.EpochGrace, "epoch-grace", cfg.EpochGrace, "how long after its registration a new epoch makes older epochs stale")
+	f.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "how often the registry looks for expired documents")
+	f.DurationVar(&cfg.WaitTimeout, "wait-timeout", cfg.WaitTimeout, "longest wait for a verdict with ?wait=true")
+	return &cfg
+}
+

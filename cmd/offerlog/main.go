@@ -1,0 +1,82 @@
+// Command offerlog is the one binary of the offerlog platform: the embedded
+// development platform, each component for production, and the tools to
+// manage topics and to produce, consume and replay events.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+type command struct {
+	name, args, summary string
+	run                 func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"dev", "[--data DIR] [--kafka-addr HOST:PORT] [--http HOST:PORT]", "run the whole platform on the embedded broker", runDev},
+		{"broker", "[--data DIR] [--kafka-addr HOST:PORT]", "run the embedded broker alone", runBroker},
+		{"run", "COMPONENT --brokers B [--data DIR] [--http HOST:PORT]", "run one component (registry, indexer, api) against a cluster", runComponent},
+		{"topics", "ensure|list --brokers B [--partitions N]", "create or check the topic catalogue", runTopics},
+		{"produce", "--brokers B TOPIC", "produce JSON lines {\"key\",\"value\"} from stdin as Avro events", runProduce},
+		{"consume", "--brokers B TOPIC [--from-beginning] [--max N] [--timeout D]", "print a topic's events as JSON lines", runConsume},
+		{"replay", "--brokers B GROUP [--data DIR]", "rebuild a processor group's table and outputs from its inputs", runReplay},
+		{"bench", "[--docs N] [SCENARIO...]", "run the benchmarks on an in-process broker and print figures", runBench},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: offerlog COMMAND [flags]")
+	fmt.Fprintln(w)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n           %s\n", c.name, c.args, c.summary)
+	}
+	fmt.Fprintln(w, "\nEvery flag can also be set as OFFERLOG_<FLAG> (e.g. OFFERLOG_KAFKA_ADDR); flags win.")
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run executes one command line and returns the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, args[1:], stdin, stdout, stderr)
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			fmt.Fprintf(stderr, "offerlog %s: %v\nusage: offerlog %s %s\n", c.name, err, c.name, c.args)
+			return 2
+		default:
+			fmt.Fprintf(stderr, "offerlog %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "offerlog: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+var errUsage = errors.New("bad usage")

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/topics"
+)
+
+func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "ensure" && args[0] != "list") {
+		return fmt.Errorf("%w: want ensure or list", errUsage)
+	}
+	verb := args[0]
+	f := newFlags("topics "+verb, stderr)
+	brokers := f.brokers()
+	partitions := f.Int("partitions", 8, "partitions of the partitioned topics")
+	replication := f.Int("replication", -1, "replication factor of created topics (-1: the broker's default)")
+	if err := f.parse(args[1:]); err != nil {
+		return err
+	}
+	if err := requireBrokers(brokers); err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(*brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	catalogue, err := withClientTopics(ctx, adm, int32(*partitions))
+	if err != nil {
+		return err
+	}
+	if verb == "ensure" {
+		created, err := topics.Ensure(ctx, adm, int16(*replication), catalogue)
+		for _, t := range created {
+			fmt.Fprintf(stdout, "created %s\n", t)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%d topics ok\n", len(catalogue))
+		return nil
+	}
+	statuses, err := topics.List(ctx, adm, catalogue)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITIONS\tCLEANUP\tRETENTION.MS\tSCHEMA\tSTATUS")
+	problems := 0
+	for _, st := range statuses {
+		status := "ok"
+		switch {
+		case !st.Exists:
+			status, problems = "missing", problems+1
+		case len(st.Problems) > 0:
+			status, problems = strings.Join(st.Problems, "; "), problems+1
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", st.Name, st.ActualPartitions,
+			st.ActualConfigs["cleanup.policy"], st.ActualConfigs["retention.ms"], st.Schema, status)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if problems > 0 {
+		return fmt.Errorf("%d topic(s) missing or different from the catalogue (run: offerlog topics ensure)", problems)
+	}
+	return nil
+}
+
+// withClientTopics returns the catalogue plus the feed topics of every
+// client that has some on the cluster.
+func withClientTopics(ctx context.Context, adm *kadm.Client, partitions int32) ([]topics.Topic, error) {
+	all, err := adm.ListTopics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	clients := map[string]bool{}
+	for _, name := range all.Names() {
+		for _, prefix := range []string{topics.SaasPrefix, topics.YtPrefix} {
+			if c, ok := strings.CutPrefix(name, prefix); ok && topics.ValidateClient(c) == nil {
+				clients[c] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(clients))
+	for c := range clients {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	out := topics.Catalogue(partitions)
+	for _, c := range names {
+		out = append(out, topics.ForClient(c, partitions)...)
+	}
+	return out, nil
+}

@@ -1,0 +1,362 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/processors/registry"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Config of the API.
+type Config struct {
+	// Producer appends epochs and documents; it must be configured with
+	// acks=all. The API does not close it.
+	Producer *kgo.Client
+	// Epochs is the catalogue documents are checked against; the caller
+	// keeps it following the epochs topic.
+	Epochs *registry.Catalogue
+	// Registry answers reads of the registry; nil disables them (503).
+	Registry *registry.View
+	// Verdicts matches verdicts to waiting posts; nil disables ?wait=true.
+	Verdicts *streams.Replies[schemas.Verdict]
+	// Partitions and Replication of the client topics created on a
+	// client's first epoch.
+	Partitions  int32
+	Replication int16
+	// Rules are the registry's rules (document size limit, expiry).
+	Rules registry.Rules
+	// WaitTimeout bounds ?wait=true.
+	WaitTimeout time.Duration
+	Metrics     *metrics.Registry
+	Logger      *slog.Logger
+	// Ready reports whether every component the API relies on is ready.
+	Ready func() error
+}
+
+// Server is the HTTP API. It is an http.Handler, safe for concurrent use.
+type Server struct {
+	cfg      Config
+	adm      *kadm.Client
+	mux      *http.ServeMux
+	requests *metrics.CounterVec
+	latency  *metrics.HistogramVec
+}
+
+// New returns the API server.
+func New(cfg Config) (*Server, error) {
+	var errs []error
+	if cfg.Producer == nil {
+		errs = append(errs, errors.New("api: no producer"))
+	}
+	if cfg.Epochs == nil {
+		errs = append(errs, errors.New("api: no epoch catalogue"))
+	}
+	if cfg.Partitions < 1 {
+		errs = append(errs, fmt.Errorf("api: %d partitions", cfg.Partitions))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.WaitTimeout <= 0 {
+		cfg.WaitTimeout = 30 * time.Second
+	}
+	s := &Server{cfg: cfg, adm: kadm.NewClient(cfg.Producer), mux: http.NewServeMux(),
+		requests: cfg.Metrics.Counter("offerlog_http_requests_total", "HTTP requests by route and status.", "route", "status"),
+		latency:  cfg.Metrics.Histogram("offerlog_http_request_seconds", "HTTP request latency.", metrics.LatencyBuckets, "route"),
+	}
+	s.route("PUT /v1/clients/{client}/epochs/{epoch}", s.putEpoch)
+	s.route("GET /v1/clients/{client}/epochs", s.listEpochs)
+	s.route("POST /v1/clients/{client}/documents", s.postDocument)
+	s.route("GET /v1/clients/{client}/documents/{pk}", s.getDocument)
+	s.route("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	s.route("GET /readyz", s.ready)
+	s.mux.Handle("GET /metrics", cfg.Metrics.Handler())
+	return s, nil
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (s *Server) route(pattern string, h http.HandlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h(sw, r)
+		s.requests.With(pattern, strconv.Itoa(sw.status)).Inc()
+		s.latency.With(pattern).Observe(time.Since(start).Seconds())
+	})
+}
+
+// Error is the body of every error answer.
+type Error struct {
+	Error string `json:"error"`
+	// Field names the part of the request at fault, if one is.
+	Field string `json:"field,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		writeJSON(w, status, Error{Error: fe.Reason, Field: fe.Field})
+		return
+	}
+	writeJSON(w, status, Error{Error: err.Error()})
+}
+
+func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(); err != nil {
+			writeError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// decodeBody decodes a JSON body strictly, limited to limit bytes.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) (int, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return http.StatusRequestEntityTooLarge, fmt.Errorf("body is larger than %d bytes", limit)
+		}
+		return http.StatusBadRequest, fmt.Errorf("malformed JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return http.StatusBadRequest, errors.New("malformed JSON: trailing data after the object")
+	}
+	return 0, nil
+}
+
+func (s *Server) putEpoch(w http.ResponseWriter, r *http.Request) {
+	client := r.PathValue("client")
+	if err := topics.ValidateClient(client); err != nil {
+		writeError(w, http.StatusBadRequest, &FieldError{Field: "client", Reason: err.Error()})
+		return
+	}
+	epoch, err := strconv.ParseInt(r.PathValue("epoch"), 10, 64)
+	if err != nil || epoch < 0 {
+		writeError(w, http.StatusBadRequest, fieldErr("epoch", "want a non-negative integer, got %q", r.PathValue("epoch")))
+		return
+	}
+	var body EpochJSON
+	if status, err := decodeBody(w, r, 1<<20, &body); err != nil {
+		writeError(w, status, err)
+		return
+	}
+	if fe := validateEpoch(&body); fe != nil {
+		writeError(w, http.StatusUnprocessableEntity, fe)
+		return
+	}
+	if body.Embeddings == nil {
+		body.Embeddings = []schemas.EmbeddingSpec{}
+	}
+	sch := &schemas.EpochSchema{Client: client, Epoch: epoch, Fields: body.Fields, Embeddings: body.Embeddings,
+		RegisteredAt: time.Now().UTC().Truncate(time.Millisecond)}
+	ctx := r.Context()
+	if err := s.cfg.Epochs.Sync(ctx, s.adm); err != nil {
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("read the epoch catalogue: %w", err))
+		return
+	}
+	old, err := s.cfg.Epochs.Check(sch)
+	switch {
+	case err != nil:
+		writeError(w, http.StatusConflict, err)
+		return
+	case old != nil:
+		writeJSON(w, http.StatusOK, old)
+		return
+	}
+	if newest, ok := s.newestEpoch(client); ok && newest > epoch {
+		writeError(w, http.StatusConflict, fmt.Errorf("epoch %d is older than the client's newest epoch %d", epoch, newest))
+		return
+	}
+	if _, err := topics.Ensure(ctx, s.adm, s.cfg.Replication, topics.ForClient(client, s.cfg.Partitions)); err != nil && !errors.Is(err, topics.ErrMismatch) {
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("create the client's topics: %w", err))
+		return
+	}
+	data, err := schemas.EpochSchemas.Encode(sch)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	key := fmt.Sprintf("%s/%d", client, epoch)
+	if err := s.cfg.Producer.ProduceSync(ctx, &kgo.Record{Topic: topics.Epochs, Key: []byte(key), Value: data}).FirstErr(); err != nil {
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("append the epoch: %w", err))
+		return
+	}
+	// Answer once this instance's catalogue has it, so a document posted
+	// right after is checked against it.
+	if err := s.cfg.Epochs.Sync(ctx, s.adm); err != nil {
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("read the epoch back: %w", err))
+		return
+	}
+	s.cfg.Logger.Info("epoch registered", "client", client, "epoch", epoch)
+	writeJSON(w, http.StatusCreated, sch)
+}
+
+func (s *Server) newestEpoch(client string) (int64, bool) {
+	list := s.cfg.Epochs.List(client)
+	if len(list) == 0 {
+		return 0, false
+	}
+	return list[len(list)-1].Epoch, true
+}
+
+func (s *Server) listEpochs(w http.ResponseWriter, r *http.Request) {
+	client := r.PathValue("client")
+	out := s.cfg.Epochs.List(client)
+	if len(out) == 0 {
+		writeError(w, http.StatusNotFound, fmt.Errorf("client %q has no epochs", client))
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// PostResult answers a posted document.
+type PostResult struct {
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Verdict   string `json:"verdict,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
+	client := r.PathValue("client")
+	if err := topics.ValidateClient(client); err != nil {
+		writeError(w, http.StatusBadRequest, &FieldError{Field: "client", Reason: err.Error()})
+		return
+	}
+	wait := r.URL.Query().Get("wait") == "true"
+	if wait && s.cfg.Verdicts == nil {
+		writeError(w, http.StatusNotImplemented, errors.New("this instance does not wait for verdicts"))
+		return
+	}
+	var body DocumentJSON
+	// JSON is larger than the Avro it becomes; the document limit is
+	// enforced on the encoded document below.
+	if status, err := decodeBody(w, r, int64(4*s.cfg.Rules.MaxDocumentBytes), &body); err != nil {
+		writeError(w, status, err)
+		return
+	}
+	if body.Epoch == nil {
+		writeError(w, http.StatusBadRequest, fieldErr("epoch", "required"))
+		return
+	}
+	sch, ok := s.cfg.Epochs.Get(client, *body.Epoch)
+	if !ok {
+		if err := s.cfg.Epochs.Sync(r.Context(), s.adm); err == nil {
+			sch, ok = s.cfg.Epochs.Get(client, *body.Epoch)
+		}
+	}
+	if !ok {
+		writeError(w, http.StatusUnprocessableEntity, fieldErr("epoch", "client %q has no epoch %d", client, *body.Epoch))
+		return
+	}
+	doc, fe := toRawDocument(&body, sch)
+	if fe != nil {
+		writeError(w, http.StatusUnprocessableEntity, fe)
+		return
+	}
+	if err := registry.ValidateShape(doc); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, err)
+		return
+	}
+	if doc.Action == schemas.ActionUpsert {
+		if err := registry.Validate(doc, sch); err != nil {
+			writeError(w, http.StatusUnprocessableEntity, err)
+			return
+		}
+	}
+	data, err := schemas.RawDocuments.Encode(doc)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	if len(data) > s.cfg.Rules.MaxDocumentBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("document is %d bytes, more than the limit of %d", len(data), s.cfg.Rules.MaxDocumentBytes))
+		return
+	}
+	rec := &kgo.Record{Topic: topics.DocumentsIngest, Key: []byte(client + "/" + doc.PK), Value: data}
+	if err := s.cfg.Producer.ProduceSync(r.Context(), rec).FirstErr(); err != nil {
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("append the document: %w", err))
+		return
+	}
+	res := PostResult{Partition: rec.Partition, Offset: rec.Offset}
+	if !wait {
+		writeJSON(w, http.StatusAccepted, res)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WaitTimeout)
+	defer cancel()
+	v, err := s.cfg.Verdicts.Wait(ctx, streams.RequestID{Partition: rec.Partition, Offset: rec.Offset})
+	if err != nil {
+		// The document is appended; only its verdict is late.
+		writeJSON(w, http.StatusGatewayTimeout, struct {
+			PostResult
+			Error string `json:"error"`
+		}{res, "appended, but no verdict within " + s.cfg.WaitTimeout.String()})
+		return
+	}
+	res.Verdict, res.Reason = string(v.Verdict), v.Reason
+	status := map[schemas.Decision]int{schemas.Accepted: http.StatusOK, schemas.Stale: http.StatusConflict,
+		schemas.Invalid: http.StatusUnprocessableEntity}[v.Verdict]
+	writeJSON(w, status, res)
+}
+
+func (s *Server) getDocument(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Registry == nil {
+		writeError(w, http.StatusServiceUnavailable, errors.New("this instance does not read the registry"))
+		return
+	}
+	client, pk := r.PathValue("client"), r.PathValue("pk")
+	rec, err := s.cfg.Registry.Get(client + "/" + pk)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	rec = registry.AsOf(rec, time.Now(), s.cfg.Rules)
+	if rec == nil {
+		writeError(w, http.StatusNotFound, fmt.Errorf("no document %s/%s", client, pk))
+		return
+	}
+	writeJSON(w, http.StatusOK, recordJSON(rec))
+}

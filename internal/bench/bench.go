@@ -1,0 +1,286 @@
+// Package bench is offerlog's benchmark harness: it starts an in-process
+// embedded broker, prepares the same records for every scenario, runs the
+// scenarios one after the other and prints their figures with the ratio of
+// each pipeline to the ceilings measured in the same run (a plain franz-go
+// copy, a trivial goka processor).
+//
+// Adding a scenario is adding a Scenario to Scenarios: a name, whether it is
+// a ceiling, and a Run that gets the Env and returns a Result.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/broker"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Env is what a scenario runs in.
+type Env struct {
+	Brokers    []string
+	Partitions int32
+	// Docs is the number of documents of the run.
+	Docs int
+	// Source is a topic that holds the run's Docs documents, keyed
+	// "client/pk", written once before the scenarios run.
+	Source string
+	// StateDir is a fresh directory for the scenario's local state.
+	StateDir string
+	Logger   *slog.Logger
+	Admin    *kadm.Client
+}
+
+// Result is what a scenario measured.
+type Result struct {
+	Records  int
+	Duration time.Duration
+	// Latencies, if measured, are per-record end-to-end latencies.
+	Latencies []time.Duration
+	// Note is printed beside the figures.
+	Note string
+}
+
+// Rate returns records per second.
+func (r Result) Rate() float64 {
+	if r.Duration <= 0 {
+		return 0
+	}
+	return float64(r.Records) / r.Duration.Seconds()
+}
+
+// Percentile returns the p-th percentile (0-100) of the latencies, or 0.
+func (r Result) Percentile(p float64) time.Duration {
+	if len(r.Latencies) == 0 {
+		return 0
+	}
+	l := slices.Clone(r.Latencies)
+	slices.Sort(l)
+	i := int(float64(len(l)-1) * p / 100)
+	return l[i]
+}
+
+// Scenario is one benchmark.
+type Scenario struct {
+	Name string
+	// Ceiling marks the reference scenarios every other one is compared to.
+	Ceiling bool
+	Doc     string
+	Run     func(ctx context.Context, env *Env) (Result, error)
+}
+
+// Scenarios lists every scenario, ceilings first.
+var Scenarios = []Scenario{
+	{Name: "copy", Ceiling: true, Doc: "franz-go consumer group copying the documents to another topic (acks=all, commit per poll)", Run: runCopy},
+	{Name: "goka", Ceiling: true, Doc: "goka processor counting per key in its table and emitting each record (acks=all)", Run: runGoka},
+	{Name: "pipeline", Doc: "documents.ingest -> registry -> indexer -> saas.<client> and yt.<client>: backlog throughput, then end-to-end latency at a steady rate", Run: runPipeline},
+}
+
+// Config of a run.
+type Config struct {
+	Docs       int
+	Partitions int32
+	// Only runs these scenarios (and the ceilings); empty runs all.
+	Only   []string
+	Out    io.Writer
+	Logger *slog.Logger
+}
+
+// Run runs the benchmarks and prints the report to cfg.Out.
+func Run(ctx context.Context, cfg Config) error {
+	for _, name := range cfg.Only {
+		if !slices.ContainsFunc(Scenarios, func(s Scenario) bool { return s.Name == name }) {
+			return fmt.Errorf("bench: unknown scenario %q", name)
+		}
+	}
+	dir, err := os.MkdirTemp("", "offerlog-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	env := &Env{Brokers: b.Addrs(), Partitions: cfg.Partitions, Docs: cfg.Docs, Source: "bench.source",
+		Logger: cfg.Logger, Admin: kadm.NewClient(cl)}
+	if _, err := topics.Ensure(ctx, env.Admin, -1, append(topics.Catalogue(cfg.Partitions),
+		topics.Topic{Name: env.Source, Partitions: cfg.Partitions, Retention: topics.Forever})); err != nil {
+		return err
+	}
+	fmt.Fprintf(cfg.Out, "offerlog bench: %d documents (%d bytes each), %d partitions, embedded broker in process\n",
+		cfg.Docs, docSize(), cfg.Partitions)
+	fmt.Fprintf(cfg.Out, "machine: %s/%s, %d CPUs, %s; %s\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), time.Now().UTC().Format("2006-01-02"))
+	start := time.Now()
+	if err := writeDocs(ctx, env.Brokers, env.Source, cfg.Docs, 0); err != nil {
+		return err
+	}
+	fmt.Fprintf(cfg.Out, "prepared the source topic in %s (%.0f docs/s produced, acks=all)\n\n",
+		time.Since(start).Round(time.Millisecond), float64(cfg.Docs)/time.Since(start).Seconds())
+
+	results := map[string]Result{}
+	var order []string
+	for _, s := range Scenarios {
+		if len(cfg.Only) > 0 && !s.Ceiling && !slices.Contains(cfg.Only, s.Name) {
+			continue
+		}
+		env.StateDir = filepath.Join(dir, s.Name)
+		fmt.Fprintf(cfg.Out, "running %s: %s\n", s.Name, s.Doc)
+		r, err := s.Run(ctx, env)
+		if err != nil {
+			return fmt.Errorf("bench %s: %w", s.Name, err)
+		}
+		results[s.Name] = r
+		order = append(order, s.Name)
+	}
+	fmt.Fprintln(cfg.Out)
+	report(cfg.Out, order, results)
+	return nil
+}
+
+func report(w io.Writer, order []string, results map[string]Result) {
+	var ceilings []string
+	for _, s := range Scenarios {
+		if s.Ceiling {
+			if _, ok := results[s.Name]; ok {
+				ceilings = append(ceilings, s.Name)
+			}
+		}
+	}
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
+	header := []string{"scenario", "records", "seconds", "records/s", "p50", "p99"}
+	for _, c := range ceilings {
+		header = append(header, "vs "+c)
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+	for _, name := range order {
+		r := results[name]
+		row := []string{name, fmt.Sprint(r.Records), fmt.Sprintf("%.2f", r.Duration.Seconds()), fmt.Sprintf("%.0f", r.Rate()),
+			latency(r, 50), latency(r, 99)}
+		for _, c := range ceilings {
+			row = append(row, fmt.Sprintf("%.2f", r.Rate()/results[c].Rate()))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	tw.Flush()
+	for _, name := range order {
+		if n := results[name].Note; n != "" {
+			fmt.Fprintf(w, "%s: %s\n", name, n)
+		}
+	}
+}
+
+func latency(r Result, p float64) string {
+	if len(r.Latencies) == 0 {
+		return "-"
+	}
+	return r.Percentile(p).Round(100 * time.Microsecond).String()
+}
+
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
+
+// Client is the bench's benchmark client id prefix.
+const client = "bench"
+
+// doc returns document i of a run: key i%keys, so keys get several versions.
+func doc(i int, at time.Time) *schemas.RawDocument {
+	title := fmt.Sprintf("offer %d: a second-hand bicycle in good condition, pick-up only", i)
+	price := int64(1000 + i%5000)
+	return &schemas.RawDocument{
+		PK: fmt.Sprint(i % keysOf(i)), Version: int64(i), Epoch: 1, Action: schemas.ActionUpsert, Timestamp: at,
+		Fields: []schemas.Field{
+			{Name: "price", Int64: &price},
+			{Name: "tags", StringList: []string{"bike", "sport", "used"}},
+			{Name: "title", String: &title},
+		},
+		Embeddings: []schemas.Embedding{{Name: "vec", Vector: make([]float32, 32)}},
+	}
+}
+
+// keysOf spreads documents over many keys with a few versions each.
+func keysOf(int) int { return 50_000 }
+
+func docSize() int {
+	data, _ := schemas.RawDocuments.Encode(doc(123456, time.Now()))
+	return len(data)
+}
+
+// epochSchema is the schema the bench documents are written in.
+func epochSchema() *schemas.EpochSchema {
+	return &schemas.EpochSchema{Client: client, Epoch: 1, RegisteredAt: time.Unix(1, 0).UTC(),
+		Fields: []schemas.FieldSpec{
+			{Name: "title", Type: schemas.TypeString, Required: true},
+			{Name: "price", Type: schemas.TypeInt64},
+			{Name: "tags", Type: schemas.TypeStringList},
+		},
+		Embeddings: []schemas.EmbeddingSpec{{Name: "vec", Dimension: 32}},
+	}
+}
+
+// writeDocs produces n documents to topic, starting at document first.
+func writeDocs(ctx context.Context, brokers []string, topic string, n, first int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100_000))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var errs []error
+	errc := make(chan error, 1)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for i := first; i < first+n; i++ {
+		d := doc(i, now)
+		data, err := schemas.RawDocuments.Encode(d)
+		if err != nil {
+			return err
+		}
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(client + "/" + d.PK), Value: data}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				select {
+				case errc <- err:
+				default:
+				}
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	select {
+	case err := <-errc:
+		errs = append(errs, err)
+	default:
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,264 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/codec"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/processors/indexer"
+	"github.com/offerlog/offerlog/processors/registry"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+func ensure(ctx context.Context, env *Env, names ...string) error {
+	var ts []topics.Topic
+	for _, n := range names {
+		ts = append(ts, topics.Topic{Name: n, Partitions: env.Partitions, Retention: topics.Forever})
+	}
+	_, err := topics.Ensure(ctx, env.Admin, -1, ts)
+	return err
+}
+
+// waitRecords polls until the topics hold at least n records in all.
+func waitRecords(ctx context.Context, adm *kadm.Client, n int64, ts ...string) error {
+	for {
+		ends, err := adm.ListEndOffsets(ctx, ts...)
+		if err == nil {
+			var total int64
+			ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+			if total >= n {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func runCopy(ctx context.Context, env *Env) (Result, error) {
+	const out = "bench.copy"
+	if err := ensure(ctx, env, out); err != nil {
+		return Result{}, err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.ConsumerGroup("bench-copy"),
+		kgo.ConsumeTopics(env.Source), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(time.Millisecond))
+	if err != nil {
+		return Result{}, err
+	}
+	defer cl.Close()
+	start := time.Now()
+	copied := 0
+	for copied < env.Docs {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return Result{}, err
+		}
+		recs := fs.Records()
+		outs := make([]*kgo.Record, len(recs))
+		for i, r := range recs {
+			outs[i] = &kgo.Record{Topic: out, Key: r.Key, Value: r.Value}
+		}
+		if err := cl.ProduceSync(ctx, outs...).FirstErr(); err != nil {
+			return Result{}, err
+		}
+		if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+			return Result{}, err
+		}
+		copied += len(recs)
+	}
+	return Result{Records: copied, Duration: time.Since(start)}, nil
+}
+
+func runGoka(ctx context.Context, env *Env) (Result, error) {
+	const out = "bench.goka-out"
+	if err := ensure(ctx, env, out); err != nil {
+		return Result{}, err
+	}
+	scfg := streams.Config{Brokers: env.Brokers, StateDir: env.StateDir, Replication: 1, Logger: env.Logger}
+	graph := goka.DefineGroup("bench-goka",
+		goka.Input(goka.Stream(env.Source), new(codec.Bytes), func(ctx goka.Context, msg any) {
+			var n int64
+			if v, ok := ctx.Value().(int64); ok {
+				n = v
+			}
+			ctx.SetValue(n + 1)
+			ctx.Emit(goka.Stream(out), ctx.Key(), msg)
+		}),
+		goka.Persist(new(codec.Int64)),
+		goka.Output(goka.Stream(out), new(codec.Bytes)),
+	)
+	proc, err := goka.NewProcessor(env.Brokers, graph, scfg.ProcessorOptions("bench-goka")...)
+	if err != nil {
+		return Result{}, err
+	}
+	return runUntil(ctx, env, out, proc.Run)
+}
+
+// runUntil runs run from now until the topic holds env.Docs records.
+func runUntil(ctx context.Context, env *Env, topic string, run func(context.Context) error) (Result, error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	errc := make(chan error, 1)
+	go func() { errc <- run(runCtx) }()
+	waited := make(chan error, 1)
+	go func() { waited <- waitRecords(runCtx, env.Admin, int64(env.Docs), topic) }()
+	select {
+	case err := <-waited:
+		d := time.Since(start)
+		cancel()
+		<-errc
+		return Result{Records: env.Docs, Duration: d}, err
+	case err := <-errc:
+		if err == nil {
+			err = errors.New("stopped early")
+		}
+		return Result{}, err
+	}
+}
+
+func runPipeline(ctx context.Context, env *Env) (Result, error) {
+	// The epoch of the bench client, then the same documents as the source.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		return Result{}, err
+	}
+	defer cl.Close()
+	data, err := schemas.EpochSchemas.Encode(epochSchema())
+	if err != nil {
+		return Result{}, err
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topics.Epochs, Key: []byte(client + "/1"), Value: data}).FirstErr(); err != nil {
+		return Result{}, err
+	}
+	if _, err := topics.Ensure(ctx, env.Admin, -1, topics.ForClient(client, env.Partitions)); err != nil {
+		return Result{}, err
+	}
+	if err := writeDocs(ctx, env.Brokers, topics.DocumentsIngest, env.Docs, 0); err != nil {
+		return Result{}, err
+	}
+
+	epochs := registry.NewCatalogue(registry.DefaultEpochGrace)
+	fc, err := registry.NewFollowClient(env.Brokers)
+	if err != nil {
+		return Result{}, err
+	}
+	defer fc.Close()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = epochs.Follow(runCtx, fc, env.Logger) }()
+
+	scfg := streams.Config{Brokers: env.Brokers, StateDir: env.StateDir, Replication: 1, Logger: env.Logger}
+	errc := make(chan error, 2)
+	start := time.Now()
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		errc <- registry.Run(runCtx, registry.Config{Streams: scfg, Rules: registry.DefaultRules(), Epochs: epochs, Logger: env.Logger})
+	}()
+	go func() {
+		defer wg.Done()
+		errc <- indexer.Run(runCtx, indexer.Config{Brokers: env.Brokers, Partitions: env.Partitions, Replication: -1, Logger: env.Logger})
+	}()
+	wait := func(n int64) error {
+		waited := make(chan error, 1)
+		go func() { waited <- waitRecords(runCtx, env.Admin, n, topics.SaasTopic(client)) }()
+		select {
+		case err := <-waited:
+			return err
+		case err := <-errc:
+			return fmt.Errorf("a processor stopped: %w", err)
+		}
+	}
+	if err := wait(int64(env.Docs)); err != nil {
+		return Result{}, err
+	}
+	res := Result{Records: env.Docs, Duration: time.Since(start)}
+
+	// Latency at a steady rate: a fifth of the measured throughput.
+	rate := min(res.Rate()/5, 5000)
+	n := min(env.Docs/10, 20_000)
+	lat, err := measureLatency(runCtx, env, cl, n, rate, func() error { return wait(int64(env.Docs + n)) })
+	if err != nil {
+		return Result{}, err
+	}
+	res.Latencies = lat
+	res.Note = fmt.Sprintf("throughput from a backlog of %d documents, processors started cold (goka start-up included, as in the goka ceiling); "+
+		"latency: %d documents posted at %.0f/s, from the ingest record's timestamp to the saas record's", env.Docs, n, rate)
+	return res, nil
+}
+
+// measureLatency produces n more documents at rate per second and returns,
+// per document, the time from its ingest timestamp to its search feed
+// record's timestamp.
+func measureLatency(ctx context.Context, env *Env, cl *kgo.Client, n int, rate float64, done func() error) ([]time.Duration, error) {
+	ends, err := env.Admin.ListEndOffsets(ctx, topics.SaasTopic(client))
+	if err != nil {
+		return nil, err
+	}
+	start := map[string]map[int32]kgo.Offset{topics.SaasTopic(client): {}}
+	ends.Each(func(o kadm.ListedOffset) { start[o.Topic][o.Partition] = kgo.NewOffset().At(o.Offset) })
+	sent := make(map[int64]time.Time, n)
+	var mu sync.Mutex
+	interval := time.Duration(float64(time.Second) / rate)
+	tick := time.NewTicker(interval)
+	for i := env.Docs; i < env.Docs+n; i++ {
+		<-tick.C
+		d := doc(i, time.Now().UTC().Truncate(time.Millisecond))
+		data, err := schemas.RawDocuments.Encode(d)
+		if err != nil {
+			return nil, err
+		}
+		rec := &kgo.Record{Topic: topics.DocumentsIngest, Key: []byte(client + "/" + d.PK), Value: data, Timestamp: time.Now()}
+		mu.Lock()
+		sent[d.Version] = rec.Timestamp
+		mu.Unlock()
+		cl.Produce(ctx, rec, nil)
+	}
+	tick.Stop()
+	if err := cl.Flush(ctx); err != nil {
+		return nil, err
+	}
+	if err := done(); err != nil {
+		return nil, err
+	}
+	rd, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.ConsumePartitions(start))
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	out := make([]time.Duration, 0, n)
+	for len(out) < n {
+		fs := rd.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			var s schemas.SaasDocument
+			if schemas.SaasDocuments.Decode(r.Value, &s) != nil {
+				return
+			}
+			if at, ok := sent[s.Version]; ok {
+				out = append(out, r.Timestamp.Sub(at))
+			}
+		})
+	}
+	return out, nil
+}

@@ -1,0 +1,89 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// supervisor starts every background goroutine of the platform, so that
+// shutdown waits for all of them. A restartable component that fails is
+// started again with backoff; any other failure stops the platform.
+type supervisor struct {
+	log *slog.Logger
+
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	err    error
+	failed chan struct{}
+	once   sync.Once
+}
+
+func (s *supervisor) Failed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed == nil {
+		s.failed = make(chan struct{})
+	}
+	return s.failed
+}
+
+func (s *supervisor) fail(name string, err error) {
+	s.mu.Lock()
+	s.err = errors.Join(s.err, fmt.Errorf("%s: %w", name, err))
+	if s.failed == nil {
+		s.failed = make(chan struct{})
+	}
+	ch := s.failed
+	s.mu.Unlock()
+	s.once.Do(func() { close(ch) })
+}
+
+// Err returns the joined errors of the goroutines that failed.
+func (s *supervisor) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Go runs fn until ctx is done. With restart, an error is logged and fn runs
+// again after a backoff of 1 s doubling to 30 s; without, it stops the
+// platform.
+func (s *supervisor) Go(ctx context.Context, name string, restart bool, fn func(context.Context) error) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		backoff := time.Second
+		for {
+			start := time.Now()
+			err := fn(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			if err == nil {
+				err = errors.New("stopped unexpectedly")
+			}
+			if !restart {
+				s.log.Error("component failed", "component", name, "err", err)
+				s.fail(name, err)
+				return
+			}
+			if time.Since(start) > time.Minute {
+				backoff = time.Second
+			}
+			s.log.Error("component failed, restarting", "component", name, "in", backoff, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 30*time.Second)
+		}
+	}()
+}
+
+// Wait waits for every goroutine started with Go.
+func (s *supervisor) Wait() { s.wg.Wait() }

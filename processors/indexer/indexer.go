@@ -1,0 +1,424 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/processors/registry"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Consumer groups of the indexer.
+const (
+	Group      = "indexer"
+	RetryGroup = "indexer-retry"
+)
+
+// Lookup returns the registry's current record of a key ("client/pk"), nil
+// if it holds none. It must be safe for concurrent use.
+type Lookup func(key string) (*schemas.RegistryRecord, error)
+
+// Config of the indexer.
+type Config struct {
+	Brokers []string
+	// Partitions and Replication of the client topics the indexer creates
+	// when it first sees a client (-1 replication: broker default).
+	Partitions  int32
+	Replication int16
+	// Convert converts changes; nil means Convert.
+	Convert Converter
+	// Current looks up the registry before a retried change is delivered to
+	// the search feed; nil delivers retries unchecked.
+	Current Lookup
+	// RetryMin and RetryMax bound the exponential backoff of retries.
+	RetryMin, RetryMax time.Duration
+	Metrics            *Metrics
+	Logger             *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Convert == nil {
+		c.Convert = Convert
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = time.Second
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = time.Minute
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics(metrics.New())
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate returns every problem of c joined, or nil.
+func (c *Config) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("indexer: no brokers"))
+	}
+	if c.Partitions < 1 {
+		errs = append(errs, fmt.Errorf("indexer: %d partitions", c.Partitions))
+	}
+	if c.RetryMin > c.RetryMax {
+		errs = append(errs, fmt.Errorf("indexer: retry backoff min %s > max %s", c.RetryMin, c.RetryMax))
+	}
+	return errors.Join(errs...)
+}
+
+// Metrics of the indexer.
+type Metrics struct {
+	Delivered *metrics.CounterVec // by feed: saas, yt
+	Failed    *metrics.Counter
+	Retried   *metrics.CounterVec // by outcome: delivered, superseded, failed
+	Dead      *metrics.Counter
+}
+
+// NewMetrics registers the indexer's metrics in r.
+func NewMetrics(r *metrics.Registry) *Metrics {
+	return &Metrics{
+		Delivered: r.Counter("offerlog_indexer_delivered_total", "Records delivered to client feeds.", "feed"),
+		Failed:    r.Counter("offerlog_indexer_failed_total", "Changes sent to documents.failed.").With(),
+		Retried:   r.Counter("offerlog_indexer_retries_total", "Retries of failed changes by outcome.", "outcome"),
+		Dead:      r.Counter("offerlog_indexer_dead_letters_total", "Undecodable changes sent to documents.dead.").With(),
+	}
+}
+
+// Run runs the indexer and its retry consumer until ctx is done. It returns
+// nil after a clean shutdown, or the first error that stopped either.
+func Run(ctx context.Context, cfg Config) error {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	ix := &indexer{cfg: cfg, clients: map[string]bool{}}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, run := range []func(context.Context) error{ix.runChanges, ix.runRetries} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = run(ctx); errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+type indexer struct {
+	cfg Config
+
+	mu      sync.Mutex
+	clients map[string]bool // clients whose topics exist
+}
+
+func (ix *indexer) client(group, topic string) (*kgo.Client, error) {
+	return kgo.NewClient(
+		kgo.SeedBrokers(ix.cfg.Brokers...),
+		kgo.ClientID("offerlog-"+group),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(2*time.Millisecond),
+		kgo.FetchMaxWait(250*time.Millisecond),
+	)
+}
+
+// consume polls group on topic, hands each poll to handle and commits after
+// handle succeeded.
+func (ix *indexer) consume(ctx context.Context, group, topic string, handle func(context.Context, *kgo.Client, []*kgo.Record) error) error {
+	cl, err := ix.client(group, topic)
+	if err != nil {
+		return fmt.Errorf("%s: %w", group, err)
+	}
+	defer cl.Close()
+	// Close leaves the group, which waits for the rebalance that
+	// BlockRebalanceOnPoll holds until AllowRebalance: allow it first.
+	defer cl.AllowRebalance()
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			ix.cfg.Logger.Warn("fetch failed", "group", group, "topic", t, "partition", p, "err", err)
+		})
+		recs := fs.Records()
+		if len(recs) > 0 {
+			if err := handle(ctx, cl, recs); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("%s: %w", group, err)
+			}
+			if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
+				return fmt.Errorf("%s: commit: %w", group, err)
+			}
+		}
+		cl.AllowRebalance()
+	}
+}
+
+func (ix *indexer) runChanges(ctx context.Context) error {
+	return ix.consume(ctx, Group, topics.DocumentsChanges, func(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) error {
+		jobs := make([]job, 0, len(recs))
+		var side []*kgo.Record // dead letters
+		for _, r := range recs {
+			var rec schemas.RegistryRecord
+			if err := schemas.RegistryRecords.Decode(r.Value, &rec); err != nil {
+				dl := streams.NewDeadLetter(Group, r.Topic, r.Partition, r.Offset, r.Key, r.Value, r.Timestamp, err.Error())
+				data, err := schemas.DeadLetters.Encode(dl)
+				if err != nil {
+					return err
+				}
+				side = append(side, &kgo.Record{Topic: topics.DocumentsDead, Key: r.Key, Value: data})
+				ix.cfg.Metrics.Dead.Inc()
+				continue
+			}
+			jobs = append(jobs, job{key: r.Key, rec: &rec, saas: true})
+		}
+		failed, err := ix.deliver(ctx, cl, jobs)
+		if err != nil {
+			return err
+		}
+		return produceAll(ctx, cl, append(side, failed...))
+	})
+}
+
+func (ix *indexer) runRetries(ctx context.Context) error {
+	return ix.consume(ctx, RetryGroup, topics.DocumentsFailed, func(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) error {
+		for _, r := range recs {
+			var f schemas.FailedConversion
+			if err := schemas.FailedConversions.Decode(r.Value, &f); err != nil {
+				dl := streams.NewDeadLetter(RetryGroup, r.Topic, r.Partition, r.Offset, r.Key, r.Value, r.Timestamp, err.Error())
+				data, err := schemas.DeadLetters.Encode(dl)
+				if err != nil {
+					return err
+				}
+				if err := produceAll(ctx, cl, []*kgo.Record{{Topic: topics.DocumentsDead, Key: r.Key, Value: data}}); err != nil {
+					return err
+				}
+				ix.cfg.Metrics.Dead.Inc()
+				continue
+			}
+			due := f.FailedAt.Add(Backoff(int(f.Attempts), ix.cfg.RetryMin, ix.cfg.RetryMax))
+			if wait := time.Until(due); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(wait):
+				}
+			}
+			j := job{key: r.Key, rec: &f.Change, attempts: int(f.Attempts), saas: true}
+			if ix.cfg.Current != nil {
+				cur, err := ix.cfg.Current(string(r.Key))
+				if err != nil {
+					return fmt.Errorf("look up %s in the registry: %w", r.Key, err)
+				}
+				// Deliver to the search feed only what the registry still
+				// holds; the archive takes every version.
+				j.saas = cur != nil && cur.Status == f.Change.Status &&
+					registry.Compare(registry.StampOf(cur), registry.StampOf(&f.Change)) == 0
+			}
+			failed, err := ix.deliver(ctx, cl, []job{j})
+			if err != nil {
+				return err
+			}
+			switch {
+			case len(failed) > 0:
+				ix.cfg.Metrics.Retried.With("failed").Inc()
+			case !j.saas:
+				ix.cfg.Metrics.Retried.With("superseded").Inc()
+			default:
+				ix.cfg.Metrics.Retried.With("delivered").Inc()
+			}
+			if err := produceAll(ctx, cl, failed); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Replay re-delivers every change of documents.changes to the client feeds:
+// it deletes the indexer group's committed offsets and runs the indexer until
+// it has committed every change that was there when the replay began. The
+// indexer must not be running. The search feeds end as they were (each key's
+// last record is the registry's current version); the archive gets the
+// versions again.
+func Replay(ctx context.Context, cfg Config) error {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("offerlog-replay"))
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	defer cl.Close()
+	spec := streams.Replay{Group: Group, Inputs: []string{topics.DocumentsChanges}}
+	ix := &indexer{cfg: cfg, clients: map[string]bool{}}
+	return spec.Run(ctx, kadm.NewClient(cl), ix.runChanges)
+}
+
+// Backoff returns the wait before retry number attempts: min doubled per
+// earlier attempt, at most max.
+func Backoff(attempts int, min, max time.Duration) time.Duration {
+	d := min
+	for i := 1; i < attempts && d < max; i++ {
+		d *= 2
+	}
+	if d > max {
+		d = max
+	}
+	return d
+}
+
+type job struct {
+	key      []byte
+	rec      *schemas.RegistryRecord
+	attempts int
+	saas     bool // deliver to the search feed too
+}
+
+// deliver converts and produces jobs, waits for every acknowledgement and
+// returns the failed-queue records of the jobs that could not be delivered.
+// It returns an error only if the failed-queue records cannot be built.
+func (ix *indexer) deliver(ctx context.Context, cl *kgo.Client, jobs []job) ([]*kgo.Record, error) {
+	reasons := make([]error, len(jobs))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	fail := func(i int, err error) {
+		mu.Lock()
+		reasons[i] = errors.Join(reasons[i], err)
+		mu.Unlock()
+	}
+	for i, j := range jobs {
+		if err := ix.ensureClient(ctx, j.rec.Client); err != nil {
+			fail(i, err)
+			continue
+		}
+		conv, err := ix.cfg.Convert(j.rec)
+		if err != nil {
+			fail(i, fmt.Errorf("convert: %w", err))
+			continue
+		}
+		var outs []*kgo.Record
+		if j.saas {
+			data, err := schemas.SaasDocuments.Encode(conv.Saas)
+			if err != nil {
+				fail(i, err)
+				continue
+			}
+			outs = append(outs, &kgo.Record{Topic: topics.SaasTopic(j.rec.Client), Key: j.key, Value: data})
+		}
+		if conv.Yt != nil {
+			data, err := schemas.YtRecords.Encode(conv.Yt)
+			if err != nil {
+				fail(i, err)
+				continue
+			}
+			outs = append(outs, &kgo.Record{Topic: topics.YtTopic(j.rec.Client), Key: j.key, Value: data})
+		}
+		for _, o := range outs {
+			wg.Add(1)
+			feed := "saas"
+			if o.Topic == topics.YtTopic(j.rec.Client) {
+				feed = "yt"
+			}
+			cl.Produce(ctx, o, func(_ *kgo.Record, err error) {
+				defer wg.Done()
+				if err != nil {
+					fail(i, fmt.Errorf("deliver to %s: %w", o.Topic, err))
+					return
+				}
+				ix.cfg.Metrics.Delivered.With(feed).Inc()
+			})
+		}
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	var failed []*kgo.Record
+	now := time.Now()
+	for i, err := range reasons {
+		if err == nil {
+			continue
+		}
+		j := jobs[i]
+		ix.cfg.Logger.Warn("change not delivered, queued for retry", "key", string(j.key), "attempt", j.attempts+1, "err", err)
+		data, encErr := schemas.FailedConversions.Encode(&schemas.FailedConversion{
+			Change: *j.rec, Reason: err.Error(), Attempts: int32(j.attempts + 1), FailedAt: now})
+		if encErr != nil {
+			return nil, encErr
+		}
+		failed = append(failed, &kgo.Record{Topic: topics.DocumentsFailed, Key: j.key, Value: data})
+		ix.cfg.Metrics.Failed.Inc()
+	}
+	return failed, nil
+}
+
+// ensureClient creates the client's feed topics the first time the indexer
+// sees the client.
+func (ix *indexer) ensureClient(ctx context.Context, client string) error {
+	ix.mu.Lock()
+	known := ix.clients[client]
+	ix.mu.Unlock()
+	if known {
+		return nil
+	}
+	if err := topics.ValidateClient(client); err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ix.cfg.Brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	_, err = topics.Ensure(ctx, kadm.NewClient(cl), ix.cfg.Replication, topics.ForClient(client, ix.cfg.Partitions))
+	switch {
+	case errors.Is(err, topics.ErrMismatch):
+		// The topics exist but differ from the catalogue (say, partitions
+		// were added by hand): deliver anyway, and say so.
+		ix.cfg.Logger.Warn("client topics differ from the catalogue", "client", client, "err", err)
+	case err != nil:
+		return fmt.Errorf("create the topics of client %s: %w", client, err)
+	}
+	ix.mu.Lock()
+	ix.clients[client] = true
+	ix.mu.Unlock()
+	return nil
+}
+
+// produceAll produces recs and waits until all are acknowledged; it returns
+// the first error.
+func produceAll(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("produce: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,161 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// RequestID names a request by where it was logged: the partition and
+// offset of the request message.
+type RequestID struct {
+	Partition int32
+	Offset    int64
+}
+
+// Replies matches replies read from a reply topic to the requests waiting
+// for them (request/reply over topics). Start it before producing the first
+// request it will wait for. Safe for concurrent use.
+type Replies[T any] struct {
+	topic  string
+	decode func([]byte) (T, RequestID, error)
+	keep   time.Duration
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	waiters map[RequestID]chan T
+	early   map[RequestID]early[T]
+	ready   chan struct{}
+}
+
+type early[T any] struct {
+	v  T
+	at time.Time
+}
+
+// ErrNoReply is returned by Wait when no reply came in time.
+var ErrNoReply = errors.New("no reply in time")
+
+// NewReplies returns a matcher of replies on topic. decode returns a reply
+// and the request it answers. Replies nobody waits for are kept for keep, in
+// case their waiter registers late.
+func NewReplies[T any](topic string, keep time.Duration, log *slog.Logger, decode func([]byte) (T, RequestID, error)) *Replies[T] {
+	return &Replies[T]{topic: topic, decode: decode, keep: keep, log: log,
+		waiters: map[RequestID]chan T{}, early: map[RequestID]early[T]{}, ready: make(chan struct{})}
+}
+
+// Run reads the reply topic from its end offsets as of the call until ctx is
+// done. Ready is closed once it is positioned: replies to requests made after
+// that are seen.
+func (r *Replies[T]) Run(ctx context.Context, brokers []string) error {
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return fmt.Errorf("replies: %w", err)
+	}
+	ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, r.topic)
+	admCl.Close()
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("replies: end offsets of %s: %w", r.topic, err)
+	}
+	start := map[string]map[int32]kgo.Offset{r.topic: {}}
+	ends.Each(func(o kadm.ListedOffset) { start[r.topic][o.Partition] = kgo.NewOffset().At(o.Offset) })
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(start),
+		kgo.FetchMaxWait(100*time.Millisecond), kgo.ClientID("offerlog-replies"))
+	if err != nil {
+		return fmt.Errorf("replies: %w", err)
+	}
+	defer cl.Close()
+	close(r.ready)
+	ticker := time.NewTicker(r.keep)
+	defer ticker.Stop()
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			r.log.Warn("replies fetch failed", "topic", t, "partition", p, "err", err)
+		})
+		fs.EachRecord(func(rec *kgo.Record) {
+			v, id, err := r.decode(rec.Value)
+			if err != nil {
+				r.log.Warn("undecodable reply skipped", "topic", rec.Topic, "offset", rec.Offset, "err", err)
+				return
+			}
+			r.deliver(id, v)
+		})
+		select {
+		case <-ticker.C:
+			r.expire()
+		default:
+		}
+	}
+}
+
+// Ready is closed when Run has joined the topic.
+func (r *Replies[T]) Ready() <-chan struct{} { return r.ready }
+
+func (r *Replies[T]) deliver(id RequestID, v T) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ch, ok := r.waiters[id]; ok {
+		ch <- v
+		delete(r.waiters, id)
+		return
+	}
+	if len(r.early) >= maxEarly {
+		return // nobody is likely to want it: most replies answer other producers
+	}
+	r.early[id] = early[T]{v: v, at: time.Now()}
+}
+
+// maxEarly bounds the replies kept for waiters that have not registered yet.
+const maxEarly = 1 << 18
+
+func (r *Replies[T]) expire() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cut := time.Now().Add(-r.keep)
+	for id, e := range r.early {
+		if e.at.Before(cut) {
+			delete(r.early, id)
+		}
+	}
+}
+
+// Wait returns the reply to request id, or ErrNoReply when ctx ends first.
+func (r *Replies[T]) Wait(ctx context.Context, id RequestID) (T, error) {
+	r.mu.Lock()
+	if e, ok := r.early[id]; ok {
+		delete(r.early, id)
+		r.mu.Unlock()
+		return e.v, nil
+	}
+	ch := make(chan T, 1)
+	r.waiters[id] = ch
+	r.mu.Unlock()
+	select {
+	case v := <-ch:
+		return v, nil
+	case <-ctx.Done():
+		r.mu.Lock()
+		delete(r.waiters, id)
+		r.mu.Unlock()
+		select {
+		case v := <-ch: // delivered while we gave up
+			return v, nil
+		default:
+		}
+		var zero T
+		return zero, fmt.Errorf("%w: %w", ErrNoReply, ctx.Err())
+	}
+}
