@@ -57,8 +57,8 @@ func (c Config) Sarama(clientID string) *sarama.Config {
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Compression = sarama.CompressionNone
-	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
-	cfg.Producer.Flush.Bytes = 256 * 1024
+	cfg.Producer.Flush.Frequency = 20 * time.Millisecond
+	cfg.Producer.Flush.Bytes = 1 << 20
 	cfg.Producer.Partitioner = sarama.NewCustomPartitioner(
 		sarama.WithAbsFirst(),
 		sarama.WithCustomHashFunction(KafkaHasher()),
@@ -135,9 +135,12 @@ func (g gokaLogger) Printf(format string, v ...any) { g.l.Debug(fmt.Sprintf(form
 // a *T. Safe for concurrent use.
 type Avro[T any] struct{ C *schemas.Codec[T] }
 
-// Encode encodes a *T or a T.
+// Encode encodes a *T or a T; []byte is taken as already encoded, so a
+// value written to a table and a topic is encoded once.
 func (a Avro[T]) Encode(value any) ([]byte, error) {
 	switch v := value.(type) {
+	case []byte:
+		return v, nil
 	case *T:
 		return a.C.Encode(v)
 	case T:

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"io"
+	"os"
+	"runtime/pprof"
 
 	"github.com/offerlog/offerlog/internal/bench"
 )
@@ -11,9 +13,21 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	f := newFlags("bench", stderr)
 	docs := f.Int("docs", 200_000, "documents per scenario")
 	partitions := f.Int("partitions", 8, "partitions of every topic")
+	cpuProfile := f.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	f.logLevel = "error"
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		out, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		if err := pprof.StartCPUProfile(out); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	return bench.Run(ctx, bench.Config{Docs: *docs, Partitions: int32(*partitions), Only: f.Args(),
 		Out: stdout, Logger: f.logger(stderr)})

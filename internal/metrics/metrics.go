@@ -70,8 +70,6 @@ type vec[T any] struct {
 	mk              func() *T
 }
 
-func (v *vec[T]) name() string { return v.fam }
-
 func (v *vec[T]) with(values []string) *T {
 	if len(values) != len(v.labels) {
 		vs := make([]string, len(v.labels))

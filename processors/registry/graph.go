@@ -131,15 +131,27 @@ func (h *handler) ingest(ctx goka.Context, msg any) {
 }
 
 func (h *handler) apply(ctx goka.Context, out Outcome) {
+	// The new record is both the table value and the last change: encode
+	// it once.
+	var encoded []byte
 	if out.Write {
 		if out.Record == nil {
 			ctx.Delete()
 		} else {
-			ctx.SetValue(out.Record)
+			data, err := schemas.RegistryRecords.Encode(out.Record)
+			if err != nil {
+				ctx.Fail(fmt.Errorf("registry: encode record: %w", err))
+			}
+			encoded = data
+			ctx.SetValue(data)
 		}
 	}
 	for _, c := range out.Changes {
-		ctx.Emit(changes, ctx.Key(), c)
+		if c == out.Record && encoded != nil {
+			ctx.Emit(changes, ctx.Key(), encoded)
+		} else {
+			ctx.Emit(changes, ctx.Key(), c)
+		}
 		h.m.Changes.Inc()
 	}
 }
