@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/schemas"
@@ -177,7 +178,9 @@ func (c *Catalogue) Follow(ctx context.Context, cl *kgo.Client, log *slog.Logger
 		}
 		var errs []error
 		fetches.EachError(func(t string, p int32, err error) {
-			errs = append(errs, fmt.Errorf("epochs: fetch %s[%d]: %w", t, p, err))
+			if !errors.Is(err, kgo.ErrClientClosed) && !errors.Is(err, context.Canceled) {
+				errs = append(errs, fmt.Errorf("epochs: fetch %s[%d]: %w", t, p, err))
+			}
 		})
 		for _, err := range errs {
 			log.Warn("epoch catalogue fetch failed, retrying", "err", err)
@@ -217,12 +220,25 @@ func NewFollowClient(brokers []string, opts ...kgo.Opt) (*kgo.Client, error) {
 // offsets as of the call. It returns ctx's error if ctx ends first.
 func (c *Catalogue) Sync(ctx context.Context, adm *kadm.Client) error {
 	start := time.Now()
-	ends, err := adm.ListEndOffsets(ctx, topics.Epochs)
-	if err != nil {
-		return fmt.Errorf("epochs: list end offsets: %w", err)
-	}
-	if err := ends.Error(); err != nil {
-		return fmt.Errorf("epochs: list end offsets: %w", err)
+	var ends kadm.ListedOffsets
+	for {
+		var err error
+		ends, err = adm.ListEndOffsets(ctx, topics.Epochs)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil {
+			break
+		}
+		// A topic created a moment ago may not be known to every broker yet.
+		if !kerr.IsRetriable(err) {
+			return fmt.Errorf("epochs: list end offsets: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("epochs: list end offsets: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	for {
 		c.mu.Lock()

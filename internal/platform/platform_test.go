@@ -1,0 +1,189 @@
+package platform_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offerlog/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// running is a platform started by a test.
+type running struct {
+	info platform.Info
+	stop func() error
+}
+
+func start(t *testing.T, dataDir string) *running {
+	t.Helper()
+	cfg := platform.DefaultConfig()
+	cfg.DataDir, cfg.KafkaAddr, cfg.HTTPAddr = dataDir, "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Partitions = 4
+	cfg.EpochGrace = time.Second
+	cfg.WaitTimeout = 20 * time.Second
+	cfg.Logger = testkit.Logger()
+	started := make(chan platform.Info, 1)
+	cfg.Started = func(i platform.Info) { started <- i }
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- platform.Run(ctx, cfg) }()
+	r := &running{}
+	select {
+	case r.info = <-started:
+	case err := <-errc:
+		cancel()
+		t.Fatalf("platform stopped before it started: %v", err)
+	case <-time.After(2 * time.Minute):
+		cancel()
+		t.Fatal("platform not started after 2 minutes")
+	}
+	done := false
+	var runErr error
+	r.stop = func() error {
+		if !done {
+			done = true
+			cancel()
+			runErr = <-errc
+		}
+		return runErr
+	}
+	t.Cleanup(func() { _ = r.stop() })
+	return r
+}
+
+func (r *running) url(path string) string { return "http://" + r.info.HTTPAddr + path }
+
+// call sends a request and returns the status and the body.
+func call(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func expect(t *testing.T, what string, status int, body string, wantStatus int, wantBody string) {
+	t.Helper()
+	if status != wantStatus || !strings.Contains(body, wantBody) {
+		t.Fatalf("%s: got %d %s, want %d containing %q", what, status, body, wantStatus, wantBody)
+	}
+}
+
+const epochBody = `{"fields":[{"name":"title","type":"string","required":true},{"name":"price","type":"int64"},
+	{"name":"tags","type":"string_list"}],"embeddings":[{"name":"vec","dimension":2}]}`
+
+// docTime is the timestamp of every document of the test, so that posting
+// the same version twice is a duplicate.
+var docTime = time.Now().UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
+
+func docBody(pk string, version int64, extra string) string {
+	return fmt.Sprintf(`{"pk":%q,"version":%d,"epoch":1,"action":"UPSERT","timestamp":%q,
+		"fields":{"title":"bike %d","price":120,"tags":["a","b"]%s},"embeddings":{"vec":[0.5,1]}}`,
+		pk, version, docTime, version, extra)
+}
+
+func TestAPIEndToEndAndRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	data := t.TempDir()
+	p := start(t, data)
+
+	s, b := call(t, "PUT", p.url("/v1/clients/shop/epochs/1"), epochBody)
+	expect(t, "register epoch", s, b, http.StatusCreated, `"epoch":1`)
+	s, b = call(t, "PUT", p.url("/v1/clients/shop/epochs/1"), epochBody)
+	expect(t, "register the same epoch again", s, b, http.StatusOK, `"epoch":1`)
+	s, b = call(t, "PUT", p.url("/v1/clients/shop/epochs/1"), `{"fields":[{"name":"title","type":"int64"}]}`)
+	expect(t, "change a registered epoch", s, b, http.StatusConflict, "different schema")
+	s, b = call(t, "PUT", p.url("/v1/clients/shop/epochs/2"), `{"fields":[{"name":"title","type":"text"}]}`)
+	expect(t, "unknown field type", s, b, http.StatusUnprocessableEntity, `"field":"fields[0].type"`)
+	s, b = call(t, "PUT", p.url("/v1/clients/Bad!/epochs/1"), epochBody)
+	expect(t, "bad client name", s, b, http.StatusBadRequest, `"field":"client"`)
+
+	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?wait=true"), docBody("1", 2, ""))
+	expect(t, "post a document", s, b, http.StatusOK, `"verdict":"ACCEPTED"`)
+	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?wait=true"), docBody("1", 1, ""))
+	expect(t, "post an older version", s, b, http.StatusConflict, `"verdict":"STALE"`)
+	s, b = call(t, "POST", p.url("/v1/clients/shop/documents"), docBody("2", 1, ""))
+	expect(t, "post without waiting", s, b, http.StatusAccepted, `"offset"`)
+	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?wait=true"), docBody("3", 1, `,"colour":"red"`))
+	expect(t, "undeclared field", s, b, http.StatusUnprocessableEntity, `"field":"fields.colour"`)
+	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?wait=true"), strings.Replace(docBody("3", 1, ""), `"price":120`, `"price":"cheap"`, 1))
+	expect(t, "wrong type", s, b, http.StatusUnprocessableEntity, `"field":"fields.price"`)
+	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?wait=true"), strings.Replace(docBody("3", 1, ""), `[0.5,1]`, `[0.5]`, 1))
+	expect(t, "wrong dimension", s, b, http.StatusUnprocessableEntity, "dimension 1")
+	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?wait=true"), strings.Replace(docBody("3", 1, ""), `"epoch":1`, `"epoch":9`, 1))
+	expect(t, "unknown epoch", s, b, http.StatusUnprocessableEntity, `"field":"epoch"`)
+	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?wait=true"), `{"pk":`)
+	expect(t, "malformed JSON", s, b, http.StatusBadRequest, "malformed JSON")
+	big := docBody("4", 1, fmt.Sprintf(`,"tags2":%q`, strings.Repeat("x", 500_000)))
+	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?wait=true"), big)
+	expect(t, "oversized body", s, b, http.StatusRequestEntityTooLarge, "larger than")
+	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?wait=true"),
+		fmt.Sprintf(`{"pk":"1","version":5,"epoch":1,"action":"DELETE","timestamp":%q}`, time.Now().UTC().Format(time.RFC3339Nano)))
+	expect(t, "delete", s, b, http.StatusOK, `"verdict":"ACCEPTED"`)
+
+	testkit.Eventually(t, 30*time.Second, "document 2 in the registry", func() bool {
+		s, _ := call(t, "GET", p.url("/v1/clients/shop/documents/2"), "")
+		return s == http.StatusOK
+	})
+	s, b = call(t, "GET", p.url("/v1/clients/shop/documents/2"), "")
+	expect(t, "read a document", s, b, http.StatusOK, `"title":"bike 1"`)
+	s, b = call(t, "GET", p.url("/v1/clients/shop/documents/1"), "")
+	expect(t, "read a deleted document", s, b, http.StatusOK, `"status":"TOMBSTONE"`)
+	s, b = call(t, "GET", p.url("/v1/clients/shop/documents/nope"), "")
+	expect(t, "read a missing document", s, b, http.StatusNotFound, "no document")
+	s, b = call(t, "GET", p.url("/metrics"), "")
+	expect(t, "metrics", s, b, http.StatusOK, `offerlog_registry_verdicts_total{verdict="ACCEPTED"}`)
+	s, b = call(t, "GET", p.url("/readyz"), "")
+	expect(t, "ready", s, b, http.StatusOK, "ready")
+
+	// The search feed ends with the delete of 1 and the upsert of 2.
+	testkit.Eventually(t, 30*time.Second, "the search feed", func() bool {
+		last := lastSaas(t, p.info.Brokers)
+		return last["shop/1"].Action == schemas.ActionDelete && last["shop/2"].Version == 1
+	})
+
+	// Stop, start again on the same data: everything is still there.
+	if err := p.stop(); err != nil {
+		t.Fatalf("clean shutdown: %v", err)
+	}
+	p = start(t, data)
+	s, b = call(t, "GET", p.url("/v1/clients/shop/documents/2"), "")
+	expect(t, "read after restart", s, b, http.StatusOK, `"title":"bike 1"`)
+	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?wait=true"), docBody("2", 1, ""))
+	expect(t, "the same version after restart", s, b, http.StatusOK, "duplicate")
+	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?wait=true"), docBody("2", 2, ""))
+	expect(t, "a newer version after restart", s, b, http.StatusOK, `"verdict":"ACCEPTED"`)
+	if err := p.stop(); err != nil {
+		t.Fatalf("clean shutdown: %v", err)
+	}
+}
+
+func lastSaas(t *testing.T, brokers []string) map[string]schemas.SaasDocument {
+	out := map[string]schemas.SaasDocument{}
+	for _, r := range testkit.ReadAll(t, brokers, topics.SaasTopic("shop")) {
+		var d schemas.SaasDocument
+		if err := schemas.SaasDocuments.Decode(r.Value, &d); err != nil {
+			t.Fatal(err)
+		}
+		out[string(r.Key)] = d
+	}
+	return out
+}
+
