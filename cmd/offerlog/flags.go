@@ -16,6 +16,8 @@ import (
 type flags struct {
 	*flag.FlagSet
 	logLevel string
+	// positional are the arguments that are not flags, wherever they stood.
+	positional []string
 }
 
 func newFlags(name string, stderr io.Writer) *flags {
@@ -40,14 +42,32 @@ func (f *flags) parse(args []string) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %s", errUsage, strings.Join(errs, "; "))
 	}
-	if err := f.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
+	// Flags may come before and after positional arguments
+	// ("consume --brokers B TOPIC --from-beginning").
+	for {
+		if err := f.Parse(args); err != nil {
+			if err == flag.ErrHelp {
+				return err
+			}
+			return fmt.Errorf("%w: %v", errUsage, err)
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		rest := f.FlagSet.Args()
+		if len(rest) == 0 {
+			return nil
+		}
+		f.positional = append(f.positional, rest[0])
+		args = rest[1:]
 	}
-	return nil
 }
+
+// NArg returns the number of positional arguments.
+func (f *flags) NArg() int { return len(f.positional) }
+
+// Arg returns positional argument i.
+func (f *flags) Arg(i int) string { return f.positional[i] }
+
+// Args returns the positional arguments.
+func (f *flags) Args() []string { return f.positional }
 
 func (f *flags) logger(w io.Writer) *slog.Logger {
 	var level slog.Level
