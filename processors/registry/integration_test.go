@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
@@ -31,27 +30,10 @@ type cluster struct {
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	b := testkit.Broker(t, "")
-	c := &cluster{brokers: b.Addrs(), epochs: registry.NewCatalogue(registry.DefaultEpochGrace), state: t.TempDir()}
+	c := &cluster{brokers: b.Addrs(), state: t.TempDir()}
 	testkit.EnsureTopics(t, c.brokers, topics.Catalogue(partitions))
-	cl := testkit.Client(t, c.brokers)
-	data, err := schemas.EpochSchemas.Encode(&schemas.EpochSchema{Client: "shop", Epoch: 1,
-		RegisteredAt: time.Now().Add(-time.Minute),
-		Fields:       []schemas.FieldSpec{{Name: "title", Type: schemas.TypeString, Required: true}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := testkit.Context(t, 2*time.Minute)
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topics.Epochs, Key: []byte("shop/1"), Value: data}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	fc, err := registry.NewFollowClient(c.brokers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = c.epochs.Follow(fctx, fc, testkit.Logger()) }()
-	t.Cleanup(func() { cancel(); <-done; fc.Close() })
+	testkit.RegisterEpoch(t, c.brokers, "shop")
+	c.epochs = testkit.FollowEpochs(t, c.brokers)
 	return c
 }
 
@@ -94,37 +76,11 @@ func (c *cluster) start(t *testing.T) (stop func() error) {
 }
 
 func produceDocs(t *testing.T, brokers []string, docs []*schemas.RawDocument) {
-	t.Helper()
-	cl := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond))
-	ctx := testkit.Context(t, 2*time.Minute)
-	recs := make([]*kgo.Record, 0, len(docs))
-	for _, d := range docs {
-		data, err := schemas.RawDocuments.Encode(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, &kgo.Record{Topic: topics.DocumentsIngest, Key: []byte("shop/" + d.PK), Value: data})
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	testkit.ProduceDocs(t, brokers, "shop", docs)
 }
 
-// shuffledVersions returns docs keys x versions documents, in a random order.
 func shuffledVersions(keys, versions int, seed uint64) []*schemas.RawDocument {
-	base := time.Now().Add(-time.Second).Truncate(time.Millisecond)
-	var docs []*schemas.RawDocument
-	for k := range keys {
-		for v := 1; v <= versions; v++ {
-			title := fmt.Sprintf("doc %d v%d", k, v)
-			docs = append(docs, &schemas.RawDocument{PK: fmt.Sprint(k), Version: int64(v), Epoch: 1,
-				Action: schemas.ActionUpsert, Timestamp: base.Add(time.Duration(v) * time.Millisecond),
-				Fields: []schemas.Field{{Name: "title", String: &title}}})
-		}
-	}
-	r := rand.New(rand.NewPCG(seed, seed))
-	r.Shuffle(len(docs), func(i, j int) { docs[i], docs[j] = docs[j], docs[i] })
-	return docs
+	return testkit.ShuffledVersions(keys, versions, seed)
 }
 
 type verdictKey struct {
@@ -161,18 +117,8 @@ func waitVerdicts(t *testing.T, brokers []string, n int) map[verdictKey]schemas.
 	return got
 }
 
-// tableOf reads registry-table (the changelog) into key -> last value bytes.
 func tableOf(t *testing.T, brokers []string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	for _, r := range testkit.ReadAll(t, brokers, topics.RegistryTable) {
-		if r.Value == nil {
-			delete(out, string(r.Key))
-			continue
-		}
-		out[string(r.Key)] = r.Value
-	}
-	return out
+	return testkit.Table(t, brokers, topics.RegistryTable)
 }
 
 func TestShuffledVersionsEndFreshest(t *testing.T) {

@@ -1,0 +1,226 @@
+package indexer_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/processors/indexer"
+	"github.com/offerlog/offerlog/processors/registry"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+const partitions = 4
+
+// pipeline runs the registry, a view of its table and the indexer with
+// convert until the test ends.
+func pipeline(t *testing.T, convert indexer.Converter) []string {
+	t.Helper()
+	b := testkit.Broker(t, "")
+	brokers := b.Addrs()
+	testkit.EnsureTopics(t, brokers, topics.Catalogue(partitions))
+	testkit.RegisterEpoch(t, brokers, "shop")
+	epochs := testkit.FollowEpochs(t, brokers)
+	scfg := streams.Config{Brokers: brokers, StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
+	view, err := registry.NewView(scfg, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for _, run := range []func(context.Context) error{
+		func(ctx context.Context) error {
+			return registry.Run(ctx, registry.Config{Streams: scfg, Rules: registry.DefaultRules(), Epochs: epochs, Logger: testkit.Logger()})
+		},
+		view.Run,
+		func(ctx context.Context) error {
+			return indexer.Run(ctx, indexer.Config{Brokers: brokers, Partitions: partitions, Replication: -1,
+				Convert: convert, Current: view.Get, RetryMin: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond,
+				Logger: testkit.Logger()})
+		},
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(ctx); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("component failed: %v", err)
+		}
+	})
+	return brokers
+}
+
+func lastSaas(t *testing.T, brokers []string) map[string]schemas.SaasDocument {
+	out := map[string]schemas.SaasDocument{}
+	for _, r := range testkit.ReadAll(t, brokers, topics.SaasTopic("shop")) {
+		var d schemas.SaasDocument
+		if err := schemas.SaasDocuments.Decode(r.Value, &d); err != nil {
+			t.Fatal(err)
+		}
+		out[string(r.Key)] = d
+	}
+	return out
+}
+
+func TestSearchFeedEndsWithTheRegistrysRecords(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	brokers := pipeline(t, nil)
+	const keys, versions = 1000, 10
+	testkit.ProduceDocs(t, brokers, "shop", testkit.ShuffledVersions(keys, versions, 7))
+	testkit.Eventually(t, 2*time.Minute, "every key's freshest version in the search feed", func() bool {
+		last := lastSaas(t, brokers)
+		if len(last) < keys {
+			return false
+		}
+		for _, d := range last {
+			if d.Version != versions {
+				return false
+			}
+		}
+		return true
+	})
+	table := testkit.Table(t, brokers, topics.RegistryTable)
+	last := lastSaas(t, brokers)
+	for key, raw := range table {
+		var rec schemas.RegistryRecord
+		if err := schemas.RegistryRecords.Decode(raw, &rec); err != nil {
+			t.Fatal(err)
+		}
+		d := last[key]
+		if d.Version != rec.Version || d.Epoch != rec.Epoch || !d.Timestamp.Equal(rec.Timestamp) ||
+			*d.Fields[0].String != *rec.Fields[0].String || d.Action != schemas.ActionUpsert {
+			t.Fatalf("%s: search feed %+v, registry %+v", key, d, rec)
+		}
+	}
+	// The archive holds every accepted version, once per change.
+	accepted := 0
+	for _, r := range testkit.ReadAll(t, brokers, topics.DocumentsResults) {
+		var v schemas.Verdict
+		if err := schemas.Verdicts.Decode(r.Value, &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.Verdict == schemas.Accepted {
+			accepted++
+		}
+	}
+	testkit.Eventually(t, time.Minute, "the archive", func() bool {
+		return len(testkit.ReadAll(t, brokers, topics.YtTopic("shop"))) == accepted
+	})
+}
+
+func TestFailedConversionsAreRetriedNeverDropped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	var flaky atomic.Int32
+	convert := func(r *schemas.RegistryRecord) (indexer.Converted, error) {
+		// Key 5 fails its first three conversions; version 1 of key 7
+		// always fails, so its retry meets version 2 in the registry.
+		if r.PK == "5" && flaky.Add(1) <= 3 {
+			return indexer.Converted{}, errors.New("search engine unavailable")
+		}
+		if r.PK == "7" && r.Version == 1 {
+			return indexer.Converted{Saas: nil}, errors.New("version 1 of 7 cannot be converted")
+		}
+		return indexer.Convert(r)
+	}
+	brokers := pipeline(t, convert)
+	docs := testkit.ShuffledVersions(10, 1, 1)
+	testkit.ProduceDocs(t, brokers, "shop", docs)
+	testkit.Eventually(t, time.Minute, "key 5 delivered after its retries", func() bool {
+		return lastSaas(t, brokers)["shop/5"].Version == 1
+	})
+	// Version 2 of key 7 supersedes the failing version 1.
+	v2 := testkit.ShuffledVersions(8, 2, 1)
+	var seven []*schemas.RawDocument
+	for _, d := range v2 {
+		if d.PK == "7" && d.Version == 2 {
+			seven = append(seven, d)
+		}
+	}
+	testkit.ProduceDocs(t, brokers, "shop", seven)
+	testkit.Eventually(t, time.Minute, "key 7 at version 2", func() bool {
+		return lastSaas(t, brokers)["shop/7"].Version == 2
+	})
+	failed := testkit.ReadAll(t, brokers, topics.DocumentsFailed)
+	reasons := map[string]int{}
+	for _, r := range failed {
+		var f schemas.FailedConversion
+		if err := schemas.FailedConversions.Decode(r.Value, &f); err != nil {
+			t.Fatal(err)
+		}
+		reasons[string(r.Key)]++
+		if f.Reason == "" || f.Attempts < 1 {
+			t.Fatalf("failed record without reason or attempts: %+v", f)
+		}
+	}
+	if reasons["shop/5"] != 3 {
+		t.Fatalf("key 5 was queued %d times, want 3", reasons["shop/5"])
+	}
+	if reasons["shop/7"] < 1 {
+		t.Fatal("key 7's version 1 never reached the failed queue")
+	}
+	// The superseded version never reached the search feed.
+	for _, r := range testkit.ReadAll(t, brokers, topics.SaasTopic("shop")) {
+		var d schemas.SaasDocument
+		if err := schemas.SaasDocuments.Decode(r.Value, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.PK == "7" && d.Version == 1 {
+			t.Fatal("a superseded version of 7 was delivered to the search feed")
+		}
+	}
+	if len(lastSaas(t, brokers)) != 10 {
+		t.Fatalf("the search feed has %d keys, want 10", len(lastSaas(t, brokers)))
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	tests := []struct {
+		attempts int
+		want     time.Duration
+	}{{1, time.Second}, {2, 2 * time.Second}, {3, 4 * time.Second}, {10, time.Minute}}
+	for _, tt := range tests {
+		if got := indexer.Backoff(tt.attempts, time.Second, time.Minute); got != tt.want {
+			t.Errorf("Backoff(%d) = %s, want %s", tt.attempts, got, tt.want)
+		}
+	}
+}
+
+func TestConvert(t *testing.T) {
+	title := "bike"
+	live := &schemas.RegistryRecord{Client: "shop", PK: "1", Epoch: 1, Version: 2, Status: schemas.StatusLive,
+		Cause: schemas.CauseIngest, Fields: []schemas.Field{{Name: "title", String: &title}}}
+	c, err := indexer.Convert(live)
+	if err != nil || c.Saas.Action != schemas.ActionUpsert || c.Yt == nil || len(c.Saas.Fields) != 1 {
+		t.Fatalf("live: %+v %v", c, err)
+	}
+	expired := *live
+	expired.Status, expired.Cause = schemas.StatusTombstone, schemas.CauseExpiry
+	c, err = indexer.Convert(&expired)
+	if err != nil || c.Saas.Action != schemas.ActionDelete || c.Yt != nil || len(c.Saas.Fields) != 0 {
+		t.Fatalf("expiry: %+v %v", c, err)
+	}
+	bad := *live
+	bad.Status = "MAYBE"
+	if _, err := indexer.Convert(&bad); err == nil {
+		t.Fatal("unknown status converted")
+	}
+}
