@@ -179,7 +179,7 @@ type Verdict struct {
 }
 
 // ExpiryCheck asks the registry to expire a version if it is due
-// (documents.expiry).
+// (written to documents.ingest by the registry's sweep).
 type ExpiryCheck struct {
 	Epoch     int64     `avro:"epoch"`
 	Version   int64     `avro:"version"`

@@ -13,7 +13,9 @@ import (
 
 // Names of the fixed topics of the document-indexing pipeline.
 const (
-	// DocumentsIngest takes RawDocuments keyed "client/pk".
+	// DocumentsIngest takes RawDocuments keyed "client/pk". The registry
+	// also writes its ExpiryChecks here, so that expiry takes its place in
+	// each partition's one order of events.
 	DocumentsIngest = "documents.ingest"
 	// DocumentsResults holds one Verdict per ingested message.
 	DocumentsResults = "documents.results"
@@ -22,8 +24,6 @@ const (
 	// DocumentsChanges holds every change of the registry (accepted documents,
 	// tombstones, expiries), the indexer's input.
 	DocumentsChanges = "documents.changes"
-	// DocumentsExpiry holds expiry checks of TTL'd documents and tombstones.
-	DocumentsExpiry = "documents.expiry"
 	// DocumentsFailed holds changes the indexer failed to convert or deliver,
 	// retried from there.
 	DocumentsFailed = "documents.failed"
@@ -80,15 +80,13 @@ const day = 24 * time.Hour
 func Catalogue(partitions int32) []Topic {
 	return []Topic{
 		{Name: DocumentsIngest, Partitions: partitions, Retention: 7 * day, Schema: schemas.RawDocumentName,
-			Doc: "documents sent for indexing, key client/pk"},
+			Doc: "documents sent for indexing, key client/pk (and the registry's expiry checks)"},
 		{Name: DocumentsResults, Partitions: partitions, Retention: 7 * day, Schema: schemas.VerdictName,
 			Doc: "one verdict per ingested message: accepted, stale or invalid with a reason"},
 		{Name: DocumentsDead, Partitions: partitions, Retention: 30 * day, Schema: schemas.DeadLetterName,
 			Doc: "undecodable messages, raw bytes kept, with the reason"},
 		{Name: DocumentsChanges, Partitions: partitions, Retention: 7 * day, Schema: schemas.RegistryRecordName,
 			Doc: "every change of the registry: accepted documents, tombstones, expiries"},
-		{Name: DocumentsExpiry, Partitions: partitions, Retention: 7 * day, Schema: schemas.ExpiryCheckName,
-			Doc: "expiry checks of TTL'd documents and tombstones"},
 		{Name: DocumentsFailed, Partitions: partitions, Retention: 30 * day, Schema: schemas.FailedConversionName,
 			Doc: "changes the indexer failed to convert or deliver, retried from here"},
 		{Name: Epochs, Partitions: 1, Compacted: true, Schema: schemas.EpochSchemaName,
