@@ -51,6 +51,22 @@ func waitRecords(ctx context.Context, adm *kadm.Client, brokers []string, base, 
 	}
 }
 
+// spanResult is what waitAsync delivers.
+type spanResult struct {
+	d   time.Duration
+	err error
+}
+
+// waitAsync runs waitRecords in a goroutine and delivers its result.
+func waitAsync(ctx context.Context, env *Env, base, n int64, topic string) <-chan spanResult {
+	ch := make(chan spanResult, 1)
+	go func() {
+		d, err := waitRecords(ctx, env.Admin, env.Brokers, base, n, topic)
+		ch <- spanResult{d, err}
+	}()
+	return ch
+}
+
 // span reads topic up to ends and returns the time between the first and
 // the last record timestamp, skipping the first base records by timestamp
 // order.
@@ -104,15 +120,7 @@ func runCopy(ctx context.Context, env *Env) (Result, error) {
 		return Result{}, err
 	}
 	defer cl.Close()
-	type span struct {
-		d   time.Duration
-		err error
-	}
-	waited := make(chan span, 1)
-	go func() {
-		d, err := waitRecords(ctx, env.Admin, env.Brokers, 0, int64(env.Docs), out)
-		waited <- span{d, err}
-	}()
+	waited := waitAsync(ctx, env, 0, int64(env.Docs), out)
 	copied := 0
 	for copied < env.Docs {
 		fs := cl.PollFetches(ctx)
@@ -167,17 +175,8 @@ func runUntil(ctx context.Context, env *Env, topic string, run func(context.Cont
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- run(runCtx) }()
-	type span struct {
-		d   time.Duration
-		err error
-	}
-	waited := make(chan span, 1)
-	go func() {
-		d, err := waitRecords(runCtx, env.Admin, env.Brokers, 0, int64(env.Docs), topic)
-		waited <- span{d, err}
-	}()
 	select {
-	case w := <-waited:
+	case w := <-waitAsync(runCtx, env, 0, int64(env.Docs), topic):
 		cancel()
 		<-errc
 		return Result{Records: env.Docs, Duration: w.d}, w.err
@@ -236,17 +235,8 @@ func runPipeline(ctx context.Context, env *Env) (Result, error) {
 		errc <- indexer.Run(runCtx, indexer.Config{Brokers: env.Brokers, Partitions: env.Partitions, Replication: -1, Logger: env.Logger})
 	}()
 	wait := func(base, n int64) (time.Duration, error) {
-		type span struct {
-			d   time.Duration
-			err error
-		}
-		waited := make(chan span, 1)
-		go func() {
-			d, err := waitRecords(runCtx, env.Admin, env.Brokers, base, n, topics.SaasTopic(client))
-			waited <- span{d, err}
-		}()
 		select {
-		case w := <-waited:
+		case w := <-waitAsync(runCtx, env, base, n, topics.SaasTopic(client)):
 			return w.d, w.err
 		case err := <-errc:
 			return 0, fmt.Errorf("a processor stopped: %w", err)

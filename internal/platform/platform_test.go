@@ -12,7 +12,6 @@ import (
 	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/schemas"
-	"github.com/offerlog/offerlog/topics"
 )
 
 // running is a platform started by a test.
@@ -155,7 +154,7 @@ func TestAPIEndToEndAndRestart(t *testing.T) {
 
 	// The search feed ends with the delete of 1 and the upsert of 2.
 	testkit.Eventually(t, 30*time.Second, "the search feed", func() bool {
-		last := lastSaas(t, p.info.Brokers)
+		last := testkit.LastSaas(t, p.info.Brokers, "shop")
 		return last["shop/1"].Action == schemas.ActionDelete && last["shop/2"].Version == 1
 	})
 
@@ -175,15 +174,4 @@ func TestAPIEndToEndAndRestart(t *testing.T) {
 	}
 }
 
-func lastSaas(t *testing.T, brokers []string) map[string]schemas.SaasDocument {
-	out := map[string]schemas.SaasDocument{}
-	for _, r := range testkit.ReadAll(t, brokers, topics.SaasTopic("shop")) {
-		var d schemas.SaasDocument
-		if err := schemas.SaasDocuments.Decode(r.Value, &d); err != nil {
-			t.Fatal(err)
-		}
-		out[string(r.Key)] = d
-	}
-	return out
-}
 

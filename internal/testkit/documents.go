@@ -97,3 +97,17 @@ func Table(t testing.TB, brokers []string, topic string) map[string][]byte {
 	}
 	return out
 }
+
+// LastSaas reads client's search feed into key -> its last record.
+func LastSaas(t testing.TB, brokers []string, client string) map[string]schemas.SaasDocument {
+	t.Helper()
+	out := map[string]schemas.SaasDocument{}
+	for _, r := range ReadAll(t, brokers, topics.SaasTopic(client)) {
+		var d schemas.SaasDocument
+		if err := schemas.SaasDocuments.Decode(r.Value, &d); err != nil {
+			t.Fatal(err)
+		}
+		out[string(r.Key)] = d
+	}
+	return out
+}

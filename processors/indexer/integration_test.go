@@ -65,17 +65,6 @@ func pipeline(t *testing.T, convert indexer.Converter) []string {
 	return brokers
 }
 
-func lastSaas(t *testing.T, brokers []string) map[string]schemas.SaasDocument {
-	out := map[string]schemas.SaasDocument{}
-	for _, r := range testkit.ReadAll(t, brokers, topics.SaasTopic("shop")) {
-		var d schemas.SaasDocument
-		if err := schemas.SaasDocuments.Decode(r.Value, &d); err != nil {
-			t.Fatal(err)
-		}
-		out[string(r.Key)] = d
-	}
-	return out
-}
 
 func TestSearchFeedEndsWithTheRegistrysRecords(t *testing.T) {
 	if testing.Short() {
@@ -85,7 +74,7 @@ func TestSearchFeedEndsWithTheRegistrysRecords(t *testing.T) {
 	const keys, versions = 1000, 10
 	testkit.ProduceDocs(t, brokers, "shop", testkit.ShuffledVersions(keys, versions, 7))
 	testkit.Eventually(t, 2*time.Minute, "every key's freshest version in the search feed", func() bool {
-		last := lastSaas(t, brokers)
+		last := testkit.LastSaas(t, brokers, "shop")
 		if len(last) < keys {
 			return false
 		}
@@ -97,7 +86,7 @@ func TestSearchFeedEndsWithTheRegistrysRecords(t *testing.T) {
 		return true
 	})
 	table := testkit.Table(t, brokers, topics.RegistryTable)
-	last := lastSaas(t, brokers)
+	last := testkit.LastSaas(t, brokers, "shop")
 	for key, raw := range table {
 		var rec schemas.RegistryRecord
 		if err := schemas.RegistryRecords.Decode(raw, &rec); err != nil {
@@ -145,7 +134,7 @@ func TestFailedConversionsAreRetriedNeverDropped(t *testing.T) {
 	docs := testkit.ShuffledVersions(10, 1, 1)
 	testkit.ProduceDocs(t, brokers, "shop", docs)
 	testkit.Eventually(t, time.Minute, "key 5 delivered after its retries", func() bool {
-		return lastSaas(t, brokers)["shop/5"].Version == 1
+		return testkit.LastSaas(t, brokers, "shop")["shop/5"].Version == 1
 	})
 	// Version 2 of key 7 supersedes the failing version 1.
 	v2 := testkit.ShuffledVersions(8, 2, 1)
@@ -157,7 +146,7 @@ func TestFailedConversionsAreRetriedNeverDropped(t *testing.T) {
 	}
 	testkit.ProduceDocs(t, brokers, "shop", seven)
 	testkit.Eventually(t, time.Minute, "key 7 at version 2", func() bool {
-		return lastSaas(t, brokers)["shop/7"].Version == 2
+		return testkit.LastSaas(t, brokers, "shop")["shop/7"].Version == 2
 	})
 	failed := testkit.ReadAll(t, brokers, topics.DocumentsFailed)
 	reasons := map[string]int{}
@@ -187,8 +176,8 @@ func TestFailedConversionsAreRetriedNeverDropped(t *testing.T) {
 			t.Fatal("a superseded version of 7 was delivered to the search feed")
 		}
 	}
-	if len(lastSaas(t, brokers)) != 10 {
-		t.Fatalf("the search feed has %d keys, want 10", len(lastSaas(t, brokers)))
+	if len(testkit.LastSaas(t, brokers, "shop")) != 10 {
+		t.Fatalf("the search feed has %d keys, want 10", len(testkit.LastSaas(t, brokers, "shop")))
 	}
 }
 
