@@ -19,7 +19,8 @@ func samples() map[string]any {
 	exp := ts.Add(time.Hour)
 	rec := RegistryRecord{Client: "shop", PK: doc.PK, Epoch: 1, Version: 3, Timestamp: ts, Status: StatusLive,
 		Cause: CauseIngest, ExpiresAt: &exp, TTLSeconds: 3600, Fields: doc.Fields, Embeddings: doc.Embeddings,
-		SourcePartition: 2, SourceOffset: 77, IngestedAt: ts}
+		SourcePartition: 2, SourceOffset: 77, IngestedAt: ts,
+		RecentVerdicts: []RecentVerdict{{Partition: 2, Offset: 77, Verdict: Accepted}}}
 	return map[string]any{
 		RawDocumentName: &doc,
 		EpochSchemaName: &EpochSchema{Client: "shop", Epoch: 1, RegisteredAt: ts,

@@ -162,6 +162,17 @@ type RegistryRecord struct {
 	SourcePartition int32       `avro:"source_partition"`
 	SourceOffset    int64       `avro:"source_offset"`
 	IngestedAt      time.Time   `avro:"ingested_at"`
+	// RecentVerdicts are internal to the registry's table; changes carry
+	// none.
+	RecentVerdicts []RecentVerdict `avro:"recent_verdicts"`
+}
+
+// RecentVerdict is a verdict the registry gave on a message of a key.
+type RecentVerdict struct {
+	Partition int32    `avro:"partition"`
+	Offset    int64    `avro:"offset"`
+	Verdict   Decision `avro:"verdict"`
+	Reason    string   `avro:"reason"`
 }
 
 // Verdict is the registry's decision on one ingested message

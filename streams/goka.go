@@ -56,6 +56,10 @@ func (c Config) Sarama(clientID string) *sarama.Config {
 	cfg := goka.DefaultConfig()
 	cfg.ClientID = clientID
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	// Commit often: after a crash, what came after the last commit is
+	// processed again, and the registry remembers only its last verdicts
+	// per key (registry.MaxRecentVerdicts) to answer it as the first time.
+	cfg.Consumer.Offsets.AutoCommit.Interval = 250 * time.Millisecond
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Compression = sarama.CompressionNone
 	cfg.Producer.Flush.Frequency = 20 * time.Millisecond

@@ -126,4 +126,3 @@ func (f *flags) platform() *platform.Config {
 	f.DurationVar(&cfg.WaitTimeout, "wait-timeout", cfg.WaitTimeout, "longest wait for a verdict with ?wait=true")
 	return &cfg
 }
-

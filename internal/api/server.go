@@ -88,7 +88,9 @@ func New(cfg Config) (*Server, error) {
 	s.route("GET /v1/clients/{client}/epochs", s.listEpochs)
 	s.route("POST /v1/clients/{client}/documents", s.postDocument)
 	s.route("GET /v1/clients/{client}/documents/{pk}", s.getDocument)
-	s.route("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	s.route("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
 	s.route("GET /readyz", s.ready)
 	s.mux.Handle("GET /metrics", cfg.Metrics.Handler())
 	return s, nil

@@ -173,5 +173,3 @@ func TestAPIEndToEndAndRestart(t *testing.T) {
 		t.Fatalf("clean shutdown: %v", err)
 	}
 }
-
-

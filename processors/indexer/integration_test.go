@@ -65,7 +65,6 @@ func pipeline(t *testing.T, convert indexer.Converter) []string {
 	return brokers
 }
 
-
 func TestSearchFeedEndsWithTheRegistrysRecords(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")

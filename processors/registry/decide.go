@@ -226,6 +226,7 @@ func expireDue(r *schemas.RegistryRecord, at time.Time, rules Rules) *schemas.Re
 		Status: schemas.StatusTombstone, Cause: schemas.CauseExpiry, ExpiresAt: &tombUntil,
 		TTLSeconds: r.TTLSeconds, SourcePartition: r.SourcePartition, SourceOffset: r.SourceOffset,
 		IngestedAt: due, Fields: []schemas.Field{}, Embeddings: []schemas.Embedding{},
+		RecentVerdicts: r.RecentVerdicts,
 	}
 	return expireDue(t, at, rules)
 }
@@ -374,4 +375,56 @@ func Validate(doc *schemas.RawDocument, schema *schemas.EpochSchema) error {
 		}
 	}
 	return nil
+}
+
+// MaxRecentVerdicts is how many verdicts a record remembers. A message is
+// decided again after a crash only if it came after the input's last commit
+// (streams commits every 250 ms); within that window a key rarely gets more
+// messages than this. One that does is decided again against the current
+// record and counted in offerlog_registry_redelivered_total.
+const MaxRecentVerdicts = 16
+
+// Recall looks for the verdict the registry gave before on message
+// (partition, offset) of the record's key. found is true if the record
+// remembers it; seen is true if the record shows that the message was
+// decided before (a later message of the key was), remembered or not.
+func Recall(r *schemas.RegistryRecord, partition int32, offset int64) (v schemas.RecentVerdict, found, seen bool) {
+	if r == nil {
+		return v, false, false
+	}
+	seen = r.SourcePartition == partition && r.SourceOffset > offset
+	for _, rv := range r.RecentVerdicts {
+		if rv.Partition != partition {
+			continue
+		}
+		if rv.Offset == offset {
+			return rv, true, true
+		}
+		seen = seen || rv.Offset > offset
+	}
+	return v, false, seen
+}
+
+// Remember returns a copy of next that remembers the verdicts prev did and
+// the verdict on message (partition, offset), the last MaxRecentVerdicts.
+func Remember(prev, next *schemas.RegistryRecord, partition int32, offset int64, verdict schemas.Decision, reason string) *schemas.RegistryRecord {
+	out := *next
+	var history []schemas.RecentVerdict
+	if prev != nil {
+		history = prev.RecentVerdicts
+	}
+	if len(history) >= MaxRecentVerdicts {
+		history = history[len(history)-MaxRecentVerdicts+1:]
+	}
+	out.RecentVerdicts = append(append(make([]schemas.RecentVerdict, 0, len(history)+1), history...),
+		schemas.RecentVerdict{Partition: partition, Offset: offset, Verdict: verdict, Reason: reason})
+	return &out
+}
+
+// Change returns r as it is emitted on documents.changes: without the
+// registry's own bookkeeping.
+func Change(r *schemas.RegistryRecord) *schemas.RegistryRecord {
+	out := *r
+	out.RecentVerdicts = []schemas.RecentVerdict{}
+	return &out
 }

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +215,35 @@ func TestExpiry(t *testing.T) {
 	// A record whose TTL and tombstone both ran out goes straight away.
 	if out := Expire(rec, check, t0.Add(rules.TombstoneTTL+2*time.Minute), rules); !out.Write || out.Record != nil {
 		t.Fatalf("long-expired document: %+v", out)
+	}
+}
+
+func TestRecallAndRemember(t *testing.T) {
+	rec := &schemas.RegistryRecord{PK: "1", SourcePartition: 2, SourceOffset: 10, Status: schemas.StatusLive}
+	if _, found, seen := Recall(rec, 2, 5); found || !seen {
+		t.Fatalf("an earlier message of the partition: found %v seen %v", found, seen)
+	}
+	if _, found, seen := Recall(rec, 1, 5); found || seen {
+		t.Fatal("another partition's offset compared")
+	}
+	r := rec
+	for o := int64(11); o < 11+MaxRecentVerdicts+3; o++ {
+		r = Remember(r, r, 2, o, schemas.Stale, fmt.Sprint("older ", o))
+	}
+	if len(r.RecentVerdicts) != MaxRecentVerdicts {
+		t.Fatalf("%d verdicts remembered", len(r.RecentVerdicts))
+	}
+	last := int64(11 + MaxRecentVerdicts + 2)
+	if v, found, _ := Recall(r, 2, last); !found || v.Reason != fmt.Sprint("older ", last) {
+		t.Fatalf("the last verdict: %+v %v", v, found)
+	}
+	if _, found, seen := Recall(r, 2, 11); found || !seen {
+		t.Fatal("a forgotten verdict is found, or its message not seen")
+	}
+	if len(rec.RecentVerdicts) != 0 {
+		t.Fatal("Remember changed its input")
+	}
+	if c := Change(r); len(c.RecentVerdicts) != 0 || len(r.RecentVerdicts) == 0 {
+		t.Fatal("Change keeps the bookkeeping or changed its input")
 	}
 }

@@ -41,6 +41,9 @@ type Metrics struct {
 	DeadLetters  *metrics.Counter
 	Changes      *metrics.Counter
 	ExpiryChecks *metrics.CounterVec // by outcome: emitted, applied, ignored
+	// Redelivered counts messages decided before a crash: "recalled" got
+	// their first verdict again, "decided again" were no longer remembered.
+	Redelivered *metrics.CounterVec
 }
 
 // NewMetrics registers the registry's metrics in r.
@@ -50,6 +53,8 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 		DeadLetters:  r.Counter("offerlog_registry_dead_letters_total", "Undecodable messages sent to documents.dead.").With(),
 		Changes:      r.Counter("offerlog_registry_changes_total", "Changes emitted on documents.changes.").With(),
 		ExpiryChecks: r.Counter("offerlog_registry_expiry_checks_total", "Expiry checks by outcome.", "outcome"),
+		Redelivered: r.Counter("offerlog_registry_redelivered_total",
+			"Messages seen again after a crash, by whether their first verdict was remembered.", "outcome"),
 	}
 }
 
@@ -113,47 +118,64 @@ func (h *handler) ingest(ctx goka.Context, msg any) {
 		h.reject(ctx, data, fmt.Sprintf("undecodable document: %v", err))
 		return
 	}
+	client, pk, _ := SplitKey(ctx.Key())
+	verdict := &schemas.Verdict{Client: client, PK: pk, SourcePartition: ctx.Partition(), SourceOffset: ctx.Offset(),
+		Epoch: doc.Epoch, Version: doc.Version, Timestamp: doc.Timestamp}
+	cur := h.current(ctx)
+
+	// A message decided before a crash, after the input's last commit:
+	// answer it as the first time; the table already holds its effect.
+	rv, found, seen := Recall(cur, ctx.Partition(), ctx.Offset())
+	if found {
+		h.m.Redelivered.With("recalled").Inc()
+		if rv.Verdict == schemas.Accepted && cur.SourcePartition == ctx.Partition() && cur.SourceOffset == ctx.Offset() {
+			h.emitChange(ctx, cur) // its change may not have been written before the crash
+		}
+		verdict.Verdict, verdict.Reason = rv.Verdict, rv.Reason
+		h.verdict(ctx, verdict)
+		return
+	}
+	if seen {
+		h.m.Redelivered.With("decided again").Inc()
+	}
+
 	in := Ingest{Key: ctx.Key(), Doc: &doc, Size: len(data), Partition: ctx.Partition(), Offset: ctx.Offset(), At: at}
 	epochs := &syncing{h: h, ctx: ctx.Context()}
-	out := Decide(h.current(ctx), in, epochs, h.rules)
+	out := Decide(cur, in, epochs, h.rules)
 	if epochs.err != nil {
 		// The catalogue could not be caught up: the cluster is failing, not
 		// the message. Stop so that the message is decided again on restart.
 		ctx.Fail(epochs.err)
 	}
+	// Verdicts that depend on the record held are remembered with it.
+	next := cur
+	if out.Write {
+		next = out.Record
+	}
+	if next != nil && (out.Verdict == schemas.Accepted || out.Verdict == schemas.Stale) {
+		out.Write, out.Record = true, Remember(cur, next, ctx.Partition(), ctx.Offset(), out.Verdict, out.Reason)
+	}
 	h.apply(ctx, out)
-	client, pk, _ := SplitKey(ctx.Key())
-	h.verdict(ctx, &schemas.Verdict{
-		Client: client, PK: pk, Verdict: out.Verdict, Reason: out.Reason,
-		SourcePartition: ctx.Partition(), SourceOffset: ctx.Offset(),
-		Epoch: doc.Epoch, Version: doc.Version, Timestamp: doc.Timestamp,
-	})
+	verdict.Verdict, verdict.Reason = out.Verdict, out.Reason
+	h.verdict(ctx, verdict)
 }
 
 func (h *handler) apply(ctx goka.Context, out Outcome) {
-	// The new record is both the table value and the last change: encode
-	// it once.
-	var encoded []byte
 	if out.Write {
 		if out.Record == nil {
 			ctx.Delete()
 		} else {
-			data, err := schemas.RegistryRecords.Encode(out.Record)
-			if err != nil {
-				ctx.Fail(fmt.Errorf("registry: encode record: %w", err))
-			}
-			encoded = data
-			ctx.SetValue(data)
+			ctx.SetValue(out.Record)
 		}
 	}
 	for _, c := range out.Changes {
-		if c == out.Record && encoded != nil {
-			ctx.Emit(changes, ctx.Key(), encoded)
-		} else {
-			ctx.Emit(changes, ctx.Key(), c)
-		}
-		h.m.Changes.Inc()
+		h.emitChange(ctx, c)
 	}
+}
+
+func (h *handler) emitChange(ctx goka.Context, r *schemas.RegistryRecord) {
+	ctx.Emit(changes, ctx.Key(), Change(r))
+	h.m.Changes.Inc()
 }
 
 func (h *handler) verdict(ctx goka.Context, v *schemas.Verdict) {

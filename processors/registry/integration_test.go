@@ -2,9 +2,11 @@ package registry_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,24 +226,56 @@ func TestBadInputGetsAVerdictAndADeadLetter(t *testing.T) {
 	}
 }
 
-func TestRestartMidStreamLosesNoVerdict(t *testing.T) {
+// TestRegistryProcess is not a test of its own: TestKilledMidStreamLosesNoVerdict
+// runs the test binary with it selected to get a registry in a separate
+// process that it can kill.
+func TestRegistryProcess(t *testing.T) {
+	brokers := os.Getenv("OFFERLOG_TEST_REGISTRY_BROKERS")
+	if brokers == "" {
+		t.Skip("runs only as the process TestKilledMidStreamLosesNoVerdict kills")
+	}
+	c := &cluster{brokers: strings.Split(brokers, ","), state: os.Getenv("OFFERLOG_TEST_REGISTRY_STATE")}
+	c.epochs = testkit.FollowEpochs(t, c.brokers)
+	err := registry.Run(context.Background(), c.config(nil))
+	t.Fatalf("the registry returned before it was killed: %v", err)
+}
+
+func TestKilledMidStreamLosesNoVerdict(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
 	c := newCluster(t)
 	docs := shuffledVersions(500, 20, 2)
-	stop := c.start(t)
 	produceDocs(t, c.brokers, docs)
-	// Stop once part of the stream is decided, then start again.
-	testkit.Eventually(t, time.Minute, "some verdicts", func() bool { return len(verdicts(t, c.brokers)) > 1000 })
-	if err := stop(); err != nil && !errors.Is(err, context.Canceled) {
+
+	// A registry in a process of its own, killed with SIGKILL once part of
+	// the stream is decided: no shutdown, no last commit, local state as
+	// the crash left it.
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRegistryProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "OFFERLOG_TEST_REGISTRY_BROKERS="+strings.Join(c.brokers, ","),
+		"OFFERLOG_TEST_REGISTRY_STATE="+c.state)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
+	}
+	testkit.Eventually(t, 2*time.Minute, "some verdicts from the registry process", func() bool {
+		return len(verdicts(t, c.brokers)) > 1000
+	})
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if strings.Contains(out.String(), "--- FAIL") {
+		t.Fatalf("the registry process failed before it was killed:\n%s", out.String())
 	}
 	first := len(verdicts(t, c.brokers))
 	if first >= len(docs) {
-		t.Logf("the processor finished before it was stopped (%d verdicts)", first)
+		t.Logf("the registry process finished before it was killed (%d verdicts)", first)
 	}
-	stop = c.start(t)
+
+	// Start again on the same state: every message gets its verdict.
+	stop := c.start(t)
 	got := waitVerdicts(t, c.brokers, len(docs))
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -249,6 +283,9 @@ func TestRestartMidStreamLosesNoVerdict(t *testing.T) {
 	if len(got) != len(docs) {
 		t.Fatalf("%d verdicts for %d documents", len(got), len(docs))
 	}
+	t.Logf("%d verdict records for %d documents: %d messages decided again after the kill",
+		len(testkit.ReadAll(t, c.brokers, topics.DocumentsResults)), len(docs),
+		len(testkit.ReadAll(t, c.brokers, topics.DocumentsResults))-len(docs))
 	// The end state equals an uninterrupted run on a fresh cluster.
 	fresh := newCluster(t)
 	produceDocs(t, fresh.brokers, docsInLogOrder(t, c.brokers))
