@@ -4,7 +4,6 @@
 package broker
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -83,10 +82,6 @@ func (b *Broker) Cluster() *kfake.Cluster { return b.cluster }
 
 // Close stops the broker and flushes its data to disk.
 func (b *Broker) Close() { b.cluster.Close() }
-
-// ErrNoBroker is returned by code that needs either --brokers or an
-// embedded broker and got neither.
-var ErrNoBroker = errors.New("no brokers given")
 
 type kfakeLogger struct{ l *slog.Logger }
 

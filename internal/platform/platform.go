@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -206,7 +205,6 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	var srv *http.Server
-	var serving atomic.Bool
 	if cfg.HTTPAddr != "" {
 		handler := http.Handler(reg.Handler())
 		if has(ComponentAPI) {
@@ -243,7 +241,6 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		info.HTTPAddr = ln.Addr().String()
 		srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-		serving.Store(true)
 		sup.Go(runCtx, "http", false, func(context.Context) error {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return err
@@ -271,7 +268,7 @@ func Run(ctx context.Context, cfg Config) error {
 	case <-sup.Failed():
 	}
 	log.Info("shutting down")
-	if srv != nil && serving.Load() {
+	if srv != nil {
 		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_ = srv.Shutdown(sctx)
 		scancel()
