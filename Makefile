@@ -20,7 +20,7 @@ build: deps
 ## test: vet, then every test with the race detector against real parts
 test: deps tools
 	$(GO) vet ./...
-	OFFERLOG_REQUIRE_KCAT=1 $(GO) test $(TEST_FLAGS) ./...
+	OFFERLOG_REQUIRE_KCAT=1 OFFERLOG_REQUIRE_ZOOKEEPER=1 $(GO) test $(TEST_FLAGS) ./...
 
 ## bench: the benchmarks, figures and ratios to the ceilings of the same run
 bench: deps
@@ -38,11 +38,14 @@ deps:
 	@$(GO) mod download
 
 ## tools: Debian's kcat (the tests prove our topics are ordinary Kafka with it)
-## and zookeeper (the coordinator of the later components)
+## and zookeeper (the tests start servers of their own for the coordinators)
 tools:
-	@if ! command -v kcat >/dev/null 2>&1; then \
-		echo "installing kcat and zookeeper from Debian"; \
-		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq kcat zookeeper >/dev/null; \
+	@missing=""; \
+	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
+	[ -f /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing from Debian:$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
 clean:

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/IBM/sarama v1.46.3
+	github.com/go-zookeeper/zk v1.0.4
 	github.com/hamba/avro/v2 v2.31.0
 	github.com/lovoo/goka v1.1.15
 	github.com/syndtr/goleveldb v1.0.0

@@ -84,8 +84,9 @@ type Scenario struct {
 }
 
 // Scenarios lists every scenario, ceilings first. Every scenario's duration
-// runs from its first output record to its last, so start-up (group joins,
-// goka's recovery) is left out of every figure alike.
+// runs from the first record its first stage writes to the last record its
+// last stage writes (by record timestamps), so start-up (group joins, goka's
+// recovery) is left out of every figure alike.
 var Scenarios = []Scenario{
 	{Name: "copy", Ceiling: true, Doc: "franz-go consumer group copying the documents to another topic (acks=all, commit per poll)", Run: runCopy},
 	{Name: "goka", Ceiling: true, Doc: "goka processor counting per key in its table and emitting each record (acks=all)", Run: runGoka},

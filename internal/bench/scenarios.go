@@ -29,83 +29,101 @@ func ensure(ctx context.Context, env *Env, names ...string) error {
 	return err
 }
 
-// waitRecords polls until the topics hold at least n records in all, then
-// returns the span between the timestamps of the first and the last record
-// written after the first base ones: the time the scenario took to write
-// them, by the clocks of its producers, without its start-up.
-func waitRecords(ctx context.Context, adm *kadm.Client, brokers []string, base, n int64, topic string) (time.Duration, error) {
+// waitRecords polls until topic holds at least n records.
+func waitRecords(ctx context.Context, adm *kadm.Client, n int64, topic string) error {
 	for {
 		ends, err := adm.ListEndOffsets(ctx, topic)
 		if err == nil {
 			var total int64
 			ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
 			if total >= n {
-				return span(ctx, brokers, topic, base, ends)
+				return nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return ctx.Err()
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }
 
-// spanResult is what waitAsync delivers.
-type spanResult struct {
-	d   time.Duration
-	err error
-}
-
 // waitAsync runs waitRecords in a goroutine and delivers its result.
-func waitAsync(ctx context.Context, env *Env, base, n int64, topic string) <-chan spanResult {
-	ch := make(chan spanResult, 1)
-	go func() {
-		d, err := waitRecords(ctx, env.Admin, env.Brokers, base, n, topic)
-		ch <- spanResult{d, err}
-	}()
+func waitAsync(ctx context.Context, env *Env, n int64, topic string) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- waitRecords(ctx, env.Admin, n, topic) }()
 	return ch
 }
 
-// span reads topic up to ends and returns the time between the first and
-// the last record timestamp, skipping the first base records by timestamp
-// order.
-func span(ctx context.Context, brokers []string, topic string, base int64, ends kadm.ListedOffsets) (time.Duration, error) {
+// stamps returns the timestamps of every record of topic (up to its end
+// offsets now), sorted. A scenario's duration runs from the first timestamp
+// of its first stage's output to the last of its last stage's, by the
+// clocks of its producers, so start-up is left out of every figure alike.
+func stamps(ctx context.Context, env *Env, topic string) ([]time.Time, error) {
+	var ends kadm.ListedOffsets
+	for {
+		var err error
+		ends, err = env.Admin.ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil {
+			break
+		}
+		// A topic created a moment ago may not be in the admin's metadata.
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("bench: end offsets of %s: %w", topic, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 	want := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) {
 		if o.Offset > 0 {
 			want[o.Partition] = o.Offset
 		}
 	})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer cl.Close()
-	var stamps []time.Time
+	var out []time.Time
 	for len(want) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			return nil, err
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			end, ok := want[r.Partition]
 			if !ok || r.Offset >= end {
 				return
 			}
-			stamps = append(stamps, r.Timestamp)
+			out = append(out, r.Timestamp)
 			if r.Offset == end-1 {
 				delete(want, r.Partition)
 			}
 		})
 	}
-	slices.SortFunc(stamps, func(a, b time.Time) int { return a.Compare(b) })
-	stamps = stamps[min(int(base), len(stamps)):]
-	if len(stamps) < 2 {
-		return 0, nil
+	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
+	return out, nil
+}
+
+// spanOf returns the time from the first record of from to the n-th of to.
+func spanOf(ctx context.Context, env *Env, from, to string, n int) (time.Duration, error) {
+	first, err := stamps(ctx, env, from)
+	if err != nil {
+		return 0, err
 	}
-	return stamps[len(stamps)-1].Sub(stamps[0]), nil
+	last, err := stamps(ctx, env, to)
+	if err != nil {
+		return 0, err
+	}
+	if len(first) == 0 || len(last) < n {
+		return 0, fmt.Errorf("bench: %d records in %s, %d in %s", len(first), from, len(last), to)
+	}
+	return last[n-1].Sub(first[0]), nil
 }
 
 func runCopy(ctx context.Context, env *Env) (Result, error) {
@@ -120,7 +138,6 @@ func runCopy(ctx context.Context, env *Env) (Result, error) {
 		return Result{}, err
 	}
 	defer cl.Close()
-	waited := waitAsync(ctx, env, 0, int64(env.Docs), out)
 	copied := 0
 	for copied < env.Docs {
 		fs := cl.PollFetches(ctx)
@@ -140,8 +157,8 @@ func runCopy(ctx context.Context, env *Env) (Result, error) {
 		}
 		copied += len(recs)
 	}
-	w := <-waited
-	return Result{Records: copied, Duration: w.d}, w.err
+	d, err := spanOf(ctx, env, out, out, env.Docs)
+	return Result{Records: copied, Duration: d}, err
 }
 
 func runGoka(ctx context.Context, env *Env) (Result, error) {
@@ -176,10 +193,14 @@ func runUntil(ctx context.Context, env *Env, topic string, run func(context.Cont
 	errc := make(chan error, 1)
 	go func() { errc <- run(runCtx) }()
 	select {
-	case w := <-waitAsync(runCtx, env, 0, int64(env.Docs), topic):
+	case err := <-waitAsync(runCtx, env, int64(env.Docs), topic):
 		cancel()
 		<-errc
-		return Result{Records: env.Docs, Duration: w.d}, w.err
+		if err != nil {
+			return Result{}, err
+		}
+		d, err := spanOf(ctx, env, topic, topic, env.Docs)
+		return Result{Records: env.Docs, Duration: d}, err
 	case err := <-errc:
 		if err == nil {
 			err = errors.New("stopped early")
@@ -234,15 +255,19 @@ func runPipeline(ctx context.Context, env *Env) (Result, error) {
 		defer wg.Done()
 		errc <- indexer.Run(runCtx, indexer.Config{Brokers: env.Brokers, Partitions: env.Partitions, Replication: -1, Logger: env.Logger})
 	}()
-	wait := func(base, n int64) (time.Duration, error) {
+	wait := func(n int64) error {
 		select {
-		case w := <-waitAsync(runCtx, env, base, n, topics.SaasTopic(client)):
-			return w.d, w.err
+		case err := <-waitAsync(runCtx, env, n, topics.SaasTopic(client)):
+			return err
 		case err := <-errc:
-			return 0, fmt.Errorf("a processor stopped: %w", err)
+			return fmt.Errorf("a processor stopped: %w", err)
 		}
 	}
-	d, err := wait(0, int64(env.Docs))
+	if err := wait(int64(env.Docs)); err != nil {
+		return Result{}, err
+	}
+	// From the registry's first verdict to the indexer's last feed record.
+	d, err := spanOf(ctx, env, topics.DocumentsResults, topics.SaasTopic(client), env.Docs)
 	if err != nil {
 		return Result{}, err
 	}
@@ -252,14 +277,13 @@ func runPipeline(ctx context.Context, env *Env) (Result, error) {
 	rate := min(res.Rate()/5, 5000)
 	n := min(env.Docs/10, 20_000)
 	lat, err := measureLatency(runCtx, env, cl, n, rate, func() error {
-		_, err := wait(int64(env.Docs), int64(env.Docs+n))
-		return err
+		return wait(int64(env.Docs + n))
 	})
 	if err != nil {
 		return Result{}, err
 	}
 	res.Latencies = lat
-	res.Note = fmt.Sprintf("throughput over a backlog of %d documents, from the first to the last search feed record; "+
+	res.Note = fmt.Sprintf("throughput over a backlog of %d documents, from the registry's first verdict to the indexer's last search feed record; "+
 		"latency: %d more documents posted at %.0f/s, from the ingest record's timestamp to the search feed record's", env.Docs, n, rate)
 	return res, nil
 }

@@ -1,0 +1,97 @@
+// Package coordinator is the numerator's multi-DC coordination
+// (seeds/numerator.md, "Поддержание мульти-ДЦ"): a write lock on the state
+// that indexing masters take before they build a generation, with its
+// holder, the time it was taken and a ticket (a fencing token), and the
+// pointer to the last consistent state.
+//
+// A master takes the lock (Acquire), builds, and reports with its ticket
+// (Report): a successful report moves the state pointer and frees the lock.
+// A report with a ticket that is not the current lock's, or after the lock
+// timed out, is refused and the pointer stays where it was; a lock that
+// timed out is free for the next master. A refused master retries every N
+// seconds (AcquireRetry).
+//
+// Two implementations share one contract, checked by one test suite:
+// ZooKeeper, for several processes and data centres, and Local, for one
+// process (offerlog dev) where a single master is certain.
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Lock is the write lock on a state.
+type Lock struct {
+	Holder  string        `json:"holder"`
+	Ticket  int64         `json:"ticket"`
+	TakenAt time.Time     `json:"taken_at"`
+	Timeout time.Duration `json:"timeout"`
+}
+
+// Expired reports whether the lock timed out at now.
+func (l Lock) Expired(now time.Time) bool { return !now.Before(l.TakenAt.Add(l.Timeout)) }
+
+// Pointer says where the last consistent state lives and what it is.
+type Pointer struct {
+	// Version is the state's T.S.V.G.
+	Version string `json:"version"`
+	// Cluster names the Kafka cluster holding the state, Topic the topic,
+	// Offsets the end offset per partition that makes the state.
+	Cluster string          `json:"cluster"`
+	Topic   string          `json:"topic"`
+	Offsets map[int32]int64 `json:"offsets,omitempty"`
+	// Holder and Ticket of the lock it was reported under, and when.
+	Holder     string    `json:"holder"`
+	Ticket     int64     `json:"ticket"`
+	ReportedAt time.Time `json:"reported_at"`
+}
+
+// Errors of a Coordinator.
+var (
+	// ErrLocked: Acquire found the lock held by a master that has not timed
+	// out. Retry later.
+	ErrLocked = errors.New("coordinator: the write lock is held")
+	// ErrStaleTicket: Report's ticket is not the current lock's (the lock
+	// was taken over after a timeout, or never granted).
+	ErrStaleTicket = errors.New("coordinator: stale ticket")
+	// ErrTimedOut: Report came after its lock timed out. The lock is
+	// released and the state pointer was not moved.
+	ErrTimedOut = errors.New("coordinator: the lock timed out")
+)
+
+// Coordinator is the lock and the state pointer. Implementations are safe
+// for concurrent use by several masters, in one process or many.
+type Coordinator interface {
+	// Acquire grants the lock to holder for timeout with a ticket larger
+	// than every ticket granted before, if the lock is free or its holder
+	// timed out. It returns ErrLocked (wrapped, with the holder) otherwise.
+	Acquire(ctx context.Context, holder string, timeout time.Duration) (Lock, error)
+	// Report ends the lock of ticket. A non-nil pointer (a successful
+	// build) becomes the state pointer; nil reports a failed build. It
+	// returns ErrStaleTicket or ErrTimedOut without moving the pointer.
+	Report(ctx context.Context, ticket int64, p *Pointer) error
+	// State returns the pointer to the last consistent state; ok is false
+	// if none was ever reported.
+	State(ctx context.Context) (p Pointer, ok bool, err error)
+	// Current returns the lock; ok is false if it is free.
+	Current(ctx context.Context) (l Lock, ok bool, err error)
+}
+
+// AcquireRetry calls Acquire every interval until it grants the lock, ctx
+// ends, or it fails with an error other than ErrLocked.
+func AcquireRetry(ctx context.Context, c Coordinator, holder string, timeout, interval time.Duration) (Lock, error) {
+	for {
+		l, err := c.Acquire(ctx, holder, timeout)
+		if !errors.Is(err, ErrLocked) {
+			return l, err
+		}
+		select {
+		case <-ctx.Done():
+			return Lock{}, fmt.Errorf("%w: %w", err, ctx.Err())
+		case <-time.After(interval):
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package sharding
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestSchemesAreStable(t *testing.T) {
+	// Published placements never change: these are the answers of the
+	// first release.
+	k := Key{BusinessID: 42, OfferID: "sku-1", ShopID: 7, WarehouseID: 3}
+	want := map[int64]int{}
+	for _, s := range All() {
+		want[s.ID] = s.Shard(k)
+	}
+	for id, shard := range want {
+		got, err := Shard(id, k)
+		if err != nil || got != shard {
+			t.Fatalf("scheme %d: %d %v", id, got, err)
+		}
+	}
+	if _, err := Shard(99, k); !errors.Is(err, ErrUnknownScheme) {
+		t.Fatalf("unknown scheme: %v", err)
+	}
+}
+
+func TestSchemesSpreadAndGroup(t *testing.T) {
+	for _, s := range All() {
+		counts := make([]int, s.Shards)
+		for i := range 20000 {
+			k := Key{BusinessID: uint64(1 + i%500), OfferID: fmt.Sprint("offer-", i), ShopID: 1, WarehouseID: 1}
+			counts[s.Shard(k)]++
+		}
+		for shard, n := range counts {
+			if n == 0 {
+				t.Errorf("scheme %d: shard %d gets no offer", s.ID, shard)
+			}
+		}
+	}
+	// Scheme 0 keeps an offer's warehouses together.
+	a := Key{BusinessID: 1, OfferID: "x", ShopID: 1, WarehouseID: 1}
+	b := a
+	b.WarehouseID, b.ShopID = 2, 9
+	if s, _ := Get(0); s.Shard(a) != s.Shard(b) {
+		t.Fatal("warehouses of one offer in different shards")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	if err := (Key{BusinessID: 1, OfferID: "a", ShopID: 1, WarehouseID: 1}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+	err := (Key{OfferID: ""}).Validate()
+	if err == nil || fmt.Sprint(err) != "business_id is missing\noffer_id is missing\nshop_id is missing\nwarehouse_id is missing" {
+		t.Fatalf("%v", err)
+	}
+}
