@@ -69,6 +69,8 @@ func Graph(epochs *Catalogue, adm *kadm.Client, rules Rules, m *Metrics) *goka.G
 		goka.Output(results, streams.Avro[schemas.Verdict]{C: schemas.Verdicts}),
 		goka.Output(changes, streams.Avro[schemas.RegistryRecord]{C: schemas.RegistryRecords}),
 		goka.Output(dead, streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}),
+		// The sweep's expiry checks go into the group's own input.
+		goka.Output(ingest, new(codec.Bytes)),
 		goka.Visitor(sweepVisitor, h.sweep),
 	)
 }

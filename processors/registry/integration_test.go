@@ -375,3 +375,56 @@ func TestReplayRebuildsTheSameTable(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestSweepExpiresTTLDocuments(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	c := newCluster(t)
+	rules := registry.DefaultRules()
+	rules.TombstoneTTL = time.Second
+	cfg := c.config(nil)
+	cfg.Rules, cfg.SweepInterval = rules, 100*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- registry.Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Error(err)
+		}
+	})
+	docs := shuffledVersions(3, 1, 1)
+	docs[0].TTLSeconds = 1 // key 0 lives a second, the others forever
+	docs[0].Timestamp = time.Now().UTC().Truncate(time.Millisecond)
+	produceDocs(t, c.brokers, docs)
+
+	// The sweep turns the document into a tombstone, then removes it.
+	var sawTombstone bool
+	testkit.Eventually(t, time.Minute, "the TTL'd document expired and its tombstone removed", func() bool {
+		for _, r := range testkit.ReadAll(t, c.brokers, topics.DocumentsChanges) {
+			var rec schemas.RegistryRecord
+			if err := schemas.RegistryRecords.Decode(r.Value, &rec); err != nil {
+				t.Fatal(err)
+			}
+			if string(r.Key) == "shop/"+docs[0].PK && rec.Status == schemas.StatusTombstone && rec.Cause == schemas.CauseExpiry {
+				sawTombstone = true
+			}
+		}
+		_, present := tableOf(t, c.brokers)["shop/"+docs[0].PK]
+		return sawTombstone && !present
+	})
+	table := tableOf(t, c.brokers)
+	if len(table) != 2 {
+		t.Fatalf("the table has %d keys, want the 2 without TTL", len(table))
+	}
+	checks := 0
+	for _, r := range testkit.ReadAll(t, c.brokers, topics.DocumentsIngest) {
+		if w, _, err := schemas.Writer(r.Value); err == nil && w.Name == schemas.ExpiryCheckName {
+			checks++
+		}
+	}
+	if checks == 0 {
+		t.Fatal("no expiry check went through documents.ingest")
+	}
+}
