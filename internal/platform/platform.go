@@ -159,6 +159,9 @@ func Run(ctx context.Context, cfg Config) error {
 	registerLag(reg, adm)
 
 	sup := &supervisor{log: log}
+	// On every return: stop the components, then wait for them (defers run
+	// last first).
+	defer sup.Wait()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
