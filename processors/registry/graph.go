@@ -127,6 +127,8 @@ func (h *handler) ingest(ctx goka.Context, msg any) {
 
 	// A message decided before a crash, after the input's last commit:
 	// answer it as the first time; the table already holds its effect.
+	// Its own change is emitted again if the record is still its; a lazy
+	// expiry it caused on the way is not (the key's next change covers it).
 	rv, found, seen := Recall(cur, ctx.Partition(), ctx.Offset())
 	if found {
 		h.m.Redelivered.With("recalled").Inc()
