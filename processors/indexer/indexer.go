@@ -186,12 +186,11 @@ func (ix *indexer) runChanges(ctx context.Context) error {
 		for _, r := range recs {
 			var rec schemas.RegistryRecord
 			if err := schemas.RegistryRecords.Decode(r.Value, &rec); err != nil {
-				dl := streams.NewDeadLetter(Group, r.Topic, r.Partition, r.Offset, r.Key, r.Value, r.Timestamp, err.Error())
-				data, err := schemas.DeadLetters.Encode(dl)
+				dead, err := streams.DeadLetterRecord(topics.DocumentsDead, Group, r, err.Error())
 				if err != nil {
 					return err
 				}
-				side = append(side, &kgo.Record{Topic: topics.DocumentsDead, Key: r.Key, Value: data})
+				side = append(side, dead)
 				ix.cfg.Metrics.Dead.Inc()
 				continue
 			}
@@ -210,12 +209,11 @@ func (ix *indexer) runRetries(ctx context.Context) error {
 		for _, r := range recs {
 			var f schemas.FailedConversion
 			if err := schemas.FailedConversions.Decode(r.Value, &f); err != nil {
-				dl := streams.NewDeadLetter(RetryGroup, r.Topic, r.Partition, r.Offset, r.Key, r.Value, r.Timestamp, err.Error())
-				data, err := schemas.DeadLetters.Encode(dl)
+				dead, err := streams.DeadLetterRecord(topics.DocumentsDead, RetryGroup, r, err.Error())
 				if err != nil {
 					return err
 				}
-				if err := produceAll(ctx, cl, []*kgo.Record{{Topic: topics.DocumentsDead, Key: r.Key, Value: data}}); err != nil {
+				if err := produceAll(ctx, cl, []*kgo.Record{dead}); err != nil {
 					return err
 				}
 				ix.cfg.Metrics.Dead.Inc()

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/processors/indexer"
 	"github.com/offerlog/offerlog/processors/registry"
@@ -210,5 +212,38 @@ func TestConvert(t *testing.T) {
 	bad.Status = "MAYBE"
 	if _, err := indexer.Convert(&bad); err == nil {
 		t.Fatal("unknown status converted")
+	}
+}
+
+func TestUndecodableChangesGoToTheDeadLetters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	brokers := pipeline(t, nil)
+	cl := testkit.Client(t, brokers)
+	recs := []*kgo.Record{
+		{Topic: topics.DocumentsChanges, Key: []byte("shop/x"), Value: []byte("garbage")},
+		{Topic: topics.DocumentsFailed, Key: []byte("shop/y"), Value: []byte("more garbage")},
+	}
+	if err := cl.ProduceSync(testkit.Context(t, time.Minute), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.ProduceDocs(t, brokers, "shop", testkit.ShuffledVersions(1, 1, 1))
+	testkit.Eventually(t, time.Minute, "the document after the garbage delivered", func() bool {
+		return testkit.LastSaas(t, brokers, "shop")["shop/0"].Version == 1
+	})
+	groups := map[string]string{}
+	testkit.Eventually(t, time.Minute, "two dead letters", func() bool {
+		for _, r := range testkit.ReadAll(t, brokers, topics.DocumentsDead) {
+			var d schemas.DeadLetter
+			if err := schemas.DeadLetters.Decode(r.Value, &d); err != nil {
+				t.Fatal(err)
+			}
+			groups[d.Group] = string(d.Value)
+		}
+		return len(groups) == 2
+	})
+	if groups[indexer.Group] != "garbage" || groups[indexer.RetryGroup] != "more garbage" {
+		t.Fatalf("dead letters: %v", groups)
 	}
 }
