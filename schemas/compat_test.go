@@ -37,6 +37,12 @@ func samples() map[string]any {
 			ExpiresAt: &exp, Fields: doc.Fields, Embeddings: doc.Embeddings},
 		YtRecordName: &YtRecord{PK: "42", Action: ActionDelete, Epoch: 1, Version: 4, Timestamp: ts, IngestedAt: ts,
 			SourcePartition: 1, SourceOffset: 10},
+		OfferSeenName:        &OfferSeen{BusinessID: 1, OfferID: "sku", ShopID: 2, WarehouseID: 3, Generation: 7},
+		GenerationMarkerName: &GenerationMarker{Action: MarkerSeal, Generation: 7, Scheme: -1},
+		NumeratorEntryName:   &NumeratorEntry{BusinessID: 1, OfferID: "sku", ShopID: 2, WarehouseID: 3, Shard: 4, DocID: 10, LastSeen: 7, Version: "0.0.0.7"},
+		AssignmentName:       &Assignment{BusinessID: 1, OfferID: "sku", ShopID: 2, WarehouseID: 3, Shard: 4, DocID: 10, Version: "0.0.0.7", Generation: 7},
+		NumeratorStateName: &NumeratorState{Version: "0.0.0.7", Generation: 7, Scheme: 0, Shards: []ShardSummary{{Shard: 4, Live: 1, MaxDocID: 10, Free: 9}},
+			Holder: "dc-a", Ticket: 3, SealedAt: ts},
 	}
 }
 
@@ -206,6 +212,21 @@ func decodeCurrent(name string, data []byte) (*Schema, any, error) {
 	case YtRecordName:
 		var v YtRecord
 		err, target = YtRecords.Decode(data, &v), &v
+	case OfferSeenName:
+		var v OfferSeen
+		err, target = OffersSeen.Decode(data, &v), &v
+	case GenerationMarkerName:
+		var v GenerationMarker
+		err, target = GenerationMarkers.Decode(data, &v), &v
+	case NumeratorEntryName:
+		var v NumeratorEntry
+		err, target = NumeratorEntries.Decode(data, &v), &v
+	case AssignmentName:
+		var v Assignment
+		err, target = Assignments.Decode(data, &v), &v
+	case NumeratorStateName:
+		var v NumeratorState
+		err, target = NumeratorStates.Decode(data, &v), &v
 	}
 	if err != nil {
 		return nil, nil, err

@@ -56,6 +56,9 @@ func (c Config) Sarama(clientID string) *sarama.Config {
 	cfg := goka.DefaultConfig()
 	cfg.ClientID = clientID
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	// Never read records of aborted transactions (the numerator's sealer
+	// writes its decisions transactionally).
+	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
 	// Commit often: after a crash, what came after the last commit is
 	// processed again, and the registry remembers only its last verdicts
 	// per key (registry.MaxRecentVerdicts) to answer it as the first time.

@@ -33,6 +33,24 @@ const (
 	RegistryTable = "registry-table"
 )
 
+// Names of the numerator's topics.
+const (
+	// NumeratorOffers takes OfferSeen events keyed by offer key.
+	NumeratorOffers = "numerator.offers"
+	// NumeratorGenerations takes the sealer's commands: seal, rebuild, reshard.
+	NumeratorGenerations = "numerator.generations"
+	// NumeratorResults carries the sealer's decisions to the numerator group.
+	NumeratorResults = "numerator.results"
+	// NumeratorAssignments is the export of every key's (shard, doc_id).
+	NumeratorAssignments = "numerator.assignments"
+	// NumeratorStates holds one record per sealed generation, rebuild or reshard.
+	NumeratorStates = "numerator.states"
+	// NumeratorDead holds the numerator's undecodable and invalid input.
+	NumeratorDead = "numerator.dead"
+	// NumeratorTable is the changelog of the numerator group's table.
+	NumeratorTable = "numerator-table"
+)
+
 // Prefixes of the per-client export topics.
 const (
 	SaasPrefix = "saas."
@@ -93,6 +111,20 @@ func Catalogue(partitions int32) []Topic {
 			Doc: "epoch schemas, key client/epoch"},
 		{Name: RegistryTable, Partitions: partitions, Compacted: true, Schema: schemas.RegistryRecordName,
 			Doc: "the registry's table: the current record of every document"},
+		{Name: NumeratorOffers, Partitions: partitions, Retention: 7 * day, Schema: schemas.OfferSeenName,
+			Doc: "offer keys seen in a generation, key business_id/offer_id/shop_id/warehouse_id"},
+		{Name: NumeratorGenerations, Partitions: 1, Retention: Forever, Schema: schemas.GenerationMarkerName,
+			Doc: "the sealer's commands: seal a generation, rebuild, reshard"},
+		{Name: NumeratorResults, Partitions: partitions, Retention: 7 * day, Schema: schemas.AssignmentName,
+			Doc: "the sealer's decisions, applied by the numerator group"},
+		{Name: NumeratorAssignments, Partitions: partitions, Compacted: true, Schema: schemas.AssignmentName,
+			Doc: "every key's (shard, doc_id, version), key as numerator.offers"},
+		{Name: NumeratorStates, Partitions: 1, Retention: Forever, Schema: schemas.NumeratorStateName,
+			Doc: "the numerator's state after each seal, rebuild or reshard"},
+		{Name: NumeratorDead, Partitions: partitions, Retention: 30 * day, Schema: schemas.DeadLetterName,
+			Doc: "the numerator's undecodable or invalid input, with the reason"},
+		{Name: NumeratorTable, Partitions: partitions, Compacted: true, Schema: schemas.NumeratorEntryName,
+			Doc: "the numerator's table: every key's entry"},
 	}
 }
 

@@ -14,6 +14,7 @@ const NoDocID int64 = -1
 // Entry is the numerator's record of one offer key in a shard.
 type Entry struct {
 	Key      sharding.Key
+	Shard    int   // the shard of its id, -1 if it never had one
 	DocID    int64 // NoDocID if none
 	LastSeen int64 // the last generation the key was seen in
 }
@@ -137,6 +138,11 @@ func Reshard(scheme sharding.Scheme, entries []Entry) (map[int]ShardState, map[i
 		es := byShard[s]
 		slices.SortFunc(es, ByKey)
 		st, renumbered, _ := RebuildShard(es)
+		for i := range renumbered {
+			if renumbered[i].DocID != NoDocID {
+				renumbered[i].Shard = s
+			}
+		}
 		states[s], out[s] = st, renumbered
 	}
 	return states, out

@@ -13,6 +13,7 @@ import (
 	"hash/fnv"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Key identifies an offer: <business_id, offer_id, shop_id, warehouse_id>.
@@ -109,4 +110,27 @@ func All() []Scheme {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// ParseKey parses "business/offer/shop/warehouse" (String's form; the offer
+// id may hold '/'). It returns an error naming the part at fault.
+func ParseKey(s string) (Key, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) < 4 {
+		return Key{}, fmt.Errorf("key %q: want business_id/offer_id/shop_id/warehouse_id", s)
+	}
+	n := len(parts)
+	var k Key
+	var err error
+	if k.BusinessID, err = strconv.ParseUint(parts[0], 10, 64); err != nil {
+		return Key{}, fmt.Errorf("key %q: business_id: %w", s, err)
+	}
+	if k.ShopID, err = strconv.ParseUint(parts[n-2], 10, 64); err != nil {
+		return Key{}, fmt.Errorf("key %q: shop_id: %w", s, err)
+	}
+	if k.WarehouseID, err = strconv.ParseUint(parts[n-1], 10, 64); err != nil {
+		return Key{}, fmt.Errorf("key %q: warehouse_id: %w", s, err)
+	}
+	k.OfferID = strings.Join(parts[1:n-2], "/")
+	return k, nil
 }

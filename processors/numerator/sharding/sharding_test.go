@@ -56,3 +56,16 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+func TestParseKey(t *testing.T) {
+	k := Key{BusinessID: 1, OfferID: "a/b", ShopID: 2, WarehouseID: 3}
+	got, err := ParseKey(k.String())
+	if err != nil || got != k {
+		t.Fatalf("%+v %v", got, err)
+	}
+	for _, bad := range []string{"", "1/a/2", "x/a/2/3", "1/a/y/3", "1/a/2/-3"} {
+		if _, err := ParseKey(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}

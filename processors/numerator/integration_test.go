@@ -1,0 +1,393 @@
+package numerator_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/processors/numerator"
+	"github.com/offerlog/offerlog/processors/numerator/coordinator"
+	"github.com/offerlog/offerlog/processors/numerator/sharding"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+type cluster struct {
+	t       *testing.T
+	brokers []string
+	cfg     numerator.Config
+	stop    func()
+}
+
+func newCluster(t *testing.T, ttl int64, share float64) *cluster {
+	t.Helper()
+	b := testkit.Broker(t, "")
+	c := &cluster{t: t, brokers: b.Addrs()}
+	testkit.EnsureTopics(t, c.brokers, topics.Catalogue(4))
+	c.cfg = numerator.DefaultConfig()
+	c.cfg.Streams = streams.Config{Brokers: c.brokers, StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
+	c.cfg.Coordinator = &coordinator.Local{}
+	c.cfg.TTL, c.cfg.RebuildShare = ttl, share
+	c.cfg.RetryEvery = 50 * time.Millisecond
+	c.cfg.Logger = testkit.Logger()
+	c.start()
+	t.Cleanup(func() { c.stop() })
+	return c
+}
+
+func (c *cluster) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- numerator.Run(ctx, c.cfg) }()
+	c.stop = func() {
+		cancel()
+		if err := <-errc; err != nil {
+			c.t.Errorf("numerator: %v", err)
+		}
+		c.stop = func() {}
+	}
+}
+
+func key(i int) sharding.Key {
+	return sharding.Key{BusinessID: uint64(1 + i%7), OfferID: fmt.Sprintf("sku-%04d", i), ShopID: 10, WarehouseID: 1}
+}
+
+func (c *cluster) produce(recs ...*kgo.Record) {
+	c.t.Helper()
+	cl := testkit.Client(c.t, c.brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := cl.ProduceSync(testkit.Context(c.t, time.Minute), recs...).FirstErr(); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// offers sends keys lo..hi-1 as seen in generation g.
+func (c *cluster) offers(g int64, lo, hi int) {
+	var recs []*kgo.Record
+	for i := lo; i < hi; i++ {
+		k := key(i)
+		data, err := schemas.OffersSeen.Encode(&schemas.OfferSeen{BusinessID: int64(k.BusinessID), OfferID: k.OfferID,
+			ShopID: int64(k.ShopID), WarehouseID: int64(k.WarehouseID), Generation: g})
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		recs = append(recs, &kgo.Record{Topic: topics.NumeratorOffers, Key: []byte(k.String()), Value: data})
+	}
+	c.produce(recs...)
+}
+
+// marker sends a marker and waits for the state it makes (the n-th).
+func (c *cluster) marker(m schemas.GenerationMarker, n int) schemas.NumeratorState {
+	c.t.Helper()
+	data, err := schemas.GenerationMarkers.Encode(&m)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.produce(&kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: data})
+	var st schemas.NumeratorState
+	testkit.Eventually(c.t, time.Minute, fmt.Sprintf("state %d after %s", n, m.Action), func() bool {
+		recs := testkit.ReadAll(c.t, c.brokers, topics.NumeratorStates)
+		if len(recs) < n {
+			return false
+		}
+		return schemas.NumeratorStates.Decode(recs[n-1].Value, &st) == nil
+	})
+	// and for the numerator group to apply its results
+	testkit.Eventually(c.t, time.Minute, "results applied", func() bool {
+		return c.applied()
+	})
+	return st
+}
+
+func (c *cluster) seal(g int64, n int) schemas.NumeratorState {
+	return c.marker(schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: g, Scheme: -1}, n)
+}
+
+// applied reports whether the numerator group has applied every result.
+func (c *cluster) applied() bool {
+	adm := testkit.Admin(c.t, c.brokers)
+	ctx := testkit.Context(c.t, 10*time.Second)
+	ends, err := adm.ListEndOffsets(ctx, topics.NumeratorResults)
+	if err != nil {
+		return false
+	}
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	return streams.WaitCommitted(wctx, adm, string(numerator.Group), ends.Offsets()) == nil
+}
+
+type placed struct {
+	shard int32
+	doc   int64
+}
+
+// assignments returns the last assignment of every key.
+func (c *cluster) assignments() map[string]placed {
+	out := map[string]placed{}
+	for _, r := range testkit.ReadAll(c.t, c.brokers, topics.NumeratorAssignments) {
+		var a schemas.Assignment
+		if err := schemas.Assignments.Decode(r.Value, &a); err != nil {
+			c.t.Fatal(err)
+		}
+		out[string(r.Key)] = placed{a.Shard, a.DocID}
+	}
+	return out
+}
+
+// checkDense checks that live keys have unique ids per shard and returns
+// per shard the ids in use.
+func checkUnique(t *testing.T, as map[string]placed) map[int32]map[int64]string {
+	t.Helper()
+	byShard := map[int32]map[int64]string{}
+	for k, p := range as {
+		if p.doc == numerator.NoDocID {
+			continue
+		}
+		if byShard[p.shard] == nil {
+			byShard[p.shard] = map[int64]string{}
+		}
+		if other, dup := byShard[p.shard][p.doc]; dup {
+			t.Fatalf("%s and %s share doc_id %d in shard %d", k, other, p.doc, p.shard)
+		}
+		byShard[p.shard][p.doc] = k
+	}
+	return byShard
+}
+
+func checkDense(t *testing.T, as map[string]placed) {
+	t.Helper()
+	for shard, ids := range checkUnique(t, as) {
+		for id := range int64(len(ids)) {
+			if _, ok := ids[id]; !ok {
+				t.Fatalf("shard %d: %d keys but id %d unused", shard, len(ids), id)
+			}
+		}
+	}
+}
+
+// Seed case 5: the main case without a rebuild: new documents get new ids.
+func TestNewKeysGetNewIds(t *testing.T) {
+	c := newCluster(t, 5, 0)
+	c.offers(1, 0, 100)
+	st := c.seal(1, 1)
+	first := c.assignments()
+	if len(first) != 100 || st.Version != "0.0.0.1" {
+		t.Fatalf("%d assignments, version %s", len(first), st.Version)
+	}
+	checkDense(t, first)
+	c.offers(2, 0, 120)
+	c.seal(2, 2)
+	second := c.assignments()
+	for k, p := range first {
+		if second[k] != p {
+			t.Fatalf("%s moved from %v to %v", k, p, second[k])
+		}
+	}
+	checkDense(t, second)
+	if len(second) != 120 {
+		t.Fatalf("%d assignments", len(second))
+	}
+}
+
+// Seed case 2: the generation is past the TTL but nobody expired.
+func TestPastTTLWithoutExpiredKeys(t *testing.T) {
+	c := newCluster(t, 2, 0)
+	for g := int64(1); g <= 3; g++ {
+		c.offers(g, 0, 50)
+		c.seal(g, int(g))
+	}
+	c.offers(4, 0, 60)
+	st := c.seal(4, 4)
+	checkDense(t, c.assignments())
+	var expired int64
+	for _, s := range st.Shards {
+		expired += s.Expired
+	}
+	if expired != 0 || len(c.assignments()) != 60 {
+		t.Fatalf("expired %d, %d assignments", expired, len(c.assignments()))
+	}
+}
+
+// Seed case 3: expired keys' ids go to new keys first, then the ids after
+// the maximum.
+func TestExpiredIdsAreReused(t *testing.T) {
+	c := newCluster(t, 1, 0)
+	c.offers(1, 0, 60)
+	c.seal(1, 1)
+	before := c.assignments()
+	c.offers(2, 10, 60) // 0..9 vanish
+	c.offers(2, 60, 80) // 20 new
+	st := c.seal(2, 2)
+	after := c.assignments()
+	checkUnique(t, after)
+	freed := map[int32]map[int64]bool{}
+	for i := range 10 {
+		p := before[key(i).String()]
+		if after[key(i).String()].doc != numerator.NoDocID {
+			t.Fatalf("key %d kept its id past the TTL", i)
+		}
+		if freed[p.shard] == nil {
+			freed[p.shard] = map[int64]bool{}
+		}
+		freed[p.shard][p.doc] = true
+	}
+	maxBefore := map[int32]int64{}
+	for _, p := range before {
+		maxBefore[p.shard] = max(maxBefore[p.shard], p.doc)
+	}
+	reused := 0
+	for i := 60; i < 80; i++ {
+		p := after[key(i).String()]
+		if freed[p.shard][p.doc] {
+			reused++
+			delete(freed[p.shard], p.doc)
+		} else if len(freed[p.shard]) > 0 && p.doc > maxBefore[p.shard] {
+			t.Fatalf("key %d got %d after the maximum while shard %d had free ids", i, p.doc, p.shard)
+		}
+	}
+	var expired int64
+	for _, s := range st.Shards {
+		expired += s.Expired
+	}
+	if reused == 0 || expired != 10 {
+		t.Fatalf("reused %d, expired %d", reused, expired)
+	}
+}
+
+// Seed case 4: the automatic rebuild when holes exceed the share.
+func TestAutomaticRebuild(t *testing.T) {
+	c := newCluster(t, 1, 0.3)
+	c.offers(1, 0, 100)
+	c.seal(1, 1)
+	c.offers(2, 0, 40)
+	st := c.seal(2, 2)
+	if !st.Rebuilt || st.Version != "0.0.1.2" {
+		t.Fatalf("state %+v", st)
+	}
+	for _, s := range st.Shards {
+		if s.MaxDocID+1 != s.Live || s.Free != 0 {
+			t.Fatalf("shard %+v after the rebuild", s)
+		}
+	}
+	checkDense(t, c.assignments())
+}
+
+// Seed case 1: a forced rebuild leaves every shard the size of its keys.
+func TestForcedRebuild(t *testing.T) {
+	c := newCluster(t, 1, 0)
+	c.offers(1, 0, 100)
+	c.seal(1, 1)
+	c.offers(2, 0, 70)
+	st := c.seal(2, 2)
+	if st.Rebuilt {
+		t.Fatal("rebuilt without being asked")
+	}
+	st = c.marker(schemas.GenerationMarker{Action: schemas.MarkerRebuild, Scheme: -1}, 3)
+	if !st.Rebuilt || st.Version != "0.0.1.2" {
+		t.Fatalf("state %+v", st)
+	}
+	live := int64(0)
+	for _, s := range st.Shards {
+		if s.MaxDocID+1 != s.Live {
+			t.Fatalf("shard %+v", s)
+		}
+		live += s.Live
+	}
+	if live != 70 {
+		t.Fatalf("%d live keys after the rebuild", live)
+	}
+	checkDense(t, c.assignments())
+}
+
+func TestReshard(t *testing.T) {
+	c := newCluster(t, 5, 0)
+	c.offers(1, 0, 100)
+	c.seal(1, 1)
+	st := c.marker(schemas.GenerationMarker{Action: schemas.MarkerReshard, Scheme: 1}, 2)
+	if st.Version != "0.1.1.1" || len(st.Shards) != 32 {
+		t.Fatalf("state %s with %d shards", st.Version, len(st.Shards))
+	}
+	scheme, _ := sharding.Get(1)
+	as := c.assignments()
+	for i := range 100 {
+		if p := as[key(i).String()]; int(p.shard) != scheme.Shard(key(i)) {
+			t.Fatalf("key %d in shard %d, scheme 1 says %d", i, p.shard, scheme.Shard(key(i)))
+		}
+	}
+	checkDense(t, as)
+}
+
+func TestBadInputGoesToTheDeadLetters(t *testing.T) {
+	c := newCluster(t, 5, 0)
+	c.offers(2, 0, 3)
+	good, _ := schemas.OffersSeen.Encode(&schemas.OfferSeen{BusinessID: 1, OfferID: "x", ShopID: 1, WarehouseID: 1, Generation: 1})
+	noShop, _ := schemas.OffersSeen.Encode(&schemas.OfferSeen{BusinessID: 1, OfferID: "x", ShopID: 0, WarehouseID: 1, Generation: 1})
+	k0 := key(0)
+	back, _ := schemas.OffersSeen.Encode(&schemas.OfferSeen{BusinessID: int64(k0.BusinessID), OfferID: k0.OfferID,
+		ShopID: int64(k0.ShopID), WarehouseID: int64(k0.WarehouseID), Generation: 1})
+	c.produce(
+		&kgo.Record{Topic: topics.NumeratorOffers, Key: []byte("1/x/1/1"), Value: []byte("junk")},
+		&kgo.Record{Topic: topics.NumeratorOffers, Key: []byte("1/y/1/1"), Value: good},
+		&kgo.Record{Topic: topics.NumeratorOffers, Key: []byte("1/x/0/1"), Value: noShop},
+		&kgo.Record{Topic: topics.NumeratorOffers, Key: []byte(k0.String()), Value: back},
+	)
+	c.seal(2, 1)
+	old, _ := schemas.GenerationMarkers.Encode(&schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: 1, Scheme: -1})
+	c.produce(&kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: old},
+		&kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: []byte("junk")})
+	want := []string{"undecodable offer", "name different offers", "shop_id is missing", "goes back", "not after the sealed generation", "undecodable marker"}
+	testkit.Eventually(t, time.Minute, "six dead letters", func() bool {
+		var reasons []string
+		for _, r := range testkit.ReadAll(t, c.brokers, topics.NumeratorDead) {
+			var d schemas.DeadLetter
+			if err := schemas.DeadLetters.Decode(r.Value, &d); err != nil {
+				t.Fatal(err)
+			}
+			reasons = append(reasons, d.Reason)
+		}
+		all := strings.Join(reasons, "\n")
+		for _, w := range want {
+			if !strings.Contains(all, w) {
+				return false
+			}
+		}
+		return true
+	})
+	if as := c.assignments(); len(as) != 3 {
+		t.Fatalf("%d assignments, want the 3 good keys", len(as))
+	}
+}
+
+// The numerator stopped in the middle of a generation and started again
+// ends with the assignments of an uninterrupted run.
+func TestRestartMidGenerationGivesTheSameIds(t *testing.T) {
+	interrupted := newCluster(t, 1, 0)
+	interrupted.offers(1, 0, 80)
+	interrupted.seal(1, 1)
+	interrupted.offers(2, 20, 50)
+	interrupted.stop()
+	interrupted.offers(2, 50, 100)
+	interrupted.start()
+	interrupted.seal(2, 2)
+
+	straight := newCluster(t, 1, 0)
+	straight.offers(1, 0, 80)
+	straight.seal(1, 1)
+	straight.offers(2, 20, 100)
+	straight.seal(2, 2)
+
+	a, b := interrupted.assignments(), straight.assignments()
+	if len(a) != len(b) || len(a) != 100 {
+		t.Fatalf("%d and %d assignments", len(a), len(b))
+	}
+	for k, p := range a {
+		if b[k] != p {
+			t.Fatalf("%s: %v after a restart, %v without", k, p, b[k])
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package numerator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lovoo/goka"
+
+	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/processors/numerator/coordinator"
+	"github.com/offerlog/offerlog/streams"
+)
+
+// Config of a numerator: the group, a view of its table and the sealer.
+type Config struct {
+	Streams     streams.Config
+	Coordinator coordinator.Coordinator
+	// Holder names this master in the coordinator ("" is the host name
+	// chosen by the caller).
+	Holder       string
+	Cluster      string
+	Type, Scheme int64
+	TTL          int64
+	RebuildShare float64
+	LockTimeout  time.Duration
+	RetryEvery   time.Duration
+	Metrics      *Metrics
+	Logger       *slog.Logger
+}
+
+// DefaultConfig returns the numerator's defaults: type 0, scheme 0, keys
+// expire after 10 unseen generations, a shard is rebuilt when half of it is
+// holes, a build holds the lock for at most 10 minutes, a refused master
+// asks again every 5 seconds.
+func DefaultConfig() Config {
+	return Config{TTL: 10, RebuildShare: 0.5, LockTimeout: 10 * time.Minute, RetryEvery: 5 * time.Second, Holder: "offerlog"}
+}
+
+// Validate returns every problem of c joined.
+func (c *Config) Validate() error {
+	var errs []error
+	if err := c.Streams.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Coordinator == nil {
+		errs = append(errs, errors.New("numerator: no coordinator"))
+	}
+	if c.TTL < 1 {
+		errs = append(errs, fmt.Errorf("numerator: TTL of %d generations", c.TTL))
+	}
+	if c.RebuildShare < 0 || c.RebuildShare > 1 {
+		errs = append(errs, fmt.Errorf("numerator: rebuild share %v outside [0, 1]", c.RebuildShare))
+	}
+	if c.LockTimeout <= 0 || c.RetryEvery <= 0 {
+		errs = append(errs, errors.New("numerator: lock timeout and retry interval must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// Run runs the numerator group, a view of its table and the sealer until
+// ctx ends; it returns the first error that stopped one of them.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(metrics.New())
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	proc, err := goka.NewProcessor(cfg.Streams.Brokers, Graph(cfg.Metrics), cfg.Streams.ProcessorOptions(Group)...)
+	if err != nil {
+		return fmt.Errorf("numerator: %w", err)
+	}
+	view, err := goka.NewView(cfg.Streams.Brokers, Table, TableCodec, cfg.Streams.ViewOptions("numerator-sealer")...)
+	if err != nil {
+		return fmt.Errorf("numerator: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	run := func(i int, fn func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = fn(ctx); errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	run(0, proc.Run)
+	run(1, view.Run)
+	run(2, func(ctx context.Context) error {
+		select {
+		case <-view.WaitRunning():
+		case <-ctx.Done():
+			return nil
+		}
+		return RunSealer(ctx, SealerConfig{Brokers: cfg.Streams.Brokers, Cluster: cfg.Cluster, View: view,
+			Coordinator: cfg.Coordinator, Holder: cfg.Holder, LockTimeout: cfg.LockTimeout, RetryEvery: cfg.RetryEvery,
+			Type: cfg.Type, Scheme: cfg.Scheme, TTL: cfg.TTL, RebuildShare: cfg.RebuildShare,
+			Metrics: cfg.Metrics, Logger: cfg.Logger})
+	})
+	wg.Wait()
+	return errors.Join(errs...)
+}
