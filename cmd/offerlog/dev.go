@@ -84,7 +84,8 @@ func runComponent(ctx context.Context, args []string, _ io.Reader, stdout, stder
 	cfg.Components = []string{component}
 	if component != platform.ComponentAPI && !f.httpSet() {
 		// Processors still serve /metrics; default to a port of their own.
-		cfg.HTTPAddr = map[string]string{platform.ComponentRegistry: "127.0.0.1:8081", platform.ComponentIndexer: "127.0.0.1:8082"}[component]
+		cfg.HTTPAddr = map[string]string{platform.ComponentRegistry: "127.0.0.1:8081", platform.ComponentIndexer: "127.0.0.1:8082",
+			platform.ComponentNumerator: "127.0.0.1:8083"}[component]
 	}
 	cfg.Logger = f.logger(stderr)
 	cfg.Started = func(info platform.Info) { printInfo(stdout, info) }

@@ -124,5 +124,11 @@ func (f *flags) platform() *platform.Config {
 	f.DurationVar(&cfg.EpochGrace, "epoch-grace", cfg.EpochGrace, "how long after its registration a new epoch makes older epochs stale")
 	f.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "how often the registry looks for expired documents")
 	f.DurationVar(&cfg.WaitTimeout, "wait-timeout", cfg.WaitTimeout, "longest wait for a verdict with ?wait=true")
+	f.StringVar(&cfg.ZooKeeper, "zookeeper", "", "ZooKeeper ensemble host:port,... of the numerator's coordinator (empty: in process, one master)")
+	f.Int64Var(&cfg.Numerator.TTL, "ttl-generations", cfg.Numerator.TTL, "generations a key may go unseen before its doc_id is freed")
+	f.Float64Var(&cfg.Numerator.RebuildShare, "rebuild-share", cfg.Numerator.RebuildShare, "share of holes in a shard that triggers a rebuild (0: never by itself)")
+	f.Int64Var(&cfg.Numerator.Scheme, "scheme", cfg.Numerator.Scheme, "sharding scheme of a new numerator state")
+	f.Int64Var(&cfg.Numerator.Type, "state-type", cfg.Numerator.Type, "T of the numerator's state version T.S.V.G")
+	f.StringVar(&cfg.Numerator.Holder, "master", cfg.Numerator.Holder, "this numerator master's name in the coordinator")
 	return &cfg
 }

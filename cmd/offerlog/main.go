@@ -28,6 +28,7 @@ func commands() []command {
 		{"produce", "--brokers B TOPIC", "produce JSON lines {\"key\",\"value\"} from stdin as Avro events", runProduce},
 		{"consume", "--brokers B TOPIC [--from-beginning] [--max N] [--timeout D]", "print a topic's events as JSON lines", runConsume},
 		{"replay", "--brokers B GROUP [--data DIR]", "rebuild a processor group's table and outputs from its inputs", runReplay},
+		{"numerator", "seal G | rebuild --force | reshard --scheme N  --brokers B", "seal a generation, rebuild or reshard the numerator's state", runNumerator},
 		{"bench", "[--docs N] [SCENARIO...]", "run the benchmarks on an in-process broker and print figures", runBench},
 	}
 }

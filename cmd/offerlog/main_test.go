@@ -142,6 +142,22 @@ func TestTopicsProduceConsume(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "replayed registry") {
 		t.Fatalf("replay: %d\n%s%s", code, out, stderr)
 	}
+	code, out, stderr = offerlog(t, "", "numerator", "seal", "3", "--brokers", addr)
+	if code != 0 || !strings.Contains(out, "SEAL sent") {
+		t.Fatalf("numerator seal: %d %s %s", code, out, stderr)
+	}
+	code, _, stderr = offerlog(t, "", "numerator", "rebuild", "--brokers", addr)
+	if code != 2 || !strings.Contains(stderr, "--force") {
+		t.Fatalf("numerator rebuild without --force: %d %s", code, stderr)
+	}
+	code, _, stderr = offerlog(t, "", "numerator", "reshard", "--scheme", "99", "--brokers", addr)
+	if code != 2 || !strings.Contains(stderr, "unknown scheme") {
+		t.Fatalf("numerator reshard to an unknown scheme: %d %s", code, stderr)
+	}
+	code, out, _ = offerlog(t, "", "consume", "--brokers", addr, topics.NumeratorGenerations, "--from-beginning", "--max", "1")
+	if code != 0 || !strings.Contains(out, `"action":"SEAL"`) || !strings.Contains(out, `"generation":3`) {
+		t.Fatalf("the marker: %s", out)
+	}
 	code, _, stderr = offerlog(t, "", "replay", "--brokers", addr, "nosuch")
 	if code != 2 || !strings.Contains(stderr, "unknown group") {
 		t.Fatalf("replay of an unknown group: %d %s", code, stderr)

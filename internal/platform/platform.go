@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,8 @@ import (
 	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/processors/indexer"
+	"github.com/offerlog/offerlog/processors/numerator"
+	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -34,11 +37,12 @@ import (
 const (
 	ComponentRegistry = "registry"
 	ComponentIndexer  = "indexer"
-	ComponentAPI      = "api"
+	ComponentAPI       = "api"
+	ComponentNumerator = "numerator"
 )
 
 // AllComponents lists every component, in start order.
-var AllComponents = []string{ComponentRegistry, ComponentIndexer, ComponentAPI}
+var AllComponents = []string{ComponentRegistry, ComponentIndexer, ComponentNumerator, ComponentAPI}
 
 // Config of a platform process.
 type Config struct {
@@ -62,7 +66,13 @@ type Config struct {
 	// SweepInterval of the registry's expiry sweep.
 	SweepInterval time.Duration
 	WaitTimeout   time.Duration
-	Logger        *slog.Logger
+	// Numerator configures the numerator (its Streams, Coordinator and
+	// Logger are filled in by Run).
+	Numerator numerator.Config
+	// ZooKeeper ("host:port,...") holds the numerator's coordinator; ""
+	// keeps it in process, which is right only with a single master.
+	ZooKeeper string
+	Logger    *slog.Logger
 	// Started, if set, is called once every component is ready.
 	Started func(Info)
 }
@@ -73,6 +83,7 @@ func DefaultConfig() Config {
 		KafkaAddr: "127.0.0.1:9092", DataDir: "./data", HTTPAddr: "127.0.0.1:8080",
 		Partitions: 8, Replication: -1, Rules: registry.DefaultRules(),
 		EpochGrace: registry.DefaultEpochGrace, SweepInterval: time.Minute, WaitTimeout: 30 * time.Second,
+		Numerator: numerator.DefaultConfig(),
 	}
 }
 
@@ -190,6 +201,23 @@ func Run(ctx context.Context, cfg Config) error {
 		})
 	}
 
+	if has(ComponentNumerator) {
+		ncfg := cfg.Numerator
+		ncfg.Streams, ncfg.Logger, ncfg.Metrics = scfg, log, numerator.NewMetrics(reg)
+		ncfg.Cluster = strings.Join(brokers, ",")
+		if cfg.ZooKeeper == "" {
+			ncfg.Coordinator = &coordinator.Local{}
+		} else {
+			zk, err := coordinator.DialZooKeeper(ctx, cfg.ZooKeeper, fmt.Sprintf("/offerlog/numerator/%d", ncfg.Type), log)
+			if err != nil {
+				return err
+			}
+			defer zk.Close()
+			ncfg.Coordinator = zk
+		}
+		sup.Go(runCtx, ComponentNumerator, true, func(ctx context.Context) error { return numerator.Run(ctx, ncfg) })
+	}
+
 	var view *registry.View
 	if has(ComponentIndexer) || has(ComponentAPI) {
 		view, err = registry.NewView(scfg, "registry-"+string(ComponentAPI))
@@ -290,7 +318,7 @@ func decodeVerdict(b []byte) (schemas.Verdict, streams.RequestID, error) {
 // registerLag exports the consumer lag of offerlog's groups, computed at
 // scrape time.
 func registerLag(reg *metrics.Registry, adm *kadm.Client) {
-	groups := []string{string(registry.Group), indexer.Group, indexer.RetryGroup}
+	groups := []string{string(registry.Group), indexer.Group, indexer.RetryGroup, string(numerator.Group), numerator.SealerGroup}
 	reg.GaugeFunc("offerlog_consumer_lag", "Records not yet consumed by a group, per topic and partition.",
 		[]string{"group", "topic", "partition"}, func() []metrics.Sample {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -35,9 +36,13 @@ type Config struct {
 // DefaultConfig returns the numerator's defaults: type 0, scheme 0, keys
 // expire after 10 unseen generations, a shard is rebuilt when half of it is
 // holes, a build holds the lock for at most 10 minutes, a refused master
-// asks again every 5 seconds.
+// asks again every 5 seconds, and the master is named after the host.
 func DefaultConfig() Config {
-	return Config{TTL: 10, RebuildShare: 0.5, LockTimeout: 10 * time.Minute, RetryEvery: 5 * time.Second, Holder: "offerlog"}
+	holder, err := os.Hostname()
+	if err != nil || holder == "" {
+		holder = "offerlog"
+	}
+	return Config{TTL: 10, RebuildShare: 0.5, LockTimeout: 10 * time.Minute, RetryEvery: 5 * time.Second, Holder: holder}
 }
 
 // Validate returns every problem of c joined.

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/processors/numerator/sharding"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// runNumerator sends a command to the numerator's sealer.
+func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: want seal, rebuild or reshard", errUsage)
+	}
+	verb := args[0]
+	f := newFlags("numerator "+verb, stderr)
+	brokers := f.brokers()
+	force := f.Bool("force", false, "rebuild: rebuild now (rebuilds also happen by themselves when holes exceed the share)")
+	scheme := f.Int64("scheme", -1, "reshard: the sharding scheme to move to")
+	if err := f.parse(args[1:]); err != nil {
+		return err
+	}
+	if err := requireBrokers(brokers); err != nil {
+		return err
+	}
+	m := schemas.GenerationMarker{Scheme: -1}
+	switch verb {
+	case "seal":
+		if f.NArg() != 1 {
+			return fmt.Errorf("%w: want the GENERATION to seal", errUsage)
+		}
+		g, err := strconv.ParseInt(f.Arg(0), 10, 64)
+		if err != nil || g < 1 {
+			return fmt.Errorf("%w: generation %q is not a positive integer", errUsage, f.Arg(0))
+		}
+		m.Action, m.Generation = schemas.MarkerSeal, g
+	case "rebuild":
+		if !*force {
+			return fmt.Errorf("%w: a rebuild renumbers every doc_id; say --force", errUsage)
+		}
+		m.Action = schemas.MarkerRebuild
+	case "reshard":
+		if _, err := sharding.Get(*scheme); err != nil {
+			return fmt.Errorf("%w: --scheme: %v", errUsage, err)
+		}
+		m.Action, m.Scheme = schemas.MarkerReshard, *scheme
+	default:
+		return fmt.Errorf("%w: unknown verb %q (want seal, rebuild or reshard)", errUsage, verb)
+	}
+	data, err := schemas.GenerationMarkers.Encode(&m)
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(*brokers...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	rec := &kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: data}
+	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s sent (offset %d); the result appears on %s\n", m.Action, rec.Offset, topics.NumeratorStates)
+	return nil
+}
