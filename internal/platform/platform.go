@@ -35,8 +35,8 @@ import (
 
 // Components that can be run.
 const (
-	ComponentRegistry = "registry"
-	ComponentIndexer  = "indexer"
+	ComponentRegistry  = "registry"
+	ComponentIndexer   = "indexer"
 	ComponentAPI       = "api"
 	ComponentNumerator = "numerator"
 )
