@@ -45,72 +45,78 @@ func ShardStateOf(es []Entry) ShardState {
 	return st
 }
 
-// Plan decides a marker over every entry of the state (sorted by key):
-// a SEAL of generation g expires and assigns per shard (SealShard), then
-// rebuilds every shard if one has more holes than rebuildShare; a REBUILD
-// renumbers every shard; a RESHARD moves every key to scheme's shards and
-// renumbers them. It is a pure function of its arguments.
-func Plan(entries []Entry, scheme sharding.Scheme, m schemas.GenerationMarker, g, ttl int64, rebuildShare float64) StatePlan {
-	var plan StatePlan
-	after := make([][]Entry, scheme.Shards)
-	stats := make([]SealStats, scheme.Shards)
-	states := make([]ShardState, scheme.Shards)
-	if m.Action == schemas.MarkerReshard {
-		st, byShard := Reshard(scheme, entries)
-		for s := range scheme.Shards {
-			after[s], states[s] = byShard[s], st[s]
-		}
-		plan.Rebuilt = true
+// PlanShard decides a marker for one shard s of scheme: es are the keys
+// the scheme puts in s, sorted by key, as the table holds them. A SEAL of
+// generation g expires and assigns (SealShard); with rebuild (a REBUILD or
+// RESHARD marker, or a seal that must rebuild) the shard is then renumbered
+// densely. It returns the assignments that change, in key order, the
+// shard's summary, and whether the shard has more holes than rebuildShare.
+// It is a pure function of its arguments.
+func PlanShard(es []Entry, s int, m schemas.GenerationMarker, g, ttl int64, rebuild bool, rebuildShare float64) ([]Planned, schemas.ShardSummary, bool) {
+	var st ShardState
+	var after []Entry
+	var stats SealStats
+	if m.Action == schemas.MarkerSeal {
+		st, after, _, stats = SealShard(ShardStateOf(es), es, g, ttl)
 	} else {
-		byShard := make([][]Entry, scheme.Shards)
-		for _, e := range entries {
-			s := scheme.Shard(e.Key)
-			byShard[s] = append(byShard[s], e)
+		st, after = ShardStateOf(es), slices.Clone(es)
+	}
+	needs := NeedsRebuild(st, rebuildShare)
+	if rebuild {
+		st, after, _ = RebuildShard(after)
+	}
+	var out []Planned
+	var live int64
+	for i, e := range after {
+		old := es[i]
+		if e.DocID != NoDocID {
+			live++
+			e.Shard = s
 		}
-		rebuild := m.Action == schemas.MarkerRebuild
-		for s := range scheme.Shards {
-			es := byShard[s]
-			if m.Action == schemas.MarkerSeal {
-				states[s], after[s], _, stats[s] = SealShard(ShardStateOf(es), es, g, ttl)
-				rebuild = rebuild || NeedsRebuild(states[s], rebuildShare)
-			} else {
-				states[s], after[s] = ShardStateOf(es), es
-			}
-			for i := range after[s] {
-				if after[s][i].DocID != NoDocID {
-					after[s][i].Shard = s
-				}
-			}
-		}
-		if rebuild {
-			for s := range scheme.Shards {
-				states[s], after[s], _ = RebuildShard(after[s])
-			}
-			plan.Rebuilt = true
+		switch {
+		case e.DocID == NoDocID && old.DocID == NoDocID:
+		case e.DocID == NoDocID:
+			out = append(out, Planned{Key: e.Key, Shard: old.Shard, DocID: NoDocID})
+		case e.DocID != old.DocID || e.Shard != old.Shard:
+			out = append(out, Planned{Key: e.Key, Shard: e.Shard, DocID: e.DocID})
 		}
 	}
-	before := make(map[sharding.Key]Entry, len(entries))
+	return out, schemas.ShardSummary{Shard: int32(s), Live: live, MaxDocID: st.MaxDocID, Free: st.Holes(),
+		Expired: stats.Expired, New: stats.New}, needs
+}
+
+// Plan decides a marker over every entry of the state (sorted by key) with
+// PlanShard, shard by shard: a seal that leaves any shard with more holes
+// than rebuildShare is planned again with every shard rebuilt; a REBUILD or
+// RESHARD (to scheme) renumbers every shard.
+func Plan(entries []Entry, scheme sharding.Scheme, m schemas.GenerationMarker, g, ttl int64, rebuildShare float64) StatePlan {
+	byShard := make([][]Entry, scheme.Shards)
 	for _, e := range entries {
-		before[e.Key] = e
+		s := scheme.Shard(e.Key)
+		byShard[s] = append(byShard[s], e)
 	}
-	for s := range scheme.Shards {
-		var live int64
-		for _, e := range after[s] {
-			if e.DocID != NoDocID {
-				live++
-			}
-			old := before[e.Key]
-			switch {
-			case e.DocID == NoDocID && old.DocID == NoDocID:
-			case e.DocID == NoDocID:
-				plan.Assignments = append(plan.Assignments, Planned{Key: e.Key, Shard: old.Shard, DocID: NoDocID})
-			case e.DocID != old.DocID || e.Shard != old.Shard:
-				plan.Assignments = append(plan.Assignments, Planned{Key: e.Key, Shard: e.Shard, DocID: e.DocID})
-			}
+	return PlanShards(scheme, m, g, ttl, rebuildShare, func(s int) []Entry { return byShard[s] })
+}
+
+// PlanShards is Plan with the entries of each shard read by shard(s), which
+// may be called twice per shard; only one shard's entries are needed at a
+// time.
+func PlanShards(scheme sharding.Scheme, m schemas.GenerationMarker, g, ttl int64, rebuildShare float64, shard func(s int) []Entry) StatePlan {
+	rebuild := m.Action != schemas.MarkerSeal
+	for {
+		plan := StatePlan{Rebuilt: rebuild}
+		needs := false
+		for s := range scheme.Shards {
+			a, sum, n := PlanShard(shard(s), s, m, g, ttl, rebuild, rebuildShare)
+			plan.Assignments = append(plan.Assignments, a...)
+			plan.Shards = append(plan.Shards, sum)
+			needs = needs || n
 		}
-		plan.Shards = append(plan.Shards, schemas.ShardSummary{Shard: int32(s), Live: live, MaxDocID: states[s].MaxDocID,
-			Free: states[s].Holes(), Expired: stats[s].Expired, New: stats[s].New})
+		if needs && !rebuild {
+			rebuild = true
+			continue
+		}
+		slices.SortFunc(plan.Assignments, func(a, b Planned) int { return ByKey(Entry{Key: a.Key}, Entry{Key: b.Key}) })
+		return plan
 	}
-	slices.SortFunc(plan.Assignments, func(a, b Planned) int { return ByKey(Entry{Key: a.Key}, Entry{Key: b.Key}) })
-	return plan
 }

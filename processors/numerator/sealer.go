@@ -260,11 +260,18 @@ func (s *sealer) carryOut(ctx context.Context, sess *kgo.GroupTransactSession, r
 	if err := s.caughtUp(ctx); err != nil {
 		return nil, err
 	}
-	entries, err := s.entries()
-	if err != nil {
-		return nil, err
+	// One shard's entries in memory at a time.
+	var readErr error
+	plan := PlanShards(scheme, m, next.G, s.cfg.TTL, s.cfg.RebuildShare, func(shard int) []Entry {
+		es, err := s.entries(func(k sharding.Key) bool { return scheme.Shard(k) == shard })
+		if err != nil && readErr == nil {
+			readErr = err
+		}
+		return es
+	})
+	if readErr != nil {
+		return nil, readErr
 	}
-	plan := Plan(entries, scheme, m, next.G, s.cfg.TTL, s.cfg.RebuildShare)
 	if plan.Rebuilt && m.Action == schemas.MarkerSeal {
 		next.V++
 	}
@@ -336,8 +343,9 @@ func (s *sealer) caughtUp(ctx context.Context) error {
 	}
 }
 
-// entries reads the whole table from the view, in key order.
-func (s *sealer) entries() ([]Entry, error) {
+// entries reads the entries of the table whose keys keep accepts, from the
+// view, in key order.
+func (s *sealer) entries(keep func(sharding.Key) bool) ([]Entry, error) {
 	it, err := s.cfg.View.Iterator()
 	if err != nil {
 		return nil, fmt.Errorf("iterate the table: %w", err)
@@ -353,12 +361,11 @@ func (s *sealer) entries() ([]Entry, error) {
 		if !ok || e == nil {
 			continue
 		}
-		out = append(out, Entry{
-			Key:      sharding.Key{BusinessID: uint64(e.BusinessID), OfferID: e.OfferID, ShopID: uint64(e.ShopID), WarehouseID: uint64(e.WarehouseID)},
-			DocID:    e.DocID,
-			LastSeen: e.LastSeen,
-			Shard:    int(e.Shard),
-		})
+		k := sharding.Key{BusinessID: uint64(e.BusinessID), OfferID: e.OfferID, ShopID: uint64(e.ShopID), WarehouseID: uint64(e.WarehouseID)}
+		if !keep(k) {
+			continue
+		}
+		out = append(out, Entry{Key: k, DocID: e.DocID, LastSeen: e.LastSeen, Shard: int(e.Shard)})
 	}
 	slices.SortFunc(out, ByKey)
 	return out, nil
