@@ -12,6 +12,7 @@ import (
 func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	f := newFlags("bench", stderr)
 	docs := f.Int("docs", 200_000, "documents per scenario")
+	keys := f.Int("keys", 1_000_000, "offer keys of the numerator scenario")
 	partitions := f.Int("partitions", 8, "partitions of every topic")
 	cpuProfile := f.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	f.logLevel = "error"
@@ -29,6 +30,6 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		}
 		defer pprof.StopCPUProfile()
 	}
-	return bench.Run(ctx, bench.Config{Docs: *docs, Partitions: int32(*partitions), Only: f.Args(),
+	return bench.Run(ctx, bench.Config{Docs: *docs, Keys: *keys, Partitions: int32(*partitions), Only: f.Args(),
 		Out: stdout, Logger: f.logger(stderr)})
 }

@@ -36,6 +36,8 @@ type Env struct {
 	Partitions int32
 	// Docs is the number of documents of the run.
 	Docs int
+	// Keys is the number of offer keys of the numerator scenario.
+	Keys int
 	// Source is a topic that holds the run's Docs documents, keyed
 	// "client/pk", written once before the scenarios run.
 	Source string
@@ -47,12 +49,16 @@ type Env struct {
 
 // Result is what a scenario measured.
 type Result struct {
+	// Name tells apart the rows of one scenario (see Also).
+	Name     string
 	Records  int
 	Duration time.Duration
 	// Latencies, if measured, are per-record end-to-end latencies.
 	Latencies []time.Duration
 	// Note is printed beside the figures.
 	Note string
+	// Also are further rows of the scenario, printed as scenario/Name.
+	Also []Result
 }
 
 // Rate returns records per second.
@@ -91,11 +97,14 @@ var Scenarios = []Scenario{
 	{Name: "copy", Ceiling: true, Doc: "franz-go consumer group copying the documents to another topic (acks=all, commit per poll)", Run: runCopy},
 	{Name: "goka", Ceiling: true, Doc: "goka processor counting per key in its table and emitting each record (acks=all)", Run: runGoka},
 	{Name: "pipeline", Doc: "documents.ingest -> registry -> indexer -> saas.<client> and yt.<client>: backlog throughput, then end-to-end latency at a steady rate", Run: runPipeline},
+	{Name: "numerator", Doc: "numerator: doc_ids for new keys across 16 shards, then a generation with 5% new and 5% vanished keys", Run: runNumerator},
 }
 
 // Config of a run.
 type Config struct {
-	Docs       int
+	Docs int
+	// Keys is the numerator scenario's number of keys.
+	Keys       int
 	Partitions int32
 	// Only runs these scenarios (and the ceilings); empty runs all.
 	Only   []string
@@ -125,7 +134,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer cl.Close()
-	env := &Env{Brokers: b.Addrs(), Partitions: cfg.Partitions, Docs: cfg.Docs, Source: "bench.source",
+	env := &Env{Brokers: b.Addrs(), Partitions: cfg.Partitions, Docs: cfg.Docs, Keys: cfg.Keys, Source: "bench.source",
 		Logger: cfg.Logger, Admin: kadm.NewClient(cl)}
 	if _, err := topics.Ensure(ctx, env.Admin, -1, append(topics.Catalogue(cfg.Partitions),
 		topics.Topic{Name: env.Source, Partitions: cfg.Partitions, Retention: topics.Forever})); err != nil {
@@ -155,6 +164,10 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		results[s.Name] = r
 		order = append(order, s.Name)
+		for _, more := range r.Also {
+			results[s.Name+"/"+more.Name] = more
+			order = append(order, s.Name+"/"+more.Name)
+		}
 	}
 	fmt.Fprintln(cfg.Out)
 	report(cfg.Out, order, results)
