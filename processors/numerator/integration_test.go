@@ -3,6 +3,8 @@ package numerator_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -388,6 +390,87 @@ func TestRestartMidGenerationGivesTheSameIds(t *testing.T) {
 	for k, p := range a {
 		if b[k] != p {
 			t.Fatalf("%s: %v after a restart, %v without", k, p, b[k])
+		}
+	}
+}
+
+// TestNumeratorProcess is not a test of its own: the kill test runs the test
+// binary with it selected, to have a numerator in a process it can kill.
+func TestNumeratorProcess(t *testing.T) {
+	brokers := os.Getenv("OFFERLOG_TEST_NUMERATOR_BROKERS")
+	if brokers == "" {
+		t.Skip("runs only as the process TestKilledMidGenerationGivesTheSameIds kills")
+	}
+	cfg := numerator.DefaultConfig()
+	cfg.Streams = streams.Config{Brokers: strings.Split(brokers, ","), StateDir: os.Getenv("OFFERLOG_TEST_NUMERATOR_STATE"),
+		Replication: 1, Logger: testkit.Logger()}
+	cfg.Coordinator = &coordinator.Local{}
+	cfg.TTL, cfg.RebuildShare, cfg.RetryEvery = 1, 0, 50*time.Millisecond
+	err := numerator.Run(context.Background(), cfg)
+	t.Fatalf("the numerator returned before it was killed: %v", err)
+}
+
+func TestKilledMidGenerationGivesTheSameIds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	b := testkit.Broker(t, "")
+	c := &cluster{t: t, brokers: b.Addrs()}
+	testkit.EnsureTopics(t, c.brokers, topics.Catalogue(4))
+	c.cfg = numerator.DefaultConfig()
+	c.cfg.Streams = streams.Config{Brokers: c.brokers, StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
+	c.cfg.Coordinator = &coordinator.Local{}
+	c.cfg.TTL, c.cfg.RebuildShare, c.cfg.RetryEvery = 1, 0, 50*time.Millisecond
+	c.cfg.Logger = testkit.Logger()
+	c.stop = func() {}
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestNumeratorProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "OFFERLOG_TEST_NUMERATOR_BROKERS="+strings.Join(c.brokers, ","),
+		"OFFERLOG_TEST_NUMERATOR_STATE="+c.cfg.Streams.StateDir)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c.offers(1, 0, 300)
+	c.seal(1, 1)
+	c.offers(2, 50, 200)
+	// Kill it while it records generation 2: no shutdown, no last commit.
+	testkit.Eventually(t, time.Minute, "part of generation 2 recorded", func() bool {
+		seen := 0
+		for _, r := range testkit.ReadAll(t, c.brokers, topics.NumeratorTable) {
+			var e schemas.NumeratorEntry
+			if r.Value != nil && schemas.NumeratorEntries.Decode(r.Value, &e) == nil && e.LastSeen == 2 {
+				seen++
+			}
+		}
+		return seen > 20
+	})
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if strings.Contains(out.String(), "--- FAIL") {
+		t.Fatalf("the numerator process failed before it was killed:\n%s", out.String())
+	}
+	c.start()
+	t.Cleanup(func() { c.stop() })
+	c.offers(2, 200, 350)
+	c.seal(2, 2)
+
+	straight := newCluster(t, 1, 0)
+	straight.offers(1, 0, 300)
+	straight.seal(1, 1)
+	straight.offers(2, 50, 350)
+	straight.seal(2, 2)
+
+	a, b2 := c.assignments(), straight.assignments()
+	if len(a) != len(b2) || len(a) != 350 {
+		t.Fatalf("%d and %d assignments", len(a), len(b2))
+	}
+	for k, p := range a {
+		if b2[k] != p {
+			t.Fatalf("%s: %v after a kill, %v without", k, p, b2[k])
 		}
 	}
 }
