@@ -36,6 +36,9 @@ type Metrics struct {
 	Dead        *metrics.Counter
 	Assignments *metrics.Counter
 	Seals       *metrics.CounterVec // by action
+	// LockRefused counts markers that found the write lock held by another
+	// master (the sealer then asks again every RetryEvery).
+	LockRefused *metrics.Counter
 }
 
 // NewMetrics registers the numerator's metrics in r.
@@ -45,6 +48,7 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 		Dead:        r.Counter("offerlog_numerator_dead_letters_total", "Invalid or undecodable input sent to numerator.dead.").With(),
 		Assignments: r.Counter("offerlog_numerator_assignments_total", "Assignments emitted on numerator.assignments.").With(),
 		Seals:       r.Counter("offerlog_numerator_states_total", "States written, by the marker that made them.", "action"),
+		LockRefused: r.Counter("offerlog_numerator_lock_refused_total", "Markers that found the write lock held by another master.").With(),
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/processors/numerator"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
@@ -472,5 +473,69 @@ func TestKilledMidGenerationGivesTheSameIds(t *testing.T) {
 		if b2[k] != p {
 			t.Fatalf("%s: %v after a kill, %v without", k, p, b2[k])
 		}
+	}
+}
+
+// TestSealWaitsForTheWriteLock runs the numerator with the coordinator in a
+// real ZooKeeper while another master holds the lock: the seal waits, then
+// happens under its own ticket, and the state pointer moves to it.
+func TestSealWaitsForTheWriteLock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	zkAddr := testkit.ZooKeeper(t)
+	dial := func() *coordinator.ZooKeeper {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		zk, err := coordinator.DialZooKeeper(ctx, zkAddr, "/offerlog/numerator/0", testkit.Logger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(zk.Close)
+		return zk
+	}
+	other := dial()
+	ctx := testkit.Context(t, 2*time.Minute)
+	held, err := other.Acquire(ctx, "dc-b", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b := testkit.Broker(t, "")
+	c := &cluster{t: t, brokers: b.Addrs()}
+	testkit.EnsureTopics(t, c.brokers, topics.Catalogue(4))
+	c.cfg = numerator.DefaultConfig()
+	c.cfg.Streams = streams.Config{Brokers: c.brokers, StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
+	c.cfg.Coordinator, c.cfg.Holder, c.cfg.Cluster = dial(), "dc-a", "kafka-a"
+	c.cfg.RetryEvery = 50 * time.Millisecond
+	c.cfg.Logger = testkit.Logger()
+	c.cfg.Metrics = numerator.NewMetrics(metrics.New())
+	c.start()
+	t.Cleanup(func() { c.stop() })
+	c.offers(1, 0, 20)
+	data, _ := schemas.GenerationMarkers.Encode(&schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: 1, Scheme: -1})
+	c.produce(&kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: data})
+
+	// While dc-b holds the lock, dc-a has asked for it and written nothing.
+	testkit.Eventually(t, time.Minute, "the sealer refused the lock", func() bool {
+		return c.cfg.Metrics.LockRefused.Value() > 0
+	})
+	if n := len(testkit.ReadAll(t, c.brokers, topics.NumeratorStates)); n != 0 {
+		t.Fatalf("%d states written while another master held the lock", n)
+	}
+	if cur, ok, _ := other.Current(ctx); !ok || cur.Holder != "dc-b" {
+		t.Fatalf("lock %+v", cur)
+	}
+	if err := other.Report(ctx, held.Ticket, nil); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, time.Minute, "the pointer at dc-a's state", func() bool {
+		p, ok, err := other.State(ctx)
+		return err == nil && ok && p.Holder == "dc-a" && p.Version == "0.0.0.1" && p.Cluster == "kafka-a" && p.Ticket > held.Ticket
+	})
+	var st schemas.NumeratorState
+	recs := testkit.ReadAll(t, c.brokers, topics.NumeratorStates)
+	if len(recs) != 1 || schemas.NumeratorStates.Decode(recs[0].Value, &st) != nil || st.Holder != "dc-a" || st.Ticket <= held.Ticket {
+		t.Fatalf("states %d, %+v", len(recs), st)
 	}
 }

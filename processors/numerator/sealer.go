@@ -2,6 +2,7 @@ package numerator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -129,7 +130,14 @@ type sealer struct {
 
 // handle carries out the markers of one poll in one transaction.
 func (s *sealer) handle(ctx context.Context, sess *kgo.GroupTransactSession, recs []*kgo.Record) error {
-	lock, err := coordinator.AcquireRetry(ctx, s.cfg.Coordinator, s.cfg.Holder, s.cfg.LockTimeout, s.cfg.RetryEvery)
+	lock, err := s.cfg.Coordinator.Acquire(ctx, s.cfg.Holder, s.cfg.LockTimeout)
+	if errors.Is(err, coordinator.ErrLocked) {
+		if s.cfg.Metrics != nil {
+			s.cfg.Metrics.LockRefused.Inc()
+		}
+		s.cfg.Logger.Info("sealer: the write lock is held, waiting", "err", err, "retry every", s.cfg.RetryEvery)
+		lock, err = coordinator.AcquireRetry(ctx, s.cfg.Coordinator, s.cfg.Holder, s.cfg.LockTimeout, s.cfg.RetryEvery)
+	}
 	if err != nil {
 		return fmt.Errorf("take the write lock: %w", err)
 	}
