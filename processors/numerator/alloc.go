@@ -47,7 +47,8 @@ type Assignment struct {
 
 // SealStats counts what a seal did in a shard.
 type SealStats struct {
-	New, Expired, Reused, Live int64
+	// Seen counts the keys seen in the sealed generation.
+	Seen, New, Expired, Reused, Live int64
 }
 
 // SealShard decides generation g for one shard. entries are every key of
@@ -65,6 +66,9 @@ func SealShard(st ShardState, entries []Entry, g, ttl int64) (ShardState, []Entr
 	var changes []Assignment
 	var stats SealStats
 	for i, e := range out {
+		if e.LastSeen == g {
+			stats.Seen++
+		}
 		if e.DocID != NoDocID && ttl > 0 && e.LastSeen <= g-ttl {
 			next.Free = append(next.Free, e.DocID)
 			changes = append(changes, Assignment{Key: e.Key, DocID: NoDocID, Previous: e.DocID})

@@ -341,10 +341,13 @@ func TestBadInputGoesToTheDeadLetters(t *testing.T) {
 	)
 	c.seal(2, 1)
 	old, _ := schemas.GenerationMarkers.Encode(&schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: 1, Scheme: -1})
+	unknown, _ := schemas.GenerationMarkers.Encode(&schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: 9, Scheme: -1})
 	c.produce(&kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: old},
-		&kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: []byte("junk")})
-	want := []string{"undecodable offer", "name different offers", "shop_id is missing", "goes back", "not after the sealed generation", "undecodable marker"}
-	testkit.Eventually(t, time.Minute, "six dead letters", func() bool {
+		&kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: []byte("junk")},
+		&kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: unknown})
+	want := []string{"undecodable offer", "name different offers", "shop_id is missing", "goes back",
+		"not after the sealed generation", "undecodable marker", "generation 9 is unknown"}
+	testkit.Eventually(t, time.Minute, "seven dead letters", func() bool {
 		var reasons []string
 		for _, r := range testkit.ReadAll(t, c.brokers, topics.NumeratorDead) {
 			var d schemas.DeadLetter

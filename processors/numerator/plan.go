@@ -22,6 +22,8 @@ type StatePlan struct {
 	Shards []schemas.ShardSummary
 	// Rebuilt is true when the ids were renumbered (V+1).
 	Rebuilt bool
+	// Seen counts the keys seen in a sealed generation.
+	Seen int64
 }
 
 // ShardStateOf derives a shard's allocator state from its entries: the
@@ -52,7 +54,7 @@ func ShardStateOf(es []Entry) ShardState {
 // densely. It returns the assignments that change, in key order, the
 // shard's summary, and whether the shard has more holes than rebuildShare.
 // It is a pure function of its arguments.
-func PlanShard(es []Entry, s int, m schemas.GenerationMarker, g, ttl int64, rebuild bool, rebuildShare float64) ([]Planned, schemas.ShardSummary, bool) {
+func PlanShard(es []Entry, s int, m schemas.GenerationMarker, g, ttl int64, rebuild bool, rebuildShare float64) ([]Planned, schemas.ShardSummary, SealStats, bool) {
 	var st ShardState
 	var after []Entry
 	var stats SealStats
@@ -82,7 +84,7 @@ func PlanShard(es []Entry, s int, m schemas.GenerationMarker, g, ttl int64, rebu
 		}
 	}
 	return out, schemas.ShardSummary{Shard: int32(s), Live: live, MaxDocID: st.MaxDocID, Free: st.Holes(),
-		Expired: stats.Expired, New: stats.New}, needs
+		Expired: stats.Expired, New: stats.New}, stats, needs
 }
 
 // Plan decides a marker over every entry of the state (sorted by key) with
@@ -107,7 +109,8 @@ func PlanShards(scheme sharding.Scheme, m schemas.GenerationMarker, g, ttl int64
 		plan := StatePlan{Rebuilt: rebuild}
 		needs := false
 		for s := range scheme.Shards {
-			a, sum, n := PlanShard(shard(s), s, m, g, ttl, rebuild, rebuildShare)
+			a, sum, stats, n := PlanShard(shard(s), s, m, g, ttl, rebuild, rebuildShare)
+			plan.Seen += stats.Seen
 			plan.Assignments = append(plan.Assignments, a...)
 			plan.Shards = append(plan.Shards, sum)
 			needs = needs || n

@@ -280,6 +280,9 @@ func (s *sealer) carryOut(ctx context.Context, sess *kgo.GroupTransactSession, r
 	if readErr != nil {
 		return nil, readErr
 	}
+	if m.Action == schemas.MarkerSeal && plan.Seen == 0 {
+		return dead(fmt.Sprintf("generation %d is unknown: no offer was seen in it", m.Generation))
+	}
 	if plan.Rebuilt && m.Action == schemas.MarkerSeal {
 		next.V++
 	}
