@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/offerlog/offerlog/processors/indexer"
+	"github.com/offerlog/offerlog/processors/numerator"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/streams"
 )
@@ -22,7 +23,7 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return err
 	}
 	if f.NArg() != 1 {
-		return fmt.Errorf("%w: want one GROUP (%s or %s)", errUsage, registry.Group, indexer.Group)
+		return fmt.Errorf("%w: want one GROUP (%s, %s or %s)", errUsage, registry.Group, indexer.Group, numerator.Group)
 	}
 	log := f.logger(stderr)
 	group := f.Arg(0)
@@ -45,13 +46,20 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		if err != nil {
 			return err
 		}
+	case string(numerator.Group):
+		ncfg := cfg.Numerator
+		ncfg.Streams = streams.Config{Brokers: *brokers, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log}
+		ncfg.Logger = log
+		if err := numerator.Replay(ctx, ncfg, cfg.Partitions, cfg.Replication); err != nil {
+			return err
+		}
 	case indexer.Group:
 		if err := indexer.Replay(ctx, indexer.Config{Brokers: *brokers, Partitions: cfg.Partitions,
 			Replication: cfg.Replication, Logger: log}); err != nil {
 			return err
 		}
 	default:
-		return fmt.Errorf("%w: unknown group %q (want %s or %s)", errUsage, group, registry.Group, indexer.Group)
+		return fmt.Errorf("%w: unknown group %q (want %s, %s or %s)", errUsage, group, registry.Group, indexer.Group, numerator.Group)
 	}
 	fmt.Fprintf(stdout, "replayed %s\n", group)
 	return nil

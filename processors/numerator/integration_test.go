@@ -542,3 +542,29 @@ func TestSealWaitsForTheWriteLock(t *testing.T) {
 		t.Fatalf("states %d, %+v", len(recs), st)
 	}
 }
+
+func TestReplayRebuildsTheSameTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	c := newCluster(t, 1, 0)
+	c.offers(1, 0, 100)
+	c.seal(1, 1)
+	c.offers(2, 30, 130)
+	c.seal(2, 2)
+	c.stop()
+	before := testkit.Table(t, c.brokers, topics.NumeratorTable)
+	ctx := testkit.Context(t, 2*time.Minute)
+	if err := numerator.Replay(ctx, c.cfg, 4, -1); err != nil {
+		t.Fatal(err)
+	}
+	after := testkit.Table(t, c.brokers, topics.NumeratorTable)
+	if len(before) != 130 || len(after) != len(before) {
+		t.Fatalf("%d keys before the replay, %d after", len(before), len(after))
+	}
+	for k, v := range before {
+		if string(after[k]) != string(v) {
+			t.Fatalf("%s differs after the replay", k)
+		}
+	}
+}

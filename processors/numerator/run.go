@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
 )
 
 // Config of a numerator: the group, a view of its table and the sealer.
@@ -114,4 +117,43 @@ func Run(ctx context.Context, cfg Config) error {
 	})
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// Replay rebuilds the numerator group's table and outputs from its inputs
+// (numerator.offers and numerator.results): it empties the group's state
+// (streams.Replay.Prepare) and runs the group alone, without the sealer,
+// until it has committed every message that was there when the replay
+// began. The decisions of past seals are in numerator.results, so the table
+// ends as it was. The numerator must not be running.
+func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(metrics.New())
+	}
+	if err := cfg.Streams.Validate(); err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Streams.Brokers...), kgo.ClientID("offerlog-replay"))
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	defer cl.Close()
+	var tableConfigs map[string]string
+	for _, t := range topics.Catalogue(partitions) {
+		if t.Name == string(Table) {
+			tableConfigs = t.Configs()
+		}
+	}
+	spec := streams.Replay{Group: string(Group), Inputs: []string{topics.NumeratorOffers, topics.NumeratorResults},
+		Table: string(Table), TableConfigs: tableConfigs, Partitions: partitions, Replication: replication,
+		StateDir: cfg.Streams.StateDirOf(string(Group))}
+	return spec.Run(ctx, kadm.NewClient(cl), func(ctx context.Context) error {
+		proc, err := goka.NewProcessor(cfg.Streams.Brokers, Graph(cfg.Metrics), cfg.Streams.ProcessorOptions(Group)...)
+		if err != nil {
+			return err
+		}
+		return proc.Run(ctx)
+	})
 }
