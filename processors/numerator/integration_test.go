@@ -28,19 +28,33 @@ type cluster struct {
 	stop    func()
 }
 
-func newCluster(t *testing.T, ttl int64, share float64) *cluster {
+// testConfig is the numerator configuration of the tests: state in
+// stateDir, an in-process coordinator, quick retries.
+func testConfig(brokers []string, stateDir string, ttl int64, share float64) numerator.Config {
+	cfg := numerator.DefaultConfig()
+	cfg.Streams = streams.Config{Brokers: brokers, StateDir: stateDir, Replication: 1, Logger: testkit.Logger()}
+	cfg.Coordinator = &coordinator.Local{}
+	cfg.TTL, cfg.RebuildShare, cfg.RetryEvery = ttl, share, 50*time.Millisecond
+	cfg.Logger = testkit.Logger()
+	return cfg
+}
+
+// newStopped returns a cluster with the catalogue whose numerator is not
+// started yet.
+func newStopped(t *testing.T, ttl int64, share float64) *cluster {
 	t.Helper()
 	b := testkit.Broker(t, "")
-	c := &cluster{t: t, brokers: b.Addrs()}
+	c := &cluster{t: t, brokers: b.Addrs(), stop: func() {}}
 	testkit.EnsureTopics(t, c.brokers, topics.Catalogue(4))
-	c.cfg = numerator.DefaultConfig()
-	c.cfg.Streams = streams.Config{Brokers: c.brokers, StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
-	c.cfg.Coordinator = &coordinator.Local{}
-	c.cfg.TTL, c.cfg.RebuildShare = ttl, share
-	c.cfg.RetryEvery = 50 * time.Millisecond
-	c.cfg.Logger = testkit.Logger()
-	c.start()
+	c.cfg = testConfig(c.brokers, t.TempDir(), ttl, share)
 	t.Cleanup(func() { c.stop() })
+	return c
+}
+
+func newCluster(t *testing.T, ttl int64, share float64) *cluster {
+	t.Helper()
+	c := newStopped(t, ttl, share)
+	c.start()
 	return c
 }
 
@@ -405,11 +419,7 @@ func TestNumeratorProcess(t *testing.T) {
 	if brokers == "" {
 		t.Skip("runs only as the process TestKilledMidGenerationGivesTheSameIds kills")
 	}
-	cfg := numerator.DefaultConfig()
-	cfg.Streams = streams.Config{Brokers: strings.Split(brokers, ","), StateDir: os.Getenv("OFFERLOG_TEST_NUMERATOR_STATE"),
-		Replication: 1, Logger: testkit.Logger()}
-	cfg.Coordinator = &coordinator.Local{}
-	cfg.TTL, cfg.RebuildShare, cfg.RetryEvery = 1, 0, 50*time.Millisecond
+	cfg := testConfig(strings.Split(brokers, ","), os.Getenv("OFFERLOG_TEST_NUMERATOR_STATE"), 1, 0)
 	err := numerator.Run(context.Background(), cfg)
 	t.Fatalf("the numerator returned before it was killed: %v", err)
 }
@@ -418,16 +428,7 @@ func TestKilledMidGenerationGivesTheSameIds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
-	b := testkit.Broker(t, "")
-	c := &cluster{t: t, brokers: b.Addrs()}
-	testkit.EnsureTopics(t, c.brokers, topics.Catalogue(4))
-	c.cfg = numerator.DefaultConfig()
-	c.cfg.Streams = streams.Config{Brokers: c.brokers, StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
-	c.cfg.Coordinator = &coordinator.Local{}
-	c.cfg.TTL, c.cfg.RebuildShare, c.cfg.RetryEvery = 1, 0, 50*time.Millisecond
-	c.cfg.Logger = testkit.Logger()
-	c.stop = func() {}
-
+	c := newStopped(t, 1, 0)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestNumeratorProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "OFFERLOG_TEST_NUMERATOR_BROKERS="+strings.Join(c.brokers, ","),
 		"OFFERLOG_TEST_NUMERATOR_STATE="+c.cfg.Streams.StateDir)
@@ -458,7 +459,6 @@ func TestKilledMidGenerationGivesTheSameIds(t *testing.T) {
 		t.Fatalf("the numerator process failed before it was killed:\n%s", out.String())
 	}
 	c.start()
-	t.Cleanup(func() { c.stop() })
 	c.offers(2, 200, 350)
 	c.seal(2, 2)
 
@@ -504,17 +504,10 @@ func TestSealWaitsForTheWriteLock(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b := testkit.Broker(t, "")
-	c := &cluster{t: t, brokers: b.Addrs()}
-	testkit.EnsureTopics(t, c.brokers, topics.Catalogue(4))
-	c.cfg = numerator.DefaultConfig()
-	c.cfg.Streams = streams.Config{Brokers: c.brokers, StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
+	c := newStopped(t, 10, 0)
 	c.cfg.Coordinator, c.cfg.Holder, c.cfg.Cluster = dial(), "dc-a", "kafka-a"
-	c.cfg.RetryEvery = 50 * time.Millisecond
-	c.cfg.Logger = testkit.Logger()
 	c.cfg.Metrics = numerator.NewMetrics(metrics.New())
 	c.start()
-	t.Cleanup(func() { c.stop() })
 	c.offers(1, 0, 20)
 	data, _ := schemas.GenerationMarkers.Encode(&schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: 1, Scheme: -1})
 	c.produce(&kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: data})
