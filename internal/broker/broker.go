@@ -77,9 +77,6 @@ func Start(cfg Config) (*Broker, error) {
 // Addrs returns the addresses the broker listens on.
 func (b *Broker) Addrs() []string { return b.cluster.ListenAddrs() }
 
-// Cluster returns the underlying kfake cluster, for fault injection in tests.
-func (b *Broker) Cluster() *kfake.Cluster { return b.cluster }
-
 // Close stops the broker and flushes its data to disk.
 func (b *Broker) Close() { b.cluster.Close() }
 

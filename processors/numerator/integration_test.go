@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -401,13 +400,19 @@ func TestRestartMidGenerationGivesTheSameIds(t *testing.T) {
 	straight.offers(2, 20, 100)
 	straight.seal(2, 2)
 
-	a, b := interrupted.assignments(), straight.assignments()
-	if len(a) != len(b) || len(a) != 100 {
-		t.Fatalf("%d and %d assignments", len(a), len(b))
+	sameAssignments(t, interrupted.assignments(), straight.assignments(), 100)
+}
+
+// sameAssignments fails the test unless a (after an interruption) and b
+// (without) both hold n keys with the same shards and doc_ids.
+func sameAssignments(t *testing.T, a, b map[string]placed, n int) {
+	t.Helper()
+	if len(a) != len(b) || len(a) != n {
+		t.Fatalf("%d and %d assignments, want %d", len(a), len(b), n)
 	}
 	for k, p := range a {
 		if b[k] != p {
-			t.Fatalf("%s: %v after a restart, %v without", k, p, b[k])
+			t.Fatalf("%s: %v after the interruption, %v without", k, p, b[k])
 		}
 	}
 }
@@ -429,14 +434,8 @@ func TestKilledMidGenerationGivesTheSameIds(t *testing.T) {
 		t.Skip("integration")
 	}
 	c := newStopped(t, 1, 0)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestNumeratorProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "OFFERLOG_TEST_NUMERATOR_BROKERS="+strings.Join(c.brokers, ","),
+	kill := testkit.Child(t, "TestNumeratorProcess", "OFFERLOG_TEST_NUMERATOR_BROKERS="+strings.Join(c.brokers, ","),
 		"OFFERLOG_TEST_NUMERATOR_STATE="+c.cfg.Streams.StateDir)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	c.offers(1, 0, 300)
 	c.seal(1, 1)
 	c.offers(2, 50, 200)
@@ -451,13 +450,7 @@ func TestKilledMidGenerationGivesTheSameIds(t *testing.T) {
 		}
 		return seen > 20
 	})
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	if strings.Contains(out.String(), "--- FAIL") {
-		t.Fatalf("the numerator process failed before it was killed:\n%s", out.String())
-	}
+	kill()
 	c.start()
 	c.offers(2, 200, 350)
 	c.seal(2, 2)
@@ -468,15 +461,7 @@ func TestKilledMidGenerationGivesTheSameIds(t *testing.T) {
 	straight.offers(2, 50, 350)
 	straight.seal(2, 2)
 
-	a, b2 := c.assignments(), straight.assignments()
-	if len(a) != len(b2) || len(a) != 350 {
-		t.Fatalf("%d and %d assignments", len(a), len(b2))
-	}
-	for k, p := range a {
-		if b2[k] != p {
-			t.Fatalf("%s: %v after a kill, %v without", k, p, b2[k])
-		}
-	}
+	sameAssignments(t, c.assignments(), straight.assignments(), 350)
 }
 
 // TestSealWaitsForTheWriteLock runs the numerator with the coordinator in a

@@ -155,18 +155,6 @@ func (c *Catalogue) List(client string) []*schemas.EpochSchema {
 	return append([]*schemas.EpochSchema(nil), c.byClient[client]...)
 }
 
-// Clients returns the names of the clients with at least one epoch.
-func (c *Catalogue) Clients() []string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	out := make([]string, 0, len(c.byClient))
-	for k := range c.byClient {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Follow reads the epochs topic from its start and keeps the catalogue up to
 // date until ctx is done. It returns nil when ctx is cancelled, or the error
 // that stopped it.

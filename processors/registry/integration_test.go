@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -251,24 +250,12 @@ func TestKilledMidStreamLosesNoVerdict(t *testing.T) {
 	// A registry in a process of its own, killed with SIGKILL once part of
 	// the stream is decided: no shutdown, no last commit, local state as
 	// the crash left it.
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRegistryProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "OFFERLOG_TEST_REGISTRY_BROKERS="+strings.Join(c.brokers, ","),
+	kill := testkit.Child(t, "TestRegistryProcess", "OFFERLOG_TEST_REGISTRY_BROKERS="+strings.Join(c.brokers, ","),
 		"OFFERLOG_TEST_REGISTRY_STATE="+c.state)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	testkit.Eventually(t, 2*time.Minute, "some verdicts from the registry process", func() bool {
 		return len(verdicts(t, c.brokers)) > 1000
 	})
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	if strings.Contains(out.String(), "--- FAIL") {
-		t.Fatalf("the registry process failed before it was killed:\n%s", out.String())
-	}
+	kill()
 	first := len(verdicts(t, c.brokers))
 	if first >= len(docs) {
 		t.Logf("the registry process finished before it was killed (%d verdicts)", first)
