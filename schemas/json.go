@@ -171,7 +171,8 @@ func unionFromJSON(s *avro.UnionSchema, v any, path, where string) (any, error) 
 		for name, inner := range obj {
 			for _, b := range s.Types() {
 				if branchName(b) == name {
-					return fromJSON(b, inner, path)
+					nv, err := fromJSON(b, inner, path)
+					return wrapBranch(b, nv), err
 				}
 			}
 		}
@@ -183,11 +184,24 @@ func unionFromJSON(s *avro.UnionSchema, v any, path, where string) (any, error) 
 		}
 		nv, err := fromJSON(b, v, path)
 		if err == nil {
-			return nv, nil
+			return wrapBranch(b, nv), nil
 		}
 		errs = append(errs, err.Error())
 	}
 	return nil, fmt.Errorf("%s: value fits no branch of the union: %s", where, strings.Join(errs, "; "))
+}
+
+// wrapBranch returns a union's native value for avro.Marshal: a record or
+// map is given as {"branch": value}, for a bare map would be taken as that.
+func wrapBranch(b avro.Schema, v any) any {
+	if r, ok := b.(*avro.RefSchema); ok {
+		b = r.Schema()
+	}
+	switch b.(type) {
+	case *avro.RecordSchema, *avro.MapSchema:
+		return map[string]any{branchName(b): v}
+	}
+	return v
 }
 
 func branchName(s avro.Schema) string {

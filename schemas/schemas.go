@@ -15,7 +15,7 @@ import (
 	"github.com/hamba/avro/v2/soe"
 )
 
-//go:embed avro/*.avsc released/*/*.avsc
+//go:embed avro/*.avsc avro/types/*.avsc released/*/*.avsc released/*/types/*.avsc
 var files embed.FS
 
 // Names of the current schemas, as the full names of their records.
@@ -79,7 +79,7 @@ func parseAll() (*catalog, error) {
 	}
 	var errs []error
 	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".avsc") {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".avsc") || path.Base(path.Dir(p)) == typesDir {
 			return err
 		}
 		release := ""
@@ -121,14 +121,32 @@ func parseAll() (*catalog, error) {
 	return c, nil
 }
 
+// typesDir is the folder, beside the schemas of a tree, of the named types
+// they share (the offer, for instance). Its files are not schemas of their
+// own: each schema using them carries their definition in its canonical form.
+const typesDir = "types"
+
 func parseFile(p, release string) (*Schema, error) {
 	raw, err := files.ReadFile(p)
 	if err != nil {
 		return nil, fmt.Errorf("schemas: read %s: %w", p, err)
 	}
-	// Each file is self-contained: parse it in a cache of its own so that
-	// released and current versions of a named type do not collide.
-	sch, err := avro.ParseBytesWithCache(raw, "", &avro.SchemaCache{})
+	// Each file is parsed in a cache of its own so that released and current
+	// versions of a named type do not collide; the shared types of its tree
+	// (types/, in file name order) are parsed into that cache first.
+	cache := &avro.SchemaCache{}
+	shared := path.Join(path.Dir(p), typesDir)
+	entries, _ := fs.ReadDir(files, shared) // a tree without shared types has no such folder
+	for _, e := range entries {
+		t, err := files.ReadFile(path.Join(shared, e.Name()))
+		if err == nil {
+			_, err = avro.ParseBytesWithCache(t, "", cache)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("schemas: shared type %s for %s: %w", e.Name(), p, err)
+		}
+	}
+	sch, err := avro.ParseBytesWithCache(raw, "", cache)
 	if err != nil {
 		return nil, fmt.Errorf("schemas: parse %s: %w", p, err)
 	}

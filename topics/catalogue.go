@@ -51,6 +51,47 @@ const (
 	NumeratorTable = "numerator-table"
 )
 
+// Names of the offer storage's topics (GOST).
+const (
+	// OffersCommands takes OfferCommands keyed by offer id: every write to
+	// an offer, from the API and from feeds.
+	OffersCommands = "offers.commands"
+	// OffersEvents is the export of every offer change: the full offer with
+	// its version, in order per offer, keyed by offer id.
+	OffersEvents = "offers.events"
+	// OffersResults holds the aggregate's answer to each command.
+	OffersResults = "offers.results"
+	// OffersDead holds the aggregate's undecodable and invalid input.
+	OffersDead = "offers.dead"
+	// OffersTable is the changelog of the offer aggregate's table.
+	OffersTable = "offers-table"
+	// PhotosRequests asks the photo service to process photos, key offer id.
+	PhotosRequests = "photos.requests"
+	// PhotosResults holds the photo service's answers, key offer id.
+	PhotosResults = "photos.results"
+	// ModerationOpinions holds moderation's bans and lifts, key offer id.
+	ModerationOpinions = "moderation.opinions"
+	// CabinetChanges carries each offer's moves to its seller's cabinet,
+	// key seller id.
+	CabinetChanges = "cabinet.changes"
+	// CabinetPresets holds each offer's preset memberships, compacted, key
+	// seller/preset/rank/offer id so that a seller's preset reads in order.
+	CabinetPresets = "cabinet.presets"
+	// CabinetTable is the changelog of the cabinet group's table.
+	CabinetTable = "cabinet-table"
+	// FeedsIngest takes bulk upload items and end markers, key seller id.
+	FeedsIngest = "feeds.ingest"
+	// FeedsIndex says which offer holds a seller's external id, compacted,
+	// key seller/external_id.
+	FeedsIndex = "feeds.index"
+	// DraftsCommands takes draft operations keyed by owner (anon:ID, user:ID).
+	DraftsCommands = "drafts.commands"
+	// DraftsResults holds the drafts group's answers.
+	DraftsResults = "drafts.results"
+	// DraftsTable is the changelog of the drafts group's table.
+	DraftsTable = "drafts-table"
+)
+
 // Prefixes of the per-client export topics.
 const (
 	SaasPrefix = "saas."
@@ -125,6 +166,38 @@ func Catalogue(partitions int32) []Topic {
 			Doc: "the numerator's undecodable or invalid input, with the reason"},
 		{Name: NumeratorTable, Partitions: partitions, Compacted: true, Schema: schemas.NumeratorEntryName,
 			Doc: "the numerator's table: every key's entry"},
+		{Name: OffersCommands, Partitions: partitions, Retention: Forever, Schema: schemas.OfferCommandName,
+			Doc: "every write to an offer (API and feeds), key offer id"},
+		{Name: OffersEvents, Partitions: partitions, Retention: 30 * day, Schema: schemas.OfferEventName,
+			Doc: "the full offer after every change, in order per offer, key offer id"},
+		{Name: OffersResults, Partitions: partitions, Retention: 7 * day, Schema: schemas.OfferResultName,
+			Doc: "the offer aggregate's answer to each command"},
+		{Name: OffersDead, Partitions: partitions, Retention: 30 * day, Schema: schemas.DeadLetterName,
+			Doc: "the offer aggregate's undecodable or invalid input, with the reason"},
+		{Name: OffersTable, Partitions: partitions, Compacted: true, Schema: schemas.OfferRecordName,
+			Doc: "the offer aggregate's table: every offer with its moderation, billing and stage parts"},
+		{Name: PhotosRequests, Partitions: partitions, Retention: 7 * day, Schema: schemas.PhotoRequestName,
+			Doc: "photos to process, key offer id"},
+		{Name: PhotosResults, Partitions: partitions, Retention: Forever, Schema: schemas.PhotoResultName,
+			Doc: "processed photos, key offer id"},
+		{Name: ModerationOpinions, Partitions: partitions, Retention: Forever, Schema: schemas.ModerationOpinionName,
+			Doc: "moderation's opinions (ban or lift), key offer id"},
+		{Name: CabinetChanges, Partitions: partitions, Retention: Forever, Schema: schemas.CabinetChangeName,
+			Doc: "each offer's move in its seller's cabinet, key seller id"},
+		{Name: CabinetPresets, Partitions: partitions, Compacted: true, Schema: schemas.PresetEntryName,
+			Doc: "preset memberships, key seller/preset/rank/offer id"},
+		{Name: CabinetTable, Partitions: partitions, Compacted: true, Schema: schemas.SellerCabinetName,
+			Doc: "the cabinet's table: every seller's preset counts and counters"},
+		{Name: FeedsIngest, Partitions: partitions, Retention: 7 * day, Schema: schemas.FeedItemName,
+			Doc: "bulk upload items and end markers, key seller id"},
+		{Name: FeedsIndex, Partitions: partitions, Compacted: true, Schema: schemas.FeedEntryName,
+			Doc: "which offer holds a seller's external id, key seller/external_id"},
+		{Name: DraftsCommands, Partitions: partitions, Retention: Forever, Schema: schemas.DraftCommandName,
+			Doc: "draft operations, key owner (anon:ID or user:ID)"},
+		{Name: DraftsResults, Partitions: partitions, Retention: 7 * day, Schema: schemas.DraftResultName,
+			Doc: "the drafts group's answers"},
+		{Name: DraftsTable, Partitions: partitions, Compacted: true, Schema: schemas.DraftRecordName,
+			Doc: "the drafts group's table: every owner's draft"},
 	}
 }
 
@@ -171,6 +244,17 @@ func SchemaFor(topic string) (string, bool) {
 		return schemas.YtRecordName, true
 	}
 	return "", false
+}
+
+// Find returns the catalogue's topic named name with the given number of
+// partitions, or a zero Topic named name (configs of a plain topic).
+func Find(name string, partitions int32) Topic {
+	for _, t := range Catalogue(partitions) {
+		if t.Name == name {
+			return t
+		}
+	}
+	return Topic{Name: name, Partitions: partitions}
 }
 
 // Names returns the sorted names of ts.

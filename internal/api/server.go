@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/offerapi"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -43,6 +44,8 @@ type Config struct {
 	WaitTimeout time.Duration
 	Metrics     *metrics.Registry
 	Logger      *slog.Logger
+	// Offers serves the offer API's routes; nil answers them 503.
+	Offers *offerapi.Service
 	// Ready reports whether every component the API relies on is ready.
 	Ready func() error
 }
@@ -88,6 +91,7 @@ func New(cfg Config) (*Server, error) {
 	s.route("GET /v1/clients/{client}/epochs", s.listEpochs)
 	s.route("POST /v1/clients/{client}/documents", s.postDocument)
 	s.route("GET /v1/clients/{client}/documents/{pk}", s.getDocument)
+	s.routeOffers()
 	s.route("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

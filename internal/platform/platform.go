@@ -24,7 +24,12 @@ import (
 	"github.com/offerlog/offerlog/internal/api"
 	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/offerapi"
+	"github.com/offerlog/offerlog/processors/cabinet"
+	"github.com/offerlog/offerlog/processors/drafts"
+	"github.com/offerlog/offerlog/processors/feeds"
 	"github.com/offerlog/offerlog/processors/indexer"
+	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/processors/numerator"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/processors/registry"
@@ -42,7 +47,8 @@ const (
 )
 
 // AllComponents lists every component, in start order.
-var AllComponents = []string{ComponentRegistry, ComponentIndexer, ComponentNumerator, ComponentAPI}
+var AllComponents = []string{ComponentRegistry, ComponentIndexer, ComponentNumerator,
+	ComponentOffers, ComponentDrafts, ComponentCabinet, ComponentFeeds, ComponentAPI}
 
 // Config of a platform process.
 type Config struct {
@@ -55,6 +61,9 @@ type Config struct {
 	DataDir string
 	// HTTPAddr serves the API and /metrics; "" serves nothing.
 	HTTPAddr string
+	// GRPCAddr serves the offer API over gRPC with the api component; ""
+	// serves nothing.
+	GRPCAddr string
 	// Components to run; empty runs all.
 	Components []string
 	// Partitions of the catalogue's partitioned topics; Replication of the
@@ -80,7 +89,7 @@ type Config struct {
 // DefaultConfig returns the configuration of `offerlog dev`.
 func DefaultConfig() Config {
 	return Config{
-		KafkaAddr: "127.0.0.1:9092", DataDir: "./data", HTTPAddr: "127.0.0.1:8080",
+		KafkaAddr: "127.0.0.1:9092", DataDir: "./data", HTTPAddr: "127.0.0.1:8080", GRPCAddr: "127.0.0.1:9090",
 		Partitions: 8, Replication: -1, Rules: registry.DefaultRules(),
 		EpochGrace: registry.DefaultEpochGrace, SweepInterval: time.Minute, WaitTimeout: 30 * time.Second,
 		Numerator: numerator.DefaultConfig(),
@@ -114,6 +123,7 @@ func (c *Config) Validate() error {
 type Info struct {
 	Brokers    []string
 	HTTPAddr   string
+	GRPCAddr   string
 	DataDir    string
 	Components []string
 	Embedded   bool
@@ -235,6 +245,31 @@ func Run(ctx context.Context, cfg Config) error {
 		})
 	}
 
+	g := &gost{sup: sup, scfg: scfg, brokers: brokers, reg: reg, log: log, timeout: cfg.WaitTimeout}
+	defer func() {
+		for _, c := range g.closers {
+			c()
+		}
+	}()
+	g.groups(runCtx, has)
+	if has(ComponentFeeds) {
+		if err := g.feeds(runCtx); err != nil {
+			return err
+		}
+	}
+	var offerAPI *offerapi.Service
+	if has(ComponentAPI) {
+		if offerAPI, err = g.api(runCtx); err != nil {
+			return err
+		}
+		if cfg.GRPCAddr != "" {
+			if info.GRPCAddr, err = g.serveGRPC(runCtx, cfg.GRPCAddr, offerAPI); err != nil {
+				return err
+			}
+		}
+	}
+	ready = append(ready, g.ready...)
+
 	var srv *http.Server
 	if cfg.HTTPAddr != "" {
 		handler := http.Handler(reg.Handler())
@@ -251,7 +286,7 @@ func Run(ctx context.Context, cfg Config) error {
 			allReady := ready
 			a, err := api.New(api.Config{Producer: producer, Epochs: epochs, Registry: view, Verdicts: verdicts,
 				Partitions: cfg.Partitions, Replication: cfg.Replication, Rules: cfg.Rules, WaitTimeout: cfg.WaitTimeout,
-				Metrics: reg, Logger: log, Ready: func() error {
+				Offers: offerAPI, Metrics: reg, Logger: log, Ready: func() error {
 					for _, r := range allReady {
 						select {
 						case <-r:
@@ -289,7 +324,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	if runCtx.Err() == nil && sup.Err() == nil {
-		log.Info("offerlog ready", "brokers", brokers, "http", info.HTTPAddr, "components", cfg.Components)
+		log.Info("offerlog ready", "brokers", brokers, "http", info.HTTPAddr, "grpc", info.GRPCAddr, "components", cfg.Components)
 		if cfg.Started != nil {
 			cfg.Started(info)
 		}
@@ -318,7 +353,8 @@ func decodeVerdict(b []byte) (schemas.Verdict, streams.RequestID, error) {
 // registerLag exports the consumer lag of offerlog's groups, computed at
 // scrape time.
 func registerLag(reg *metrics.Registry, adm *kadm.Client) {
-	groups := []string{string(registry.Group), indexer.Group, indexer.RetryGroup, string(numerator.Group), numerator.SealerGroup}
+	groups := []string{string(registry.Group), indexer.Group, indexer.RetryGroup, string(numerator.Group), numerator.SealerGroup,
+		string(offers.Group), string(drafts.Group), string(cabinet.Group), feeds.Group}
 	reg.GaugeFunc("offerlog_consumer_lag", "Records not yet consumed by a group, per topic and partition.",
 		[]string{"group", "topic", "partition"}, func() []metrics.Sample {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -1,0 +1,282 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/offerlog/offerlog/internal/offerapi"
+	"github.com/offerlog/offerlog/schemas"
+)
+
+// routeOffers adds the offer API's routes.
+func (s *Server) routeOffers() {
+	s.route("POST /v1/drafts/current", s.currentDraft)
+	s.route("PUT /v1/drafts/{id}", s.saveDraft)
+	s.route("POST /v1/drafts/{id}/publish", s.publishDraft)
+	s.route("GET /v1/offers/{id}", s.getOffer)
+	s.route("PUT /v1/offers/{id}", s.updateOffer)
+	s.route("DELETE /v1/offers/{id}", s.deleteOffer)
+	s.route("GET /v1/sellers/{seller}/offers", s.listOffers)
+	s.route("GET /v1/sellers/{seller}/counters", s.counters)
+	s.route("POST /v1/sellers/{seller}/feeds/{task}", s.feedItems)
+	s.route("POST /v1/sellers/{seller}/feeds/{task}/finish", s.finishFeed)
+}
+
+// offerError writes a service error with its status.
+func offerError(w http.ResponseWriter, err error) {
+	var e *offerapi.Error
+	if !errors.As(err, &e) {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	status := map[offerapi.Kind]int{offerapi.Invalid: http.StatusUnprocessableEntity, offerapi.NotFound: http.StatusNotFound,
+		offerapi.Conflict: http.StatusConflict, offerapi.Unavailable: http.StatusServiceUnavailable,
+		offerapi.Timeout: http.StatusGatewayTimeout}[e.Kind]
+	if e.Kind == offerapi.Conflict && e.Version > 0 {
+		writeJSON(w, status, struct {
+			Error
+			Version int64 `json:"version"`
+		}{Error{Error: e.Reason, Field: e.Field}, e.Version})
+		return
+	}
+	writeJSON(w, status, Error{Error: e.Reason, Field: e.Field})
+}
+
+func (s *Server) offersOn(w http.ResponseWriter) bool {
+	if s.cfg.Offers == nil {
+		writeError(w, http.StatusServiceUnavailable, errors.New("the offer API is not running here"))
+		return false
+	}
+	return true
+}
+
+// draftOwner names a visitor: anonymous, logged in, or both.
+type draftOwner struct {
+	Anon     string `json:"anon"`
+	User     string `json:"user"`
+	Category string `json:"category"`
+}
+
+func (s *Server) currentDraft(w http.ResponseWriter, r *http.Request) {
+	if !s.offersOn(w) {
+		return
+	}
+	var body draftOwner
+	if status, err := decodeBody(w, r, 1<<16, &body); err != nil {
+		writeError(w, status, err)
+		return
+	}
+	d, err := s.cfg.Offers.CurrentDraft(r.Context(), body.Anon, body.User, body.Category)
+	if err != nil {
+		offerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) saveDraft(w http.ResponseWriter, r *http.Request) {
+	if !s.offersOn(w) {
+		return
+	}
+	var body struct {
+		Anon  string         `json:"anon"`
+		User  string         `json:"user"`
+		Offer *schemas.Offer `json:"offer"`
+	}
+	if status, err := decodeBody(w, r, 2<<20, &body); err != nil {
+		writeError(w, status, err)
+		return
+	}
+	d, err := s.cfg.Offers.SaveDraft(r.Context(), body.Anon, body.User, r.PathValue("id"), body.Offer)
+	if err != nil {
+		offerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) publishDraft(w http.ResponseWriter, r *http.Request) {
+	if !s.offersOn(w) {
+		return
+	}
+	var body struct {
+		User    string `json:"user"`
+		Version int64  `json:"version"`
+	}
+	if status, err := decodeBody(w, r, 1<<16, &body); err != nil {
+		writeError(w, status, err)
+		return
+	}
+	o, err := s.cfg.Offers.PublishDraft(r.Context(), body.User, r.PathValue("id"), body.Version)
+	if err != nil {
+		offerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, o)
+}
+
+func (s *Server) getOffer(w http.ResponseWriter, r *http.Request) {
+	if !s.offersOn(w) {
+		return
+	}
+	o, err := s.cfg.Offers.Offer(r.Context(), r.PathValue("id"))
+	if err != nil {
+		offerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, o)
+}
+
+func (s *Server) updateOffer(w http.ResponseWriter, r *http.Request) {
+	if !s.offersOn(w) {
+		return
+	}
+	var body struct {
+		SellerID        string         `json:"seller_id"`
+		ExpectedVersion *int64         `json:"expected_version"`
+		Offer           *schemas.Offer `json:"offer"`
+	}
+	if status, err := decodeBody(w, r, 2<<20, &body); err != nil {
+		writeError(w, status, err)
+		return
+	}
+	if body.ExpectedVersion == nil {
+		writeError(w, http.StatusUnprocessableEntity, fieldErr("expected_version", "required (-1 to overwrite any version)"))
+		return
+	}
+	o, err := s.cfg.Offers.Update(r.Context(), body.SellerID, r.PathValue("id"), *body.ExpectedVersion, body.Offer)
+	if err != nil {
+		offerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, o)
+}
+
+func (s *Server) deleteOffer(w http.ResponseWriter, r *http.Request) {
+	if !s.offersOn(w) {
+		return
+	}
+	q := r.URL.Query()
+	expected := int64(-1)
+	if v := q.Get("expected_version"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fieldErr("expected_version", "want an integer, got %q", v))
+			return
+		}
+		expected = n
+	}
+	v, err := s.cfg.Offers.Delete(r.Context(), q.Get("seller_id"), r.PathValue("id"), expected)
+	if err != nil {
+		offerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int64{"version": v})
+}
+
+func (s *Server) listOffers(w http.ResponseWriter, r *http.Request) {
+	if !s.offersOn(w) {
+		return
+	}
+	q := r.URL.Query()
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fieldErr("limit", "want an integer, got %q", v))
+			return
+		}
+		limit = n
+	}
+	p, err := s.cfg.Offers.List(r.Context(), r.PathValue("seller"), q.Get("preset"), q.Get("page_token"), limit)
+	if err != nil {
+		offerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) counters(w http.ResponseWriter, r *http.Request) {
+	if !s.offersOn(w) {
+		return
+	}
+	c, err := s.cfg.Offers.Counters(r.Context(), r.PathValue("seller"))
+	if err != nil {
+		offerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func taskOf(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	task, err := strconv.ParseInt(r.PathValue("task"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fieldErr("task_id", "want an integer, got %q", r.PathValue("task")))
+		return 0, false
+	}
+	return task, true
+}
+
+// maxFeedBody bounds one upload request; bigger feeds come in several.
+const maxFeedBody = 64 << 20
+
+// feedItems takes NDJSON lines {"external_id": ..., "offer": {...}}; a bad
+// line fails the request with its number and nothing is appended.
+func (s *Server) feedItems(w http.ResponseWriter, r *http.Request) {
+	if !s.offersOn(w) {
+		return
+	}
+	task, ok := taskOf(w, r)
+	if !ok {
+		return
+	}
+	sc := bufio.NewScanner(http.MaxBytesReader(w, r.Body, maxFeedBody))
+	sc.Buffer(make([]byte, 0, 1<<16), 2<<20)
+	var items []schemas.FeedItem
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var it struct {
+			ExternalID string         `json:"external_id"`
+			Offer      *schemas.Offer `json:"offer"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&it); err != nil {
+			writeError(w, http.StatusBadRequest, fieldErr(fmt.Sprintf("line %d", n), "malformed JSON: %v", err))
+			return
+		}
+		items = append(items, schemas.FeedItem{ExternalID: it.ExternalID, Offer: it.Offer})
+	}
+	if err := sc.Err(); err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("read the items: %w", err))
+		return
+	}
+	if err := s.cfg.Offers.FeedItems(r.Context(), r.PathValue("seller"), task, items); err != nil {
+		offerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]int{"accepted": len(items)})
+}
+
+func (s *Server) finishFeed(w http.ResponseWriter, r *http.Request) {
+	if !s.offersOn(w) {
+		return
+	}
+	task, ok := taskOf(w, r)
+	if !ok {
+		return
+	}
+	if err := s.cfg.Offers.FinishFeed(r.Context(), r.PathValue("seller"), task); err != nil {
+		offerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"status": "finishing"})
+}

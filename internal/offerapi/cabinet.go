@@ -1,0 +1,158 @@
+package offerapi
+
+import (
+	"context"
+	"encoding/base64"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/processors/cabinet"
+	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Page is one page of a seller's preset: offers newest first, the token of
+// the next page ("" at the end) and how many the preset holds.
+type Page struct {
+	Offers        []*OfferVersion `json:"offers"`
+	NextPageToken string          `json:"next_page_token,omitempty"`
+	Total         int64           `json:"total"`
+}
+
+// MaxPage is the largest page List returns.
+const MaxPage = 200
+
+// List returns a page of limit offers (at most MaxPage; 0 means 50) of the
+// seller's preset after pageToken. It reads a range of cabinet.presets, so
+// a page costs the same at the millionth offer as at the first.
+func (s *Service) List(_ context.Context, seller, preset, pageToken string, limit int) (*Page, error) {
+	if fe := offers.ValidSeller(seller); fe != nil {
+		return nil, &Error{Kind: Invalid, Field: fe.Field, Reason: fe.Reason}
+	}
+	if preset == "" {
+		preset = offers.PresetAll
+	}
+	if !slices.Contains(offers.Presets, preset) {
+		return nil, errorf(Invalid, "preset", "want one of %s, got %q", strings.Join(offers.Presets, ", "), preset)
+	}
+	switch {
+	case limit == 0:
+		limit = 50
+	case limit < 0 || limit > MaxPage:
+		return nil, errorf(Invalid, "limit", "want 1 to %d, got %d", MaxPage, limit)
+	}
+	prefix := offers.PresetPrefix(seller, preset)
+	start := prefix
+	if pageToken != "" {
+		after, err := base64.RawURLEncoding.DecodeString(pageToken)
+		if err != nil || !strings.HasPrefix(string(after), prefix) {
+			return nil, errorf(Invalid, "page_token", "not a token of this list")
+		}
+		start = string(after) + "\x00"
+	}
+	// '0' is the byte after '/': the range holds exactly the preset's keys.
+	it, err := s.cfg.PresetsView.IteratorWithRange(start, prefix[:len(prefix)-1]+"0")
+	if err != nil {
+		return nil, &Error{Kind: Unavailable, Reason: err.Error()}
+	}
+	defer it.Release()
+	page := &Page{Offers: []*OfferVersion{}}
+	last := ""
+	for it.Next() {
+		if len(page.Offers) == limit {
+			page.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(last))
+			break
+		}
+		key := it.Key()
+		id := key[strings.LastIndexByte(key, '/')+1:]
+		last = key
+		if o, err := s.Offer(context.Background(), id); err == nil {
+			page.Offers = append(page.Offers, o)
+		}
+	}
+	if c, err := s.counters(seller); err == nil {
+		page.Total = c.Presets[preset]
+	}
+	return page, nil
+}
+
+// Counters returns the seller's preset counts and counters.
+func (s *Service) Counters(_ context.Context, seller string) (*schemas.SellerCabinet, error) {
+	if fe := offers.ValidSeller(seller); fe != nil {
+		return nil, &Error{Kind: Invalid, Field: fe.Field, Reason: fe.Reason}
+	}
+	return s.counters(seller)
+}
+
+func (s *Service) counters(seller string) (*schemas.SellerCabinet, error) {
+	v, err := s.cfg.CabinetView.Get(seller)
+	if err != nil {
+		return nil, &Error{Kind: Unavailable, Reason: err.Error()}
+	}
+	if c, ok := v.(*schemas.SellerCabinet); ok {
+		return c, nil
+	}
+	return cabinet.Empty(seller), nil
+}
+
+// FeedItems appends a task's items to feeds.ingest (all or none, in order)
+// for the loader. Every item is checked first.
+func (s *Service) FeedItems(ctx context.Context, seller string, task int64, items []schemas.FeedItem) error {
+	if err := feedTarget(seller, task); err != nil {
+		return err
+	}
+	recs := make([]*kgo.Record, 0, len(items))
+	for i := range items {
+		it := &items[i]
+		it.SellerID, it.TaskID, it.End = seller, task, false
+		if it.ExternalID == "" {
+			return errorf(Invalid, "external_id", "item %d: required", i+1)
+		}
+		if it.Offer == nil {
+			return errorf(Invalid, "offer", "item %d: required", i+1)
+		}
+		o := *it.Offer
+		o.SellerID, o.ExternalID = seller, it.ExternalID
+		if fe := offers.Validate(&o); fe != nil {
+			return errorf(Invalid, fe.Field, "item %d: %s", i+1, fe.Reason)
+		}
+		data, err := schemas.FeedItems.Encode(it)
+		if err != nil {
+			return errorf(Invalid, "offer", "item %d: %v", i+1, err)
+		}
+		recs = append(recs, &kgo.Record{Topic: topics.FeedsIngest, Key: []byte(seller), Value: data})
+	}
+	if err := s.cfg.Producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return &Error{Kind: Unavailable, Reason: err.Error()}
+	}
+	return nil
+}
+
+// FinishFeed appends the end marker of a task: once the loader reaches it,
+// every offer of the seller's feed the task did not touch is deleted.
+func (s *Service) FinishFeed(ctx context.Context, seller string, task int64) error {
+	if err := feedTarget(seller, task); err != nil {
+		return err
+	}
+	data, err := schemas.FeedItems.Encode(&schemas.FeedItem{SellerID: seller, TaskID: task, End: true})
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Producer.ProduceSync(ctx, &kgo.Record{Topic: topics.FeedsIngest, Key: []byte(seller), Value: data}).FirstErr(); err != nil {
+		return &Error{Kind: Unavailable, Reason: err.Error()}
+	}
+	return nil
+}
+
+func feedTarget(seller string, task int64) error {
+	if fe := offers.ValidSeller(seller); fe != nil {
+		return &Error{Kind: Invalid, Field: fe.Field, Reason: fe.Reason}
+	}
+	if task <= 0 {
+		return errorf(Invalid, "task_id", "want a positive task id, got %d", task)
+	}
+	return nil
+}

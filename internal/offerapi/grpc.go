@@ -1,0 +1,150 @@
+package offerapi
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/schemas/proto/offerv1"
+)
+
+// RegisterGRPC registers the service as offerlog.offer.v1.OfferService on s.
+func (s *Service) RegisterGRPC(g *grpc.Server) {
+	offerv1.RegisterOfferServiceServer(g, &grpcServer{s: s})
+}
+
+type grpcServer struct {
+	offerv1.UnimplementedOfferServiceServer
+	s *Service
+}
+
+// grpcErr maps a service error to a gRPC status.
+func grpcErr(err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return status.Error(codes.Internal, err.Error())
+	}
+	code := map[Kind]codes.Code{Invalid: codes.InvalidArgument, NotFound: codes.NotFound,
+		Conflict: codes.FailedPrecondition, Unavailable: codes.Unavailable, Timeout: codes.DeadlineExceeded}[e.Kind]
+	return status.Error(code, e.Error())
+}
+
+func (g *grpcServer) CurrentDraft(ctx context.Context, r *offerv1.CurrentDraftRequest) (*offerv1.Draft, error) {
+	d, err := g.s.CurrentDraft(ctx, r.Anon, r.User, r.Category)
+	if err != nil {
+		return nil, grpcErr(err)
+	}
+	return draftPB(d), nil
+}
+
+func (g *grpcServer) SaveDraft(ctx context.Context, r *offerv1.SaveDraftRequest) (*offerv1.Draft, error) {
+	d, err := g.s.SaveDraft(ctx, r.Anon, r.User, r.DraftId, offerOf(r.Offer))
+	if err != nil {
+		return nil, grpcErr(err)
+	}
+	return draftPB(d), nil
+}
+
+func (g *grpcServer) PublishDraft(ctx context.Context, r *offerv1.PublishDraftRequest) (*offerv1.OfferVersion, error) {
+	o, err := g.s.PublishDraft(ctx, r.User, r.DraftId, r.Version)
+	if err != nil {
+		return nil, grpcErr(err)
+	}
+	return versionPB(o), nil
+}
+
+func (g *grpcServer) GetOffer(ctx context.Context, r *offerv1.GetOfferRequest) (*offerv1.OfferVersion, error) {
+	o, err := g.s.Offer(ctx, r.Id)
+	if err != nil {
+		return nil, grpcErr(err)
+	}
+	return versionPB(o), nil
+}
+
+func (g *grpcServer) UpdateOffer(ctx context.Context, r *offerv1.UpdateOfferRequest) (*offerv1.OfferVersion, error) {
+	if r.Offer == nil {
+		return nil, status.Error(codes.InvalidArgument, "offer: required")
+	}
+	o, err := g.s.Update(ctx, r.SellerId, r.Id, r.ExpectedVersion, offerOf(r.Offer))
+	if err != nil {
+		return nil, grpcErr(err)
+	}
+	return versionPB(o), nil
+}
+
+func (g *grpcServer) DeleteOffer(ctx context.Context, r *offerv1.DeleteOfferRequest) (*offerv1.DeleteOfferResponse, error) {
+	v, err := g.s.Delete(ctx, r.SellerId, r.Id, r.ExpectedVersion)
+	if err != nil {
+		return nil, grpcErr(err)
+	}
+	return &offerv1.DeleteOfferResponse{Version: v}, nil
+}
+
+func (g *grpcServer) ListOffers(ctx context.Context, r *offerv1.ListOffersRequest) (*offerv1.ListOffersResponse, error) {
+	p, err := g.s.List(ctx, r.SellerId, r.Preset, r.PageToken, int(r.Limit))
+	if err != nil {
+		return nil, grpcErr(err)
+	}
+	out := &offerv1.ListOffersResponse{NextPageToken: p.NextPageToken, Total: p.Total}
+	for _, o := range p.Offers {
+		out.Offers = append(out.Offers, versionPB(o))
+	}
+	return out, nil
+}
+
+func (g *grpcServer) GetCounters(ctx context.Context, r *offerv1.GetCountersRequest) (*offerv1.Counters, error) {
+	c, err := g.s.Counters(ctx, r.SellerId)
+	if err != nil {
+		return nil, grpcErr(err)
+	}
+	return &offerv1.Counters{SellerId: c.SellerID, Presets: c.Presets, Active: c.Active, Expired: c.Expired,
+		Banned: c.Banned, Sold: c.Sold, MoneyEarned: c.MoneyEarned}, nil
+}
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func offerPB(o *schemas.Offer) *offerv1.Offer {
+	out := &offerv1.Offer{Id: o.ID, SellerId: o.SellerID, Category: o.Category, Title: o.Title, Description: o.Description,
+		Price: o.Price, Currency: o.Currency, Attributes: o.Attributes, Status: string(o.Status), ExternalId: o.ExternalID,
+		CreatedAtMs: ms(o.CreatedAt), UpdatedAtMs: ms(o.UpdatedAt)}
+	for _, p := range o.Photos {
+		out.Photos = append(out.Photos, &offerv1.Photo{SourceUrl: p.SourceURL, Url: p.URL, Status: string(p.Status), Error: p.Error})
+	}
+	return out
+}
+
+// offerOf returns the content of a written offer; server-kept fields (ids,
+// times, photo processing) are not taken from the request.
+func offerOf(o *offerv1.Offer) *schemas.Offer {
+	if o == nil {
+		return nil
+	}
+	out := &schemas.Offer{Category: o.Category, Title: o.Title, Description: o.Description, Price: o.Price,
+		Currency: o.Currency, Attributes: o.Attributes, Status: schemas.OfferStatus(o.Status), Photos: []schemas.Photo{}}
+	if out.Attributes == nil {
+		out.Attributes = map[string]string{}
+	}
+	for _, p := range o.Photos {
+		out.Photos = append(out.Photos, schemas.Photo{SourceURL: p.SourceUrl})
+	}
+	return out
+}
+
+func versionPB(o *OfferVersion) *offerv1.OfferVersion {
+	return &offerv1.OfferVersion{Offer: offerPB(&o.Offer), Version: o.Version, Banned: o.Banned, BanReasons: o.BanReasons}
+}
+
+func draftPB(d *schemas.Draft) *offerv1.Draft {
+	return &offerv1.Draft{Id: d.ID, Owner: d.Owner, Category: d.Category, Offer: offerPB(&d.Offer),
+		UpdatedAtMs: ms(d.UpdatedAt), Version: d.Version}
+}

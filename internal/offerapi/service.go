@@ -1,0 +1,335 @@
+// Package offerapi is the offer API of the offer storage: the operations on
+// drafts, offers, the seller cabinet and feeds that the HTTP/JSON routes
+// (internal/api) and the gRPC OfferService (schemas/proto/offerv1) serve.
+// Writes are commands on topics answered by their group (request/reply);
+// reads come from views of the groups' tables.
+package offerapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/processors/drafts"
+	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Kind classifies the errors of the service.
+type Kind int
+
+// Kinds of errors, each with its HTTP status and gRPC code.
+const (
+	Invalid     Kind = iota + 1 // 422 / INVALID_ARGUMENT
+	NotFound                    // 404 / NOT_FOUND
+	Conflict                    // 409 / FAILED_PRECONDITION
+	Unavailable                 // 503 / UNAVAILABLE
+	Timeout                     // 504 / DEADLINE_EXCEEDED
+)
+
+// Error is an answer other than success: its kind, the field at fault if
+// one is, and the offer's current version for a conflict.
+type Error struct {
+	Kind    Kind
+	Field   string
+	Reason  string
+	Version int64
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return e.Field + ": " + e.Reason
+	}
+	return e.Reason
+}
+
+func errorf(k Kind, field, format string, args ...any) *Error {
+	return &Error{Kind: k, Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Config of the service.
+type Config struct {
+	// Producer appends commands and feed items (acks=all); not closed.
+	Producer *kgo.Client
+	// Offers sends commands to the offer aggregate.
+	Offers *offers.Client
+	// Drafts matches the drafts group's answers.
+	Drafts *streams.Replies[schemas.DraftResult]
+	// Views of the tables read: the aggregate's, the drafts', the
+	// cabinet's and cabinet.presets.
+	OffersView, DraftsView, CabinetView, PresetsView *goka.View
+	// Timeout bounds the wait for an answer and for a view to show a write.
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// Service is the offer API. Safe for concurrent use.
+type Service struct{ cfg Config }
+
+// New returns the service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Producer == nil || cfg.Offers == nil || cfg.Drafts == nil ||
+		cfg.OffersView == nil || cfg.DraftsView == nil || cfg.CabinetView == nil || cfg.PresetsView == nil {
+		return nil, errors.New("offerapi: producer, offers client, drafts replies and the four views are required")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{cfg: cfg}, nil
+}
+
+// OfferVersion is an offer as read: its content, version and ban.
+type OfferVersion struct {
+	Offer      schemas.Offer `json:"offer"`
+	Version    int64         `json:"version"`
+	Banned     bool          `json:"banned"`
+	BanReasons []string      `json:"ban_reasons,omitempty"`
+}
+
+func versionOf(r *schemas.OfferRecord) *OfferVersion {
+	return &OfferVersion{Offer: r.Offer, Version: r.Version, Banned: r.Moderation.Banned, BanReasons: r.Moderation.Reasons}
+}
+
+func outcomeErr(r schemas.OfferResult) error {
+	switch r.Outcome {
+	case schemas.OutcomeOK:
+		return nil
+	case schemas.OutcomeConflict:
+		return &Error{Kind: Conflict, Field: r.Field, Reason: r.Reason, Version: r.Version}
+	case schemas.OutcomeNotFound, schemas.OutcomeIgnored:
+		return &Error{Kind: NotFound, Field: r.Field, Reason: r.Reason}
+	case schemas.OutcomeInvalid:
+		return &Error{Kind: Invalid, Field: r.Field, Reason: r.Reason}
+	}
+	return &Error{Kind: Conflict, Field: r.Field, Reason: r.Reason}
+}
+
+func answerErr(err error) error {
+	if errors.Is(err, offers.ErrNoAnswer) || errors.Is(err, streams.ErrNoReply) {
+		return &Error{Kind: Timeout, Reason: "no answer in time; the write is logged and will be decided: " + err.Error()}
+	}
+	return &Error{Kind: Unavailable, Reason: err.Error()}
+}
+
+// Offer returns offer id as the aggregate's view holds it.
+func (s *Service) Offer(_ context.Context, id string) (*OfferVersion, error) {
+	if !offers.ValidID(id) {
+		return nil, errorf(NotFound, "id", "%q is not an offer id", id)
+	}
+	v, err := s.cfg.OffersView.Get(id)
+	if err != nil {
+		return nil, &Error{Kind: Unavailable, Reason: err.Error()}
+	}
+	r, ok := v.(*schemas.OfferRecord)
+	if !ok || r.Offer.Status == schemas.OfferDeleted {
+		return nil, errorf(NotFound, "id", "no offer %s", id)
+	}
+	return versionOf(r), nil
+}
+
+// await returns offer id once the view shows version or later; after the
+// timeout it returns what the write told (id and version) without content.
+func (s *Service) await(ctx context.Context, id string, version int64) *OfferVersion {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if v, err := s.cfg.OffersView.Get(id); err == nil {
+			if r, ok := v.(*schemas.OfferRecord); ok && r.Version >= version {
+				return versionOf(r)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return &OfferVersion{Offer: schemas.Offer{ID: id}, Version: version}
+		case <-t.C:
+		}
+	}
+}
+
+// Update replaces the content of offer id of seller if it is at expected
+// (any version when expected is negative).
+func (s *Service) Update(ctx context.Context, seller, id string, expected int64, o *schemas.Offer) (*OfferVersion, error) {
+	if !offers.ValidID(id) {
+		return nil, errorf(NotFound, "id", "%q is not an offer id", id)
+	}
+	if o == nil {
+		return nil, errorf(Invalid, "offer", "required")
+	}
+	c := *o
+	c.SellerID = seller
+	if fe := offers.Validate(&c); fe != nil {
+		return nil, &Error{Kind: Invalid, Field: fe.Field, Reason: fe.Reason}
+	}
+	res, err := s.cfg.Offers.Do(ctx, &schemas.OfferCommand{Kind: schemas.CommandUpdate, OfferID: id, SellerID: seller,
+		ExpectedVersion: expected, Offer: &c})
+	if err != nil {
+		return nil, answerErr(err)
+	}
+	if err := outcomeErr(res); err != nil {
+		return nil, err
+	}
+	return s.await(ctx, id, res.Version), nil
+}
+
+// Delete deletes offer id of seller if it is at expected (any version when
+// negative) and returns its last version.
+func (s *Service) Delete(ctx context.Context, seller, id string, expected int64) (int64, error) {
+	if !offers.ValidID(id) {
+		return 0, errorf(NotFound, "id", "%q is not an offer id", id)
+	}
+	if fe := offers.ValidSeller(seller); fe != nil {
+		return 0, &Error{Kind: Invalid, Field: fe.Field, Reason: fe.Reason}
+	}
+	res, err := s.cfg.Offers.Do(ctx, &schemas.OfferCommand{Kind: schemas.CommandDelete, OfferID: id, SellerID: seller,
+		ExpectedVersion: expected})
+	if err != nil {
+		return 0, answerErr(err)
+	}
+	if err := outcomeErr(res); err != nil {
+		return 0, err
+	}
+	s.await(ctx, id, res.Version)
+	return res.Version, nil
+}
+
+// draftCommand sends c keyed for its owner and returns the group's answer.
+func (s *Service) draftCommand(ctx context.Context, c *schemas.DraftCommand) (*schemas.Draft, error) {
+	for _, id := range []string{c.Anon, c.User} {
+		if id != "" && offers.ValidSeller(id) != nil {
+			return nil, errorf(Invalid, "owner", "owner id %q: want 1-64 characters of A-Z, a-z, 0-9, '_', '.' or '-'", id)
+		}
+	}
+	if c.Anon == "" && c.User == "" {
+		return nil, errorf(Invalid, "owner", "give anon, user or both")
+	}
+	data, err := schemas.DraftCommands.Encode(c)
+	if err != nil {
+		return nil, fmt.Errorf("offerapi: encode draft command: %w", err)
+	}
+	rec := &kgo.Record{Topic: topics.DraftsCommands, Key: []byte(drafts.Key(c)), Value: data}
+	if err := s.cfg.Producer.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		return nil, &Error{Kind: Unavailable, Reason: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	res, err := s.cfg.Drafts.Wait(ctx, streams.RequestID{Partition: rec.Partition, Offset: rec.Offset})
+	if err != nil {
+		return nil, answerErr(err)
+	}
+	switch res.Outcome {
+	case schemas.OutcomeOK:
+		return res.Draft, nil
+	case schemas.OutcomeConflict:
+		return nil, &Error{Kind: Conflict, Field: "draft_id", Reason: res.Reason}
+	case schemas.OutcomeNotFound, schemas.OutcomeIgnored:
+		return nil, &Error{Kind: NotFound, Field: "draft_id", Reason: res.Reason}
+	}
+	return nil, &Error{Kind: Invalid, Reason: res.Reason}
+}
+
+// CurrentDraft returns the visitor's draft (anonymous id, logged-in id, or
+// both) for category (optional), by the seed's rules.
+func (s *Service) CurrentDraft(ctx context.Context, anon, user, category string) (*schemas.Draft, error) {
+	return s.draftCommand(ctx, &schemas.DraftCommand{Kind: schemas.DraftCurrent, Anon: anon, User: user,
+		Category: category, NewID: offers.NewID(), ReplyPartition: -1, ReplyOffset: -1})
+}
+
+// SaveDraft replaces the content of the owner's draft id (the owner is the
+// user if given, else the anonymous visitor).
+func (s *Service) SaveDraft(ctx context.Context, anon, user, id string, o *schemas.Offer) (*schemas.Draft, error) {
+	if o == nil {
+		return nil, errorf(Invalid, "offer", "required")
+	}
+	c := &schemas.DraftCommand{Kind: schemas.DraftSave, User: user, Draft: &schemas.Draft{ID: id, Offer: *o},
+		ReplyPartition: -1, ReplyOffset: -1}
+	if user == "" {
+		c.Anon = anon
+	}
+	return s.draftCommand(ctx, c)
+}
+
+// PublishDraft makes an offer of the logged-in seller's draft id: the
+// draft's content is validated as an offer, created under the draft's id
+// (or a fresh one if another offer holds it), and the draft is dropped.
+// version, if positive, is the draft version the seller saw: the publish
+// waits for the drafts view to show it.
+func (s *Service) PublishDraft(ctx context.Context, user, id string, version int64) (*OfferVersion, error) {
+	if user == "" {
+		return nil, errorf(Invalid, "user", "log in to publish")
+	}
+	if fe := offers.ValidSeller(user); fe != nil {
+		return nil, &Error{Kind: Invalid, Field: "user", Reason: fe.Reason}
+	}
+	d, err := s.draftAt(ctx, drafts.UserKey(user), id, version)
+	if err != nil {
+		return nil, err
+	}
+	o := d.Offer
+	o.SellerID, o.Status = user, schemas.OfferActive
+	if fe := offers.Validate(&o); fe != nil {
+		return nil, &Error{Kind: Invalid, Field: fe.Field, Reason: fe.Reason}
+	}
+	c := &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: d.ID, SellerID: user, ExpectedVersion: -1,
+		Offer: &o, DraftOwner: drafts.UserKey(user), DraftID: d.ID}
+	for attempt := 0; ; attempt++ {
+		res, err := s.cfg.Offers.Do(ctx, c)
+		if err != nil {
+			return nil, answerErr(err)
+		}
+		if res.Outcome == schemas.OutcomeCollision && attempt < 5 {
+			c.OfferID = offers.NewID()
+			continue
+		}
+		if err := outcomeErr(res); err != nil {
+			return nil, err
+		}
+		if _, err := s.draftCommand(ctx, &schemas.DraftCommand{Kind: schemas.DraftDiscard, User: user, ExpectedID: d.ID,
+			ReplyPartition: -1, ReplyOffset: -1}); err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Kind != NotFound {
+				s.cfg.Logger.Warn("offerapi: published draft not dropped", "user", user, "draft", d.ID, "err", err)
+			}
+		}
+		return s.await(ctx, c.OfferID, res.Version), nil
+	}
+}
+
+// draftAt returns owner's draft id once the drafts view shows version (or
+// at once when version is not positive).
+func (s *Service) draftAt(ctx context.Context, owner, id string, version int64) (*schemas.Draft, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		v, err := s.cfg.DraftsView.Get(owner)
+		if err != nil {
+			return nil, &Error{Kind: Unavailable, Reason: err.Error()}
+		}
+		r, ok := v.(*schemas.DraftRecord)
+		if ok && r.Draft.ID == id && r.Draft.Version >= version {
+			return &r.Draft, nil
+		}
+		if version <= 0 || (ok && r.Draft.ID != id) {
+			return nil, errorf(NotFound, "draft_id", "%s has no draft %s", strings.TrimPrefix(owner, drafts.UserPrefix), id)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errorf(Timeout, "version", "draft %s is not at version %d yet", id, version)
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/grpc"
+
+	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/offerapi"
+	"github.com/offerlog/offerlog/processors/cabinet"
+	"github.com/offerlog/offerlog/processors/drafts"
+	"github.com/offerlog/offerlog/processors/feeds"
+	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Components of the offer storage.
+const (
+	ComponentOffers  = "offers"
+	ComponentDrafts  = "drafts"
+	ComponentCabinet = "cabinet"
+	ComponentFeeds   = "feeds"
+)
+
+// gost starts the offer storage's components of a platform process.
+type gost struct {
+	sup     *supervisor
+	scfg    streams.Config
+	brokers []string
+	reg     *metrics.Registry
+	log     *slog.Logger
+	timeout time.Duration
+	// ready collects a channel per component closed when it is ready.
+	ready []<-chan struct{}
+	// closers run when the process stops.
+	closers []func()
+}
+
+func (g *gost) readyFunc() func() {
+	r := make(chan struct{})
+	g.ready = append(g.ready, r)
+	var once sync.Once
+	return func() { once.Do(func() { close(r) }) }
+}
+
+// groups starts the goka groups among comps.
+func (g *gost) groups(ctx context.Context, has func(string) bool) {
+	if has(ComponentOffers) {
+		c := offers.Config{Streams: g.scfg, Metrics: offers.NewMetrics(g.reg), OnReady: g.readyFunc()}
+		g.sup.Go(ctx, ComponentOffers, true, func(ctx context.Context) error { return offers.Run(ctx, c) })
+	}
+	if has(ComponentDrafts) {
+		c := drafts.Config{Streams: g.scfg, Metrics: drafts.NewMetrics(g.reg), OnReady: g.readyFunc()}
+		g.sup.Go(ctx, ComponentDrafts, true, func(ctx context.Context) error { return drafts.Run(ctx, c) })
+	}
+	if has(ComponentCabinet) {
+		c := cabinet.Config{Streams: g.scfg, Metrics: cabinet.NewMetrics(g.reg), OnReady: g.readyFunc()}
+		g.sup.Go(ctx, ComponentCabinet, true, func(ctx context.Context) error { return cabinet.Run(ctx, c) })
+	}
+}
+
+// view starts a view of table named name.
+func (g *gost) view(ctx context.Context, table goka.Table, codec goka.Codec, name string) (*goka.View, error) {
+	v, err := goka.NewView(g.brokers, table, codec, g.scfg.ViewOptions(name)...)
+	if err != nil {
+		return nil, fmt.Errorf("view of %s: %w", table, err)
+	}
+	g.sup.Go(ctx, name, false, v.Run)
+	g.ready = append(g.ready, v.WaitRunning())
+	return v, nil
+}
+
+// producer returns a producer with acks=all, closed when the process stops.
+func (g *gost) producer(id string) (*kgo.Client, error) {
+	p, err := kgo.NewClient(kgo.SeedBrokers(g.brokers...), kgo.ClientID(id),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
+	if err != nil {
+		return nil, err
+	}
+	g.closers = append(g.closers, p.Close)
+	return p, nil
+}
+
+// offersClient returns a client of the aggregate with its own answers.
+func (g *gost) offersClient(ctx context.Context, p *kgo.Client, name string) *offers.Client {
+	res := offers.NewResults(g.log)
+	g.sup.Go(ctx, name, false, func(ctx context.Context) error { return res.Run(ctx, g.brokers) })
+	g.ready = append(g.ready, res.Ready())
+	return offers.NewClient(p, res, g.timeout)
+}
+
+// feeds starts the feed loader.
+func (g *gost) feeds(ctx context.Context) error {
+	p, err := g.producer("offerlog-feeds")
+	if err != nil {
+		return err
+	}
+	v, err := g.view(ctx, feeds.Index, feeds.IndexCodec, "feeds-index")
+	if err != nil {
+		return err
+	}
+	c := feeds.Config{Streams: g.scfg, Producer: p, Offers: g.offersClient(ctx, p, "feeds-answers"), View: v,
+		Metrics: feeds.NewMetrics(g.reg), Logger: g.log}
+	g.sup.Go(ctx, ComponentFeeds, true, func(ctx context.Context) error { return feeds.Run(ctx, c) })
+	return nil
+}
+
+// api returns the offer API service with its views and answers.
+func (g *gost) api(ctx context.Context) (*offerapi.Service, error) {
+	p, err := g.producer("offerlog-offer-api")
+	if err != nil {
+		return nil, err
+	}
+	cfg := offerapi.Config{Producer: p, Offers: g.offersClient(ctx, p, "offer-answers"), Timeout: g.timeout, Logger: g.log}
+	cfg.Drafts = drafts.NewResults(g.log)
+	g.sup.Go(ctx, "draft-answers", false, func(ctx context.Context) error { return cfg.Drafts.Run(ctx, g.brokers) })
+	g.ready = append(g.ready, cfg.Drafts.Ready())
+	views := []struct {
+		v     **goka.View
+		table goka.Table
+		codec goka.Codec
+	}{
+		{&cfg.OffersView, offers.Table, offers.TableCodec},
+		{&cfg.DraftsView, drafts.Table, drafts.TableCodec},
+		{&cfg.CabinetView, cabinet.Table, cabinet.TableCodec},
+		{&cfg.PresetsView, goka.Table(topics.CabinetPresets), cabinet.PresetsCodec},
+	}
+	for _, vw := range views {
+		if *vw.v, err = g.view(ctx, vw.table, vw.codec, "api-"+string(vw.table)); err != nil {
+			return nil, err
+		}
+	}
+	return offerapi.New(cfg)
+}
+
+// serveGRPC serves svc's gRPC API on addr until ctx is done and returns
+// the address it listens on.
+func (g *gost) serveGRPC(ctx context.Context, addr string, svc *offerapi.Service) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("grpc: %w", err)
+	}
+	srv := grpc.NewServer()
+	svc.RegisterGRPC(srv)
+	g.sup.Go(ctx, "grpc", false, func(ctx context.Context) error {
+		go func() {
+			<-ctx.Done()
+			srv.GracefulStop()
+		}()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			return err
+		}
+		return nil
+	})
+	return ln.Addr().String(), nil
+}

@@ -1,0 +1,177 @@
+// Package cabinet is the seller cabinet's group "cabinet": per seller, the
+// number of offers in each preset and the counters of the seed (Active,
+// Expired, Banned go up and down; Sold and MoneyEarned only grow), derived
+// from the offer aggregate's cabinet.changes so that a replay recomputes
+// them exactly. The ordered preset lists are the compacted topic
+// cabinet.presets, read through a View.
+package cabinet
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/codec"
+
+	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Group is the cabinet's goka group; its table is Table.
+const Group goka.Group = "cabinet"
+
+// Table is the cabinet's group table (topic cabinet-table).
+var Table = goka.GroupTable(Group)
+
+// TableCodec is the codec of the table's values (*schemas.SellerCabinet).
+var TableCodec goka.Codec = streams.Avro[schemas.SellerCabinet]{C: schemas.SellerCabinets}
+
+// Empty returns the cabinet of a seller with no offers.
+func Empty(seller string) *schemas.SellerCabinet {
+	c := &schemas.SellerCabinet{SellerID: seller, Presets: map[string]int64{}, Applied: map[string]int64{}}
+	for _, p := range offers.Presets {
+		c.Presets[p] = 0
+	}
+	return c
+}
+
+// Apply returns cab after change, and false when change was applied before
+// (its source offset is not past the last applied from its source
+// partition: the aggregate emits a partition's changes in offset order, so
+// a lower one is a redelivery or a replay). cab may be nil.
+func Apply(cab *schemas.SellerCabinet, ch *schemas.CabinetChange) (*schemas.SellerCabinet, bool) {
+	src := ch.SourceTopic + "/" + strconv.Itoa(int(ch.SourcePartition))
+	if cab != nil {
+		if last, ok := cab.Applied[src]; ok && ch.SourceOffset <= last {
+			return cab, false
+		}
+	}
+	next := Empty(ch.SellerID)
+	if cab != nil {
+		next = clone(cab)
+	}
+	next.Applied[src] = ch.SourceOffset
+	add(next, ch.Before, -1)
+	add(next, ch.After, +1)
+	if ch.After.Sold && !ch.Before.Sold {
+		next.Sold++
+		next.MoneyEarned += ch.After.SoldPrice
+	}
+	return next, true
+}
+
+// add counts (sign +1) or uncounts (-1) a summary's presets.
+func add(c *schemas.SellerCabinet, s schemas.Summary, sign int64) {
+	for _, p := range s.Presets {
+		c.Presets[p] += sign
+		switch p {
+		case offers.PresetActive:
+			c.Active += sign
+		case offers.PresetExpired:
+			c.Expired += sign
+		case offers.PresetBanned:
+			c.Banned += sign
+		}
+	}
+}
+
+func clone(c *schemas.SellerCabinet) *schemas.SellerCabinet {
+	n := *c
+	n.Presets = maps.Clone(c.Presets)
+	n.Applied = maps.Clone(c.Applied)
+	if n.Presets == nil {
+		n.Presets = map[string]int64{}
+	}
+	if n.Applied == nil {
+		n.Applied = map[string]int64{}
+	}
+	return &n
+}
+
+// Recount returns every seller's cabinet counted from scratch over offer
+// records (deleted ones included: their sales still count). Applied is
+// left empty. It is what Apply over the log must agree with.
+func Recount(records []*schemas.OfferRecord) map[string]*schemas.SellerCabinet {
+	out := map[string]*schemas.SellerCabinet{}
+	for _, r := range records {
+		c := out[r.Offer.SellerID]
+		if c == nil {
+			c = Empty(r.Offer.SellerID)
+			out[r.Offer.SellerID] = c
+		}
+		s := offers.SummaryOf(r)
+		add(c, s, +1)
+		if s.Sold {
+			c.Sold++
+			c.MoneyEarned += s.SoldPrice
+		}
+	}
+	return out
+}
+
+// Equal reports whether two cabinets hold the same counts, Applied aside,
+// and if not, how they differ.
+func Equal(a, b *schemas.SellerCabinet) (bool, string) {
+	for _, p := range offers.Presets {
+		if a.Presets[p] != b.Presets[p] {
+			return false, fmt.Sprintf("%s: preset %s: %d != %d", a.SellerID, p, a.Presets[p], b.Presets[p])
+		}
+	}
+	x := [...]int64{a.Active, a.Expired, a.Banned, a.Sold, a.MoneyEarned}
+	y := [...]int64{b.Active, b.Expired, b.Banned, b.Sold, b.MoneyEarned}
+	if a.SellerID != b.SellerID || x != y {
+		return false, fmt.Sprintf("%s %v != %s %v (active, expired, banned, sold, money earned)", a.SellerID, x, b.SellerID, y)
+	}
+	return true, ""
+}
+
+// Metrics of the cabinet.
+type Metrics struct {
+	Changes     *metrics.CounterVec // by outcome: applied, repeated
+	DeadLetters *metrics.Counter
+}
+
+// NewMetrics registers the cabinet's metrics in r.
+func NewMetrics(r *metrics.Registry) *Metrics {
+	return &Metrics{
+		Changes:     r.Counter("offerlog_cabinet_changes_total", "Cabinet changes by outcome (applied, or repeated and skipped).", "outcome"),
+		DeadLetters: r.Counter("offerlog_cabinet_dead_letters_total", "Undecodable cabinet changes sent to offers.dead.").With(),
+	}
+}
+
+// Graph returns the cabinet's group graph.
+func Graph(m *Metrics) *goka.GroupGraph {
+	return goka.DefineGroup(Group,
+		goka.Input(goka.Stream(topics.CabinetChanges), new(codec.Bytes), func(ctx goka.Context, msg any) {
+			data, _ := msg.([]byte)
+			var ch schemas.CabinetChange
+			err := schemas.CabinetChanges.Decode(data, &ch)
+			if err == nil && ch.SellerID != ctx.Key() {
+				err = fmt.Errorf("seller %q is not the message key %q", ch.SellerID, ctx.Key())
+			}
+			if err != nil {
+				ctx.Emit(goka.Stream(topics.OffersDead), ctx.Key(), streams.NewDeadLetter(string(Group), string(ctx.Topic()),
+					ctx.Partition(), ctx.Offset(), []byte(ctx.Key()), data, ctx.Timestamp(), err.Error()))
+				m.DeadLetters.Inc()
+				return
+			}
+			cur, _ := ctx.Value().(*schemas.SellerCabinet)
+			next, applied := Apply(cur, &ch)
+			if !applied {
+				m.Changes.With("repeated").Inc()
+				return
+			}
+			ctx.SetValue(next)
+			m.Changes.With("applied").Inc()
+		}),
+		goka.Persist(TableCodec),
+		goka.Output(goka.Stream(topics.OffersDead), streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}),
+	)
+}
+
+// PresetsCodec is the codec of cabinet.presets values, for views.
+var PresetsCodec goka.Codec = streams.Avro[schemas.PresetEntry]{C: schemas.PresetEntries}

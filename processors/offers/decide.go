@@ -1,0 +1,396 @@
+package offers
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Presets of the seller cabinet, each computed from the offer itself.
+const (
+	PresetAll      = "all"      // every offer not deleted
+	PresetActive   = "active"   // ACTIVE and not banned
+	PresetInactive = "inactive" // INACTIVE and not banned
+	PresetExpired  = "expired"  // EXPIRED and not banned
+	PresetBanned   = "banned"   // banned by moderation, whatever its status
+	PresetSold     = "sold"     // SOLD and not banned
+)
+
+// Presets lists every preset.
+var Presets = []string{PresetAll, PresetActive, PresetInactive, PresetExpired, PresetBanned, PresetSold}
+
+// PresetsOf returns the presets an offer belongs to, in Presets order.
+func PresetsOf(o *schemas.Offer, banned bool) []string {
+	if o.Status == schemas.OfferDeleted {
+		return []string{}
+	}
+	out := []string{PresetAll}
+	if banned {
+		return append(out, PresetBanned)
+	}
+	switch o.Status {
+	case schemas.OfferActive:
+		out = append(out, PresetActive)
+	case schemas.OfferInactive:
+		out = append(out, PresetInactive)
+	case schemas.OfferExpired:
+		out = append(out, PresetExpired)
+	case schemas.OfferSold:
+		out = append(out, PresetSold)
+	}
+	return out
+}
+
+// SummaryOf returns what the cabinet counts of r.
+func SummaryOf(r *schemas.OfferRecord) schemas.Summary {
+	return schemas.Summary{Presets: PresetsOf(&r.Offer, r.Moderation.Banned), Sold: r.Billing.Sold, SoldPrice: r.Billing.SoldPrice}
+}
+
+// Input is one message of the aggregate's inputs, decoded: exactly one of
+// Command, Photo and Opinion is set.
+type Input struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	At        time.Time // the message's timestamp
+	Key       string    // the offer id
+
+	Command *schemas.OfferCommand
+	Photo   *schemas.PhotoResult
+	Opinion *schemas.ModerationOpinion
+}
+
+// Decision is what the aggregate does with an input.
+type Decision struct {
+	Outcome schemas.Outcome
+	Reason  string
+	Field   string
+	// Version is the offer's version after the input (0 if none).
+	Version int64
+	// Record, when not nil, is the next version to write; its Previous is
+	// the cabinet summary of the version it replaces.
+	Record *schemas.OfferRecord
+	// Change names the change for offers.events.
+	Change string
+	// Photos are the photos to request.
+	Photos []schemas.PhotoRequest
+}
+
+// Changes named on offers.events.
+const (
+	ChangeCreated    = "CREATED"
+	ChangeUpdated    = "UPDATED"
+	ChangeDeleted    = "DELETED"
+	ChangeFeed       = "FEED"
+	ChangePhotos     = "PHOTOS"
+	ChangeModeration = "MODERATION"
+)
+
+// Decide returns what the aggregate does with in, given the offer's current
+// record cur (nil when the id is free). It does not look at the clock: the
+// time of a change is in.At.
+func Decide(cur *schemas.OfferRecord, in Input) Decision {
+	switch {
+	case in.Command != nil:
+		return command(cur, in)
+	case in.Photo != nil:
+		return photo(cur, in)
+	case in.Opinion != nil:
+		return opinion(cur, in)
+	}
+	return Decision{Outcome: schemas.OutcomeInvalid, Reason: "empty input"}
+}
+
+func refuse(outcome schemas.Outcome, cur *schemas.OfferRecord, field, format string, args ...any) Decision {
+	d := Decision{Outcome: outcome, Field: field, Reason: fmt.Sprintf(format, args...)}
+	if cur != nil {
+		d.Version = cur.Version
+	}
+	return d
+}
+
+func live(cur *schemas.OfferRecord) bool {
+	return cur != nil && cur.Offer.Status != schemas.OfferDeleted
+}
+
+func command(cur *schemas.OfferRecord, in Input) Decision {
+	c := in.Command
+	if c.OfferID != in.Key {
+		return refuse(schemas.OutcomeInvalid, cur, "offer_id", "%q is not the message key %q", c.OfferID, in.Key)
+	}
+	if !ValidID(c.OfferID) {
+		return refuse(schemas.OutcomeInvalid, cur, "offer_id", "%q is not an offer id", c.OfferID)
+	}
+	switch c.Kind {
+	case schemas.CommandCreate:
+		return create(cur, in)
+	case schemas.CommandUpdate, schemas.CommandFeedUpsert:
+		return update(cur, in)
+	case schemas.CommandDelete, schemas.CommandFeedDelete:
+		return remove(cur, in)
+	}
+	return refuse(schemas.OutcomeInvalid, cur, "kind", "unknown command %q", c.Kind)
+}
+
+// sameOrigin reports whether a CREATE for a held id is a retry of the
+// create that made it (same draft, or same feed item), not a collision.
+func sameOrigin(cur *schemas.OfferRecord, c *schemas.OfferCommand) bool {
+	if c.DraftID != "" {
+		return cur.DraftOwner == c.DraftOwner && cur.DraftID == c.DraftID
+	}
+	return c.ExternalID != "" && cur.Offer.SellerID == c.SellerID && cur.Offer.ExternalID == c.ExternalID
+}
+
+func create(cur *schemas.OfferRecord, in Input) Decision {
+	c := in.Command
+	if cur != nil {
+		if sameOrigin(cur, c) {
+			return Decision{Outcome: schemas.OutcomeOK, Reason: "already created", Version: cur.Version}
+		}
+		return refuse(schemas.OutcomeCollision, nil, "offer_id", "id %s is taken", c.OfferID)
+	}
+	if c.Offer == nil {
+		return refuse(schemas.OutcomeInvalid, nil, "offer", "missing")
+	}
+	o := *c.Offer
+	o.ID, o.SellerID, o.ExternalID = c.OfferID, c.SellerID, c.ExternalID
+	if e := Validate(&o); e != nil {
+		return refuse(schemas.OutcomeInvalid, nil, e.Field, "%s", e.Reason)
+	}
+	if o.Status == "" {
+		o.Status = schemas.OfferActive
+	}
+	o.CreatedAt, o.UpdatedAt = in.At, in.At
+	o.Photos = mergePhotos(nil, o.Photos)
+	next := &schemas.OfferRecord{
+		Offer:      o,
+		Moderation: schemas.Moderation{Reasons: []string{}},
+		Billing:    schemas.Billing{Tariff: "free"},
+		Stages:     map[string]schemas.StageState{},
+		DraftOwner: c.DraftOwner, DraftID: c.DraftID, FeedTask: c.TaskID,
+		Previous: schemas.Summary{Presets: []string{}},
+	}
+	sell(next)
+	return written(next, nil, in, ChangeCreated)
+}
+
+func update(cur *schemas.OfferRecord, in Input) Decision {
+	c := in.Command
+	feed := c.Kind == schemas.CommandFeedUpsert
+	switch {
+	case !live(cur):
+		return refuse(schemas.OutcomeNotFound, cur, "offer_id", "no offer %s", c.OfferID)
+	case cur.Offer.SellerID != c.SellerID:
+		return refuse(schemas.OutcomeNotFound, nil, "offer_id", "no offer %s of seller %s", c.OfferID, c.SellerID)
+	case feed && cur.FeedTask > c.TaskID:
+		return refuse(schemas.OutcomeIgnored, cur, "task_id", "offer was last loaded by task %d, after %d", cur.FeedTask, c.TaskID)
+	case !feed && c.ExpectedVersion >= 0 && c.ExpectedVersion != cur.Version:
+		return refuse(schemas.OutcomeConflict, cur, "expected_version", "offer is at version %d, not %d", cur.Version, c.ExpectedVersion)
+	case c.Offer == nil:
+		return refuse(schemas.OutcomeInvalid, cur, "offer", "missing")
+	}
+	o := *c.Offer
+	o.ID, o.SellerID, o.ExternalID = cur.Offer.ID, cur.Offer.SellerID, cur.Offer.ExternalID
+	if e := Validate(&o); e != nil {
+		return refuse(schemas.OutcomeInvalid, cur, e.Field, "%s", e.Reason)
+	}
+	switch {
+	case feed && cur.Offer.Status == schemas.OfferSold:
+		o.Status = schemas.OfferSold // a feed does not bring a sold offer back
+	case feed:
+		o.Status = schemas.OfferActive
+	case o.Status == "":
+		o.Status = cur.Offer.Status
+	}
+	o.CreatedAt, o.UpdatedAt = cur.Offer.CreatedAt, in.At
+	o.Photos = mergePhotos(cur.Offer.Photos, o.Photos)
+	next := clone(cur)
+	next.Offer = o
+	if feed {
+		next.FeedTask = c.TaskID
+	}
+	sell(next)
+	change := ChangeUpdated
+	if feed {
+		change = ChangeFeed
+	}
+	return written(next, cur, in, change)
+}
+
+func remove(cur *schemas.OfferRecord, in Input) Decision {
+	c := in.Command
+	feed := c.Kind == schemas.CommandFeedDelete
+	switch {
+	case !live(cur) && feed:
+		return refuse(schemas.OutcomeIgnored, cur, "offer_id", "no offer %s", c.OfferID)
+	case !live(cur):
+		return refuse(schemas.OutcomeNotFound, cur, "offer_id", "no offer %s", c.OfferID)
+	case cur.Offer.SellerID != c.SellerID:
+		return refuse(schemas.OutcomeNotFound, nil, "offer_id", "no offer %s of seller %s", c.OfferID, c.SellerID)
+	case feed && cur.FeedTask >= c.TaskID:
+		return refuse(schemas.OutcomeIgnored, cur, "task_id", "offer was loaded by task %d, not before %d", cur.FeedTask, c.TaskID)
+	case !feed && c.ExpectedVersion >= 0 && c.ExpectedVersion != cur.Version:
+		return refuse(schemas.OutcomeConflict, cur, "expected_version", "offer is at version %d, not %d", cur.Version, c.ExpectedVersion)
+	}
+	next := clone(cur)
+	next.Offer.Status = schemas.OfferDeleted
+	next.Offer.UpdatedAt = in.At
+	return written(next, cur, in, ChangeDeleted)
+}
+
+func photo(cur *schemas.OfferRecord, in Input) Decision {
+	p := in.Photo
+	if !live(cur) {
+		return refuse(schemas.OutcomeIgnored, cur, "offer_id", "no offer %s", p.OfferID)
+	}
+	i := slices.IndexFunc(cur.Offer.Photos, func(ph schemas.Photo) bool { return ph.SourceURL == p.SourceURL })
+	if i < 0 {
+		return refuse(schemas.OutcomeIgnored, cur, "source_url", "offer has no photo %s", p.SourceURL)
+	}
+	ph := schemas.Photo{SourceURL: p.SourceURL, Status: schemas.PhotoFailed, Error: p.Error}
+	if p.OK {
+		ph = schemas.Photo{SourceURL: p.SourceURL, Status: schemas.PhotoReady, URL: p.URL}
+	}
+	if cur.Offer.Photos[i] == ph {
+		return refuse(schemas.OutcomeIgnored, cur, "", "photo already so")
+	}
+	next := clone(cur)
+	next.Offer.Photos[i] = ph
+	next.Offer.UpdatedAt = in.At
+	return written(next, cur, in, ChangePhotos)
+}
+
+func opinion(cur *schemas.OfferRecord, in Input) Decision {
+	op := in.Opinion
+	if cur == nil {
+		return refuse(schemas.OutcomeIgnored, nil, "offer_id", "no offer %s", op.OfferID)
+	}
+	reasons := op.Reasons
+	if !op.Banned || reasons == nil {
+		reasons = []string{}
+	}
+	if cur.Moderation.Banned == op.Banned && slices.Equal(cur.Moderation.Reasons, reasons) {
+		return refuse(schemas.OutcomeIgnored, cur, "", "opinion changes nothing")
+	}
+	next := clone(cur)
+	next.Moderation = schemas.Moderation{Banned: op.Banned, Reasons: reasons, UpdatedAt: in.At}
+	return written(next, cur, in, ChangeModeration)
+}
+
+// sell records a first sale in the billing part: Sold and MoneyEarned count
+// every offer once, at its price when it was first sold.
+func sell(next *schemas.OfferRecord) {
+	if next.Offer.Status != schemas.OfferSold || next.Billing.Sold {
+		return
+	}
+	next.Billing.Sold = true
+	if next.Offer.Price != nil {
+		next.Billing.SoldPrice = *next.Offer.Price
+	}
+}
+
+// mergePhotos returns the photos of an update: a photo already known keeps
+// its processing, a new one is PENDING.
+func mergePhotos(old, photos []schemas.Photo) []schemas.Photo {
+	out := make([]schemas.Photo, 0, len(photos))
+	for _, p := range photos {
+		i := slices.IndexFunc(old, func(o schemas.Photo) bool { return o.SourceURL == p.SourceURL })
+		if i >= 0 {
+			out = append(out, old[i])
+			continue
+		}
+		out = append(out, schemas.Photo{SourceURL: p.SourceURL, Status: schemas.PhotoPending})
+	}
+	return out
+}
+
+func written(next, cur *schemas.OfferRecord, in Input, change string) Decision {
+	next.Version++
+	next.Previous = schemas.Summary{Presets: []string{}}
+	if cur != nil {
+		next.Previous = cur.Summary
+	}
+	next.Summary = SummaryOf(next)
+	next.SourceTopic, next.SourcePartition, next.SourceOffset = in.Topic, in.Partition, in.Offset
+	d := Decision{Outcome: schemas.OutcomeOK, Version: next.Version, Record: next, Change: change}
+	for _, p := range next.Offer.Photos {
+		if p.Status == schemas.PhotoPending && (cur == nil || !slices.ContainsFunc(cur.Offer.Photos,
+			func(o schemas.Photo) bool { return o.SourceURL == p.SourceURL })) {
+			d.Photos = append(d.Photos, schemas.PhotoRequest{OfferID: next.Offer.ID, SourceURL: p.SourceURL, Version: next.Version})
+		}
+	}
+	if in.Topic == topics.OffersCommands {
+		Remember(next, in.Partition, in.Offset, d)
+	}
+	return d
+}
+
+func clone(r *schemas.OfferRecord) *schemas.OfferRecord {
+	c := *r
+	c.Offer.Photos = slices.Clone(r.Offer.Photos)
+	c.Offer.Attributes = maps.Clone(r.Offer.Attributes)
+	c.Moderation.Reasons = slices.Clone(r.Moderation.Reasons)
+	c.Stages = maps.Clone(r.Stages)
+	c.Recent = slices.Clone(r.Recent)
+	return &c
+}
+
+// remembered is how many recent command results a record keeps for
+// redeliveries after a crash.
+const remembered = 16
+
+// Remember notes d as the result of the command at (partition, offset) in r.
+func Remember(r *schemas.OfferRecord, partition int32, offset int64, d Decision) {
+	r.Recent = append(r.Recent, schemas.RecentResult{Topic: topics.OffersCommands, Partition: partition, Offset: offset,
+		Outcome: string(d.Outcome), Reason: d.Reason, Field: d.Field, Version: d.Version})
+	if len(r.Recent) > remembered {
+		r.Recent = slices.Clone(r.Recent[len(r.Recent)-remembered:])
+	}
+}
+
+// Recall returns the result r remembers for the command at (partition,
+// offset), if it was decided before.
+func Recall(r *schemas.OfferRecord, partition int32, offset int64) (schemas.RecentResult, bool) {
+	if r == nil {
+		return schemas.RecentResult{}, false
+	}
+	for _, rr := range r.Recent {
+		if rr.Partition == partition && rr.Offset == offset {
+			return rr, true
+		}
+	}
+	return schemas.RecentResult{}, false
+}
+
+// PresetKey is the key of an offer's membership of a preset on
+// cabinet.presets: seller/preset/rank/offer id, where rank orders newest
+// first within a preset (created later, smaller rank).
+func PresetKey(seller, preset string, created time.Time, offerID string) string {
+	return seller + "/" + preset + "/" + Rank(created) + "/" + offerID
+}
+
+// Rank is the zero-padded distance of created from the far future, in
+// milliseconds: keys sort by it newest first.
+func Rank(created time.Time) string {
+	const far = 9_999_999_999_999 // year 2286
+	r := far - created.UnixMilli()
+	if r < 0 {
+		r = 0
+	}
+	s := strconv.FormatInt(r, 10)
+	for len(s) < 13 {
+		s = "0" + s
+	}
+	return s
+}
+
+// PresetPrefix is the prefix of the keys of a seller's preset.
+func PresetPrefix(seller, preset string) string { return seller + "/" + preset + "/" }
+
+// FeedKey is the key of a seller's external id on feeds.index.
+func FeedKey(seller, externalID string) string { return seller + "/" + externalID }

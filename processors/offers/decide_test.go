@@ -1,0 +1,290 @@
+package offers
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/topics"
+)
+
+var t0 = time.UnixMilli(1_800_000_000_000).UTC()
+
+func price(p int64) *int64 { return &p }
+
+func sample() *schemas.Offer {
+	return &schemas.Offer{Category: "cars", Title: "Lada", Price: price(500), Currency: "RUB",
+		Photos: []schemas.Photo{{SourceURL: "https://img/1"}}}
+}
+
+// at returns an input of a command at offset off.
+func cmd(c *schemas.OfferCommand, off int64) Input {
+	return Input{Topic: topics.OffersCommands, Partition: 0, Offset: off, At: t0.Add(time.Duration(off) * time.Second), Key: c.OfferID, Command: c}
+}
+
+func TestIDs(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		id := NewID()
+		if !ValidID(id) || len(id) != IDLength || seen[id] {
+			t.Fatalf("bad or repeated id %q", id)
+		}
+		seen[id] = true
+	}
+	id := IDFrom(42)
+	for i := 0; i < len(id); i++ { // every single-digit typo is caught
+		for d := byte('0'); d <= '9'; d++ {
+			if d == id[i] {
+				continue
+			}
+			typo := id[:i] + string(d) + id[i+1:]
+			if ValidID(typo) {
+				t.Errorf("typo %s of %s accepted", typo, id)
+			}
+		}
+	}
+	for _, bad := range []string{"", "123", "0123456789a", "01234567890"} {
+		if ValidID(bad) {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	// Neighbouring random numbers give unrelated ids.
+	if a, b := IDFrom(1000), IDFrom(1001); a[:9] == b[:9] && a[10] == b[10]+1 {
+		t.Logf("%s %s", a, b)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	ok := sample()
+	ok.SellerID = "s1"
+	if e := Validate(ok); e != nil {
+		t.Fatalf("valid offer refused: %v", e)
+	}
+	tests := []struct {
+		field string
+		edit  func(o *schemas.Offer)
+	}{
+		{"seller_id", func(o *schemas.Offer) { o.SellerID = "a/b" }},
+		{"category", func(o *schemas.Offer) { o.Category = "" }},
+		{"title", func(o *schemas.Offer) { o.Title = "  " }},
+		{"price", func(o *schemas.Offer) { o.Price = price(-1) }},
+		{"currency", func(o *schemas.Offer) { o.Currency = "rub" }},
+		{"currency", func(o *schemas.Offer) { o.Price = nil }},
+		{"status", func(o *schemas.Offer) { o.Status = schemas.OfferDeleted }},
+		{"photos[0].source_url", func(o *schemas.Offer) { o.Photos[0].SourceURL = "ftp://x" }},
+		{"photos[1].source_url", func(o *schemas.Offer) { o.Photos = append(o.Photos, o.Photos[0]) }},
+		{"offer", func(o *schemas.Offer) {
+			o.Attributes = map[string]string{}
+			for i := range MaxAttributes {
+				o.Attributes[fmt.Sprint("a", i)] = strings.Repeat("x", MaxAttrValue)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		o := sample()
+		o.SellerID = "s1"
+		tt.edit(o)
+		if e := Validate(o); e == nil || e.Field != tt.field {
+			t.Errorf("want a problem with %s, got %v", tt.field, e)
+		}
+	}
+}
+
+func TestPresets(t *testing.T) {
+	tests := []struct {
+		status schemas.OfferStatus
+		banned bool
+		want   []string
+	}{
+		{schemas.OfferActive, false, []string{PresetAll, PresetActive}},
+		{schemas.OfferInactive, false, []string{PresetAll, PresetInactive}},
+		{schemas.OfferExpired, false, []string{PresetAll, PresetExpired}},
+		{schemas.OfferSold, false, []string{PresetAll, PresetSold}},
+		{schemas.OfferActive, true, []string{PresetAll, PresetBanned}},
+		{schemas.OfferSold, true, []string{PresetAll, PresetBanned}},
+		{schemas.OfferDeleted, true, []string{}},
+	}
+	for _, tt := range tests {
+		if got := PresetsOf(&schemas.Offer{Status: tt.status}, tt.banned); !slices.Equal(got, tt.want) {
+			t.Errorf("%s banned=%v: %v, want %v", tt.status, tt.banned, got, tt.want)
+		}
+	}
+	a, b := PresetKey("s", PresetAll, t0, "1"), PresetKey("s", PresetAll, t0.Add(time.Millisecond), "2")
+	if b >= a {
+		t.Errorf("newer offer's key %s does not sort before %s", b, a)
+	}
+}
+
+func TestDecideLifecycle(t *testing.T) {
+	id := IDFrom(7)
+	create := &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s1", ExpectedVersion: -1,
+		Offer: sample(), DraftOwner: "user:s1", DraftID: id}
+	d := Decide(nil, cmd(create, 1))
+	if d.Outcome != schemas.OutcomeOK || d.Version != 1 || d.Record.Offer.Status != schemas.OfferActive ||
+		!d.Record.Offer.CreatedAt.Equal(t0.Add(time.Second)) || len(d.Photos) != 1 || d.Record.Offer.Photos[0].Status != schemas.PhotoPending {
+		t.Fatalf("create: %+v", d)
+	}
+	r := d.Record
+	if !slices.Equal(r.Summary.Presets, []string{PresetAll, PresetActive}) || len(r.Previous.Presets) != 0 {
+		t.Errorf("summaries %+v %+v", r.Summary, r.Previous)
+	}
+	// A retry of the same publish is the same offer; another origin collides.
+	if d := Decide(r, cmd(create, 2)); d.Outcome != schemas.OutcomeOK || d.Record != nil || d.Version != 1 {
+		t.Errorf("retried create: %+v", d)
+	}
+	other := *create
+	other.DraftID = IDFrom(8)
+	if d := Decide(r, cmd(&other, 3)); d.Outcome != schemas.OutcomeCollision {
+		t.Errorf("colliding create: %+v", d)
+	}
+
+	upd := &schemas.OfferCommand{Kind: schemas.CommandUpdate, OfferID: id, SellerID: "s1", ExpectedVersion: 1, Offer: sample()}
+	upd.Offer.Status = schemas.OfferSold
+	upd.Offer.Photos = append(upd.Offer.Photos, schemas.Photo{SourceURL: "https://img/2"})
+	d = Decide(r, cmd(upd, 4))
+	if d.Outcome != schemas.OutcomeOK || d.Version != 2 || !d.Record.Billing.Sold || d.Record.Billing.SoldPrice != 500 ||
+		len(d.Photos) != 1 || d.Photos[0].SourceURL != "https://img/2" || !d.Record.Offer.CreatedAt.Equal(r.Offer.CreatedAt) {
+		t.Fatalf("update: %+v", d)
+	}
+	if !slices.Equal(d.Record.Previous.Presets, r.Summary.Presets) {
+		t.Errorf("previous summary %+v", d.Record.Previous)
+	}
+	if d := Decide(d.Record, cmd(upd, 5)); d.Outcome != schemas.OutcomeConflict || d.Version != 2 || d.Record != nil {
+		t.Errorf("stale update: %+v", d)
+	}
+	if rr, ok := Recall(d.Record, 0, 4); !ok || rr.Version != 2 {
+		t.Errorf("update not remembered: %v %+v", ok, rr)
+	}
+	r = d.Record
+	// Sold again later: counted once, at the first price.
+	upd2 := &schemas.OfferCommand{Kind: schemas.CommandUpdate, OfferID: id, SellerID: "s1", ExpectedVersion: -1, Offer: sample()}
+	upd2.Offer.Price = price(900)
+	upd2.Offer.Status = schemas.OfferSold
+	if d := Decide(r, cmd(upd2, 6)); d.Record.Billing.SoldPrice != 500 {
+		t.Errorf("second sale changed the price sold at: %+v", d.Record.Billing)
+	}
+	wrongSeller := *upd2
+	wrongSeller.SellerID = "s2"
+	if d := Decide(r, cmd(&wrongSeller, 7)); d.Outcome != schemas.OutcomeNotFound {
+		t.Errorf("update by another seller: %+v", d)
+	}
+	del := &schemas.OfferCommand{Kind: schemas.CommandDelete, OfferID: id, SellerID: "s1", ExpectedVersion: 2}
+	d = Decide(r, cmd(del, 8))
+	if d.Outcome != schemas.OutcomeOK || d.Record.Offer.Status != schemas.OfferDeleted || len(d.Record.Summary.Presets) != 0 {
+		t.Fatalf("delete: %+v", d)
+	}
+	if d := Decide(d.Record, cmd(upd2, 9)); d.Outcome != schemas.OutcomeNotFound {
+		t.Errorf("update of a deleted offer: %+v", d)
+	}
+}
+
+func TestDecideBadCommands(t *testing.T) {
+	id := IDFrom(9)
+	tests := []struct {
+		name  string
+		c     *schemas.OfferCommand
+		key   string
+		field string
+	}{
+		{"key mismatch", &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s", Offer: sample()}, IDFrom(10), "offer_id"},
+		{"not an id", &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: "42", SellerID: "s", Offer: sample()}, "42", "offer_id"},
+		{"unknown kind", &schemas.OfferCommand{Kind: "MERGE", OfferID: id, SellerID: "s"}, id, "kind"},
+		{"no offer", &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s"}, id, "offer"},
+		{"invalid offer", &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s", Offer: &schemas.Offer{Category: "x"}}, id, "title"},
+	}
+	for _, tt := range tests {
+		in := cmd(tt.c, 1)
+		in.Key = tt.key
+		if d := Decide(nil, in); d.Outcome != schemas.OutcomeInvalid || d.Field != tt.field || d.Record != nil {
+			t.Errorf("%s: %+v", tt.name, d)
+		}
+	}
+}
+
+func TestDecideFeeds(t *testing.T) {
+	id := IDFrom(11)
+	create := &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s", ExpectedVersion: -1,
+		Offer: sample(), TaskID: 5, ExternalID: "vin-1"}
+	r := Decide(nil, cmd(create, 1)).Record
+	if r.FeedTask != 5 || r.Offer.ExternalID != "vin-1" {
+		t.Fatalf("feed create: %+v", r)
+	}
+	// A retried feed create (same seller, same external id) is the same offer.
+	if d := Decide(r, cmd(create, 2)); d.Outcome != schemas.OutcomeOK || d.Record != nil {
+		t.Errorf("retried feed create: %+v", d)
+	}
+	r.Moderation.Banned = true
+	up := &schemas.OfferCommand{Kind: schemas.CommandFeedUpsert, OfferID: id, SellerID: "s", ExpectedVersion: -1, Offer: sample(), TaskID: 4}
+	if d := Decide(r, cmd(up, 3)); d.Outcome != schemas.OutcomeIgnored {
+		t.Errorf("item of an older task: %+v", d)
+	}
+	up.TaskID = 6
+	up.Offer.Title = "Lada 2"
+	d := Decide(r, cmd(up, 4))
+	if d.Outcome != schemas.OutcomeOK || d.Record.FeedTask != 6 || !d.Record.Moderation.Banned || d.Record.Offer.Title != "Lada 2" ||
+		!slices.Equal(d.Record.Summary.Presets, []string{PresetAll, PresetBanned}) {
+		t.Fatalf("feed update of a banned offer: %+v", d)
+	}
+	r = d.Record
+	del := &schemas.OfferCommand{Kind: schemas.CommandFeedDelete, OfferID: id, SellerID: "s", ExpectedVersion: -1, TaskID: 6}
+	if d := Decide(r, cmd(del, 5)); d.Outcome != schemas.OutcomeIgnored {
+		t.Errorf("delete by the task that touched it: %+v", d)
+	}
+	del.TaskID = 7
+	if d := Decide(r, cmd(del, 6)); d.Outcome != schemas.OutcomeOK || d.Record.Offer.Status != schemas.OfferDeleted {
+		t.Errorf("delete by a later task: %+v", d)
+	}
+}
+
+func TestDecidePhotosAndModeration(t *testing.T) {
+	id := IDFrom(12)
+	r := Decide(nil, cmd(&schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s", ExpectedVersion: -1, Offer: sample(), DraftID: "d"}, 1)).Record
+	ph := Input{Topic: topics.PhotosResults, Offset: 1, At: t0, Key: id,
+		Photo: &schemas.PhotoResult{OfferID: id, SourceURL: "https://img/1", OK: true, URL: "https://avatars/1"}}
+	d := Decide(r, ph)
+	if d.Outcome != schemas.OutcomeOK || d.Record.Offer.Photos[0] != (schemas.Photo{SourceURL: "https://img/1", URL: "https://avatars/1", Status: schemas.PhotoReady}) {
+		t.Fatalf("photo result: %+v", d)
+	}
+	if len(d.Record.Recent) != len(r.Recent) {
+		t.Errorf("a photo result is remembered as a command")
+	}
+	if d := Decide(d.Record, ph); d.Outcome != schemas.OutcomeIgnored {
+		t.Errorf("same photo result again: %+v", d)
+	}
+	ph.Photo.SourceURL = "https://img/unknown"
+	if d := Decide(r, ph); d.Outcome != schemas.OutcomeIgnored {
+		t.Errorf("photo result for no photo: %+v", d)
+	}
+	ban := Input{Topic: topics.ModerationOpinions, At: t0, Key: id, Opinion: &schemas.ModerationOpinion{OfferID: id, Banned: true, Reasons: []string{"fraud"}}}
+	d = Decide(r, ban)
+	if d.Outcome != schemas.OutcomeOK || !d.Record.Moderation.Banned || !slices.Equal(d.Record.Summary.Presets, []string{PresetAll, PresetBanned}) {
+		t.Fatalf("ban: %+v", d)
+	}
+	lift := ban
+	lift.Opinion = &schemas.ModerationOpinion{OfferID: id}
+	if d := Decide(d.Record, lift); d.Outcome != schemas.OutcomeOK || d.Record.Moderation.Banned || len(d.Record.Moderation.Reasons) != 0 {
+		t.Errorf("lift: %+v", d)
+	}
+	if d := Decide(nil, ban); d.Outcome != schemas.OutcomeIgnored {
+		t.Errorf("opinion on no offer: %+v", d)
+	}
+}
+
+func TestRememberKeepsTheLast(t *testing.T) {
+	r := &schemas.OfferRecord{}
+	for i := int64(0); i < 40; i++ {
+		Remember(r, 1, i, Decision{Outcome: schemas.OutcomeOK, Version: i})
+	}
+	if len(r.Recent) != remembered {
+		t.Fatalf("%d remembered", len(r.Recent))
+	}
+	if _, ok := Recall(r, 1, 39); !ok {
+		t.Error("last forgotten")
+	}
+	if _, ok := Recall(r, 1, 39-remembered); ok {
+		t.Error("too old remembered")
+	}
+}

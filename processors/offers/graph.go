@@ -1,0 +1,234 @@
+package offers
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/codec"
+
+	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Group is the goka group of the offer aggregate; its table is Table.
+const Group goka.Group = "offers"
+
+// Table is the aggregate's group table (topic offers-table).
+var Table = goka.GroupTable(Group)
+
+// TableCodec is the codec of the table's values (*schemas.OfferRecord).
+var TableCodec goka.Codec = streams.Avro[schemas.OfferRecord]{C: schemas.OfferRecords}
+
+var (
+	commands   = goka.Stream(topics.OffersCommands)
+	photos     = goka.Stream(topics.PhotosResults)
+	opinions   = goka.Stream(topics.ModerationOpinions)
+	events     = goka.Stream(topics.OffersEvents)
+	results    = goka.Stream(topics.OffersResults)
+	dead       = goka.Stream(topics.OffersDead)
+	requests   = goka.Stream(topics.PhotosRequests)
+	changes    = goka.Stream(topics.CabinetChanges)
+	presets    = goka.Stream(topics.CabinetPresets)
+	feedsIndex = goka.Stream(topics.FeedsIndex)
+)
+
+// Metrics of the aggregate.
+type Metrics struct {
+	Outcomes    *metrics.CounterVec // by input and outcome
+	DeadLetters *metrics.Counter
+	Recalled    *metrics.Counter
+}
+
+// NewMetrics registers the aggregate's metrics in r.
+func NewMetrics(r *metrics.Registry) *Metrics {
+	return &Metrics{
+		Outcomes:    r.Counter("offerlog_offers_outcomes_total", "Inputs of the offer aggregate by topic and outcome.", "topic", "outcome"),
+		DeadLetters: r.Counter("offerlog_offers_dead_letters_total", "Inputs sent to offers.dead.").With(),
+		Recalled:    r.Counter("offerlog_offers_recalled_total", "Commands seen again after a crash and answered as the first time.").With(),
+	}
+}
+
+// Graph returns the aggregate's group graph.
+func Graph(m *Metrics) *goka.GroupGraph {
+	h := &handler{m: m}
+	return goka.DefineGroup(Group,
+		goka.Input(commands, new(codec.Bytes), h.command),
+		goka.Input(photos, new(codec.Bytes), h.photo),
+		goka.Input(opinions, new(codec.Bytes), h.opinion),
+		goka.Persist(TableCodec),
+		goka.Output(events, streams.Avro[schemas.OfferEvent]{C: schemas.OfferEvents}),
+		goka.Output(results, streams.Avro[schemas.OfferResult]{C: schemas.OfferResults}),
+		goka.Output(dead, streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}),
+		goka.Output(requests, streams.Avro[schemas.PhotoRequest]{C: schemas.PhotoRequests}),
+		goka.Output(changes, streams.Avro[schemas.CabinetChange]{C: schemas.CabinetChanges}),
+		goka.Output(presets, streams.Avro[schemas.PresetEntry]{C: schemas.PresetEntries}),
+		goka.Output(feedsIndex, streams.Avro[schemas.FeedEntry]{C: schemas.FeedEntries}),
+	)
+}
+
+type handler struct{ m *Metrics }
+
+func current(ctx goka.Context) *schemas.OfferRecord {
+	if v, ok := ctx.Value().(*schemas.OfferRecord); ok {
+		return v
+	}
+	return nil
+}
+
+func input(ctx goka.Context) Input {
+	return Input{Topic: string(ctx.Topic()), Partition: ctx.Partition(), Offset: ctx.Offset(), At: ctx.Timestamp(), Key: ctx.Key()}
+}
+
+func (h *handler) command(ctx goka.Context, msg any) {
+	data, _ := msg.([]byte)
+	var c schemas.OfferCommand
+	if err := schemas.OfferCommands.Decode(data, &c); err != nil {
+		h.reject(ctx, data, Decision{Outcome: schemas.OutcomeInvalid, Reason: fmt.Sprintf("undecodable command: %v", err)})
+		return
+	}
+	cur := current(ctx)
+	if rr, ok := Recall(cur, ctx.Partition(), ctx.Offset()); ok {
+		// Decided before a crash, after the input's last commit: answer as
+		// the first time, and emit the outputs again if the record is still
+		// this command's (they may not have been written).
+		h.m.Recalled.Inc()
+		if cur.SourceTopic == topics.OffersCommands && cur.SourcePartition == ctx.Partition() && cur.SourceOffset == ctx.Offset() {
+			h.emit(ctx, cur, nil, "", true)
+		}
+		h.result(ctx, Decision{Outcome: schemas.Outcome(rr.Outcome), Reason: rr.Reason, Field: rr.Field, Version: rr.Version})
+		return
+	}
+	in := input(ctx)
+	in.Command = &c
+	d := Decide(cur, in)
+	if d.Outcome == schemas.OutcomeInvalid {
+		h.reject(ctx, data, d)
+		return
+	}
+	h.apply(ctx, cur, d)
+	h.result(ctx, d)
+}
+
+func (h *handler) photo(ctx goka.Context, msg any) {
+	data, _ := msg.([]byte)
+	in := input(ctx)
+	in.Photo = new(schemas.PhotoResult)
+	if err := schemas.PhotoResults.Decode(data, in.Photo); err != nil {
+		h.reject(ctx, data, Decision{Outcome: schemas.OutcomeInvalid, Reason: fmt.Sprintf("undecodable photo result: %v", err)})
+		return
+	}
+	h.other(ctx, data, in)
+}
+
+func (h *handler) opinion(ctx goka.Context, msg any) {
+	data, _ := msg.([]byte)
+	in := input(ctx)
+	in.Opinion = new(schemas.ModerationOpinion)
+	if err := schemas.ModerationOpinions.Decode(data, in.Opinion); err != nil {
+		h.reject(ctx, data, Decision{Outcome: schemas.OutcomeInvalid, Reason: fmt.Sprintf("undecodable opinion: %v", err)})
+		return
+	}
+	h.other(ctx, data, in)
+}
+
+// other decides a photo result or an opinion. They are not answered; one
+// seen again after a crash finds its effect in the table and changes
+// nothing, except that its outputs are emitted again if the record is
+// still its own.
+func (h *handler) other(ctx goka.Context, data []byte, in Input) {
+	id := ""
+	if in.Photo != nil {
+		id = in.Photo.OfferID
+	} else {
+		id = in.Opinion.OfferID
+	}
+	if id != ctx.Key() {
+		h.reject(ctx, data, Decision{Outcome: schemas.OutcomeInvalid, Field: "offer_id", Reason: fmt.Sprintf("%q is not the message key %q", id, ctx.Key())})
+		return
+	}
+	cur := current(ctx)
+	if cur != nil && cur.SourceTopic == in.Topic && cur.SourcePartition == in.Partition && cur.SourceOffset == in.Offset {
+		h.emit(ctx, cur, nil, "", true)
+		h.count(ctx, schemas.OutcomeOK)
+		return
+	}
+	d := Decide(cur, in)
+	h.apply(ctx, cur, d)
+	h.count(ctx, d.Outcome)
+}
+
+func (h *handler) count(ctx goka.Context, o schemas.Outcome) {
+	h.m.Outcomes.With(string(ctx.Topic()), string(o)).Inc()
+}
+
+func (h *handler) apply(ctx goka.Context, cur *schemas.OfferRecord, d Decision) {
+	if d.Record == nil {
+		return
+	}
+	ctx.SetValue(d.Record)
+	h.emit(ctx, d.Record, cur, d.Change, false)
+	for i := range d.Photos {
+		ctx.Emit(requests, ctx.Key(), &d.Photos[i])
+	}
+}
+
+// emit writes the outputs of record r, written over prev. With full, every
+// preset membership is written, not only the changed ones: a redelivery
+// cannot tell which of its writes were lost.
+func (h *handler) emit(ctx goka.Context, r, prev *schemas.OfferRecord, change string, full bool) {
+	o := &r.Offer
+	if change == "" {
+		change = "REPEATED"
+	}
+	ctx.Emit(events, o.ID, &schemas.OfferEvent{Offer: *o, Version: r.Version, Change: change,
+		Banned: r.Moderation.Banned, BanReasons: r.Moderation.Reasons, At: o.UpdatedAt})
+	ctx.Emit(changes, o.SellerID, &schemas.CabinetChange{SellerID: o.SellerID, OfferID: o.ID,
+		SourceTopic: r.SourceTopic, SourcePartition: r.SourcePartition, SourceOffset: r.SourceOffset,
+		Before: r.Previous, After: r.Summary})
+	for _, p := range Presets {
+		in, was := slices.Contains(r.Summary.Presets, p), slices.Contains(r.Previous.Presets, p)
+		if in == was && !full {
+			continue
+		}
+		key := PresetKey(o.SellerID, p, o.CreatedAt, o.ID)
+		if in {
+			ctx.Emit(presets, key, &schemas.PresetEntry{SellerID: o.SellerID, Preset: p, OfferID: o.ID, CreatedAt: o.CreatedAt})
+		} else {
+			ctx.Emit(presets, key, nil)
+		}
+	}
+	if o.ExternalID != "" {
+		key := FeedKey(o.SellerID, o.ExternalID)
+		if o.Status == schemas.OfferDeleted {
+			ctx.Emit(feedsIndex, key, nil)
+		} else if full || prev == nil || prev.FeedTask != r.FeedTask || prev.Offer.Status == schemas.OfferDeleted {
+			ctx.Emit(feedsIndex, key, &schemas.FeedEntry{SellerID: o.SellerID, ExternalID: o.ExternalID, OfferID: o.ID, TaskID: r.FeedTask})
+		}
+	}
+}
+
+func (h *handler) result(ctx goka.Context, d Decision) {
+	ctx.Emit(results, ctx.Key(), &schemas.OfferResult{OfferID: ctx.Key(), SourcePartition: ctx.Partition(), SourceOffset: ctx.Offset(),
+		Outcome: d.Outcome, Reason: d.Reason, Field: d.Field, Version: d.Version})
+	h.count(ctx, d.Outcome)
+}
+
+// reject keeps an undecodable or invalid input on offers.dead with the
+// reason; a command is also answered INVALID.
+func (h *handler) reject(ctx goka.Context, data []byte, d Decision) {
+	reason := d.Reason
+	if d.Field != "" {
+		reason = d.Field + ": " + d.Reason
+	}
+	ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(string(Group), string(ctx.Topic()),
+		ctx.Partition(), ctx.Offset(), []byte(ctx.Key()), data, ctx.Timestamp(), reason))
+	h.m.DeadLetters.Inc()
+	if ctx.Topic() == commands {
+		h.result(ctx, d)
+		return
+	}
+	h.count(ctx, d.Outcome)
+}

@@ -1,0 +1,60 @@
+package offers
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"strconv"
+)
+
+// IDLength is the length of an offer id: ten random digits, the first not
+// zero, and a Luhn check digit. Short enough to read out to support, too
+// sparse to enumerate (9·10⁹ ids drawn at random, no neighbour relation),
+// and a mistyped digit is caught by the check digit.
+const IDLength = 11
+
+// NewID returns a fresh random offer id. Uniqueness is not assumed: the
+// aggregate refuses a CREATE for an id another offer holds (COLLISION), and
+// the caller draws again.
+func NewID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails: it crashes the program instead
+	return IDFrom(binary.LittleEndian.Uint64(b[:]))
+}
+
+// IDFrom returns the offer id made of the random number r.
+func IDFrom(r uint64) string {
+	body := strconv.FormatUint(1_000_000_000+r%9_000_000_000, 10)
+	return body + strconv.Itoa(luhn(body))
+}
+
+// ValidID reports whether id has the shape of an offer id and its check
+// digit is right.
+func ValidID(id string) bool {
+	if len(id) != IDLength || id[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < '0' || id[i] > '9' {
+			return false
+		}
+	}
+	return luhn(id[:IDLength-1]) == int(id[IDLength-1]-'0')
+}
+
+// luhn returns the Luhn check digit of the decimal digits s.
+func luhn(s string) int {
+	sum := 0
+	double := true // the rightmost digit of s is doubled
+	for i := len(s) - 1; i >= 0; i-- {
+		d := int(s[i] - '0')
+		if double {
+			d *= 2
+			if d > 9 {
+				d -= 9
+			}
+		}
+		sum += d
+		double = !double
+	}
+	return (10 - sum%10) % 10
+}

@@ -1,0 +1,43 @@
+package offers
+
+import (
+	"context"
+
+	"github.com/lovoo/goka"
+
+	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Config of the offer aggregate.
+type Config struct {
+	Streams streams.Config
+	Metrics *Metrics
+	// OnReady, if set, is called when the processor has recovered its table
+	// and is processing.
+	OnReady func()
+}
+
+func (c *Config) graph() *goka.GroupGraph {
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics(metrics.New())
+	}
+	return Graph(c.Metrics)
+}
+
+// Run runs the offer aggregate until ctx is done.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Streams.Validate(); err != nil {
+		return err
+	}
+	return streams.RunProcessor(ctx, cfg.Streams, cfg.graph(), cfg.OnReady)
+}
+
+// Replay rebuilds the aggregate's table from offers.commands, photos.results
+// and moderation.opinions, and emits its outputs again (consumers of them
+// are idempotent: the cabinet skips changes it applied, the compacted
+// topics get the same values). The group must not be running.
+func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
+	return streams.ReplayGroup(ctx, cfg.Streams, cfg.graph, topics.Find(string(Table), partitions).Configs(), partitions, replication)
+}

@@ -1,0 +1,337 @@
+package schemas
+
+import "time"
+
+// Names of the offer storage's schemas.
+const (
+	OfferRecordName       = "offerlog.offers.OfferRecord"
+	OfferCommandName      = "offerlog.offers.OfferCommand"
+	OfferEventName        = "offerlog.offers.OfferEvent"
+	OfferResultName       = "offerlog.offers.OfferResult"
+	CabinetChangeName     = "offerlog.offers.CabinetChange"
+	SellerCabinetName     = "offerlog.offers.SellerCabinet"
+	PresetEntryName       = "offerlog.offers.PresetEntry"
+	FeedItemName          = "offerlog.offers.FeedItem"
+	FeedEntryName         = "offerlog.offers.FeedEntry"
+	PhotoRequestName      = "offerlog.offers.PhotoRequest"
+	PhotoResultName       = "offerlog.offers.PhotoResult"
+	ModerationOpinionName = "offerlog.offers.ModerationOpinion"
+	DraftRecordName       = "offerlog.offers.DraftRecord"
+	DraftCommandName      = "offerlog.offers.DraftCommand"
+	DraftResultName       = "offerlog.offers.DraftResult"
+)
+
+// OfferStatus is where an offer is in its life, as its seller sees it. A ban
+// is moderation's and is kept apart (OfferRecord.Moderation).
+type OfferStatus string
+
+// Offer statuses.
+const (
+	OfferActive   OfferStatus = "ACTIVE"
+	OfferInactive OfferStatus = "INACTIVE"
+	OfferExpired  OfferStatus = "EXPIRED"
+	OfferSold     OfferStatus = "SOLD"
+	OfferDeleted  OfferStatus = "DELETED"
+)
+
+// PhotoStatus is where a photo is in its processing.
+type PhotoStatus string
+
+// Photo statuses.
+const (
+	PhotoPending PhotoStatus = "PENDING"
+	PhotoReady   PhotoStatus = "READY"
+	PhotoFailed  PhotoStatus = "FAILED"
+)
+
+// Photo is one photo of an offer: the seller's URL and, once processed, the
+// URL it is served from.
+type Photo struct {
+	SourceURL string      `avro:"source_url" json:"source_url"`
+	URL       string      `avro:"url" json:"url,omitempty"`
+	Status    PhotoStatus `avro:"status" json:"status,omitempty"`
+	Error     string      `avro:"error" json:"error,omitempty"`
+}
+
+// Offer is an offer as sellers write it and readers get it.
+type Offer struct {
+	ID          string            `avro:"id" json:"id"`
+	SellerID    string            `avro:"seller_id" json:"seller_id"`
+	Category    string            `avro:"category" json:"category"`
+	Title       string            `avro:"title" json:"title"`
+	Description string            `avro:"description" json:"description,omitempty"`
+	Price       *int64            `avro:"price" json:"price,omitempty"`
+	Currency    string            `avro:"currency" json:"currency,omitempty"`
+	Attributes  map[string]string `avro:"attributes" json:"attributes,omitempty"`
+	Photos      []Photo           `avro:"photos" json:"photos,omitempty"`
+	Status      OfferStatus       `avro:"status" json:"status"`
+	ExternalID  string            `avro:"external_id" json:"external_id,omitempty"`
+	CreatedAt   time.Time         `avro:"created_at" json:"created_at"`
+	UpdatedAt   time.Time         `avro:"updated_at" json:"updated_at"`
+}
+
+// Summary is what the seller cabinet counts of one version of an offer.
+type Summary struct {
+	Presets   []string `avro:"presets"`
+	Sold      bool     `avro:"sold"`
+	SoldPrice int64    `avro:"sold_price"`
+}
+
+// Moderation is moderation's part of an offer: a ban and its reasons.
+type Moderation struct {
+	Banned    bool      `avro:"banned"`
+	Reasons   []string  `avro:"reasons"`
+	UpdatedAt time.Time `avro:"updated_at"`
+}
+
+// Billing is billing's part of an offer: its tariff and its first sale.
+type Billing struct {
+	Tariff    string `avro:"tariff"`
+	Sold      bool   `avro:"sold"`
+	SoldPrice int64  `avro:"sold_price"`
+}
+
+// StageState is a stage's private state of an offer: opaque bytes of a
+// type the stage names, and the version it was written at.
+type StageState struct {
+	TypeURL string `avro:"type_url"`
+	Value   []byte `avro:"value"`
+	Version int64  `avro:"version"`
+}
+
+// RecentResult is the result given to one input, remembered so that a
+// redelivery after a crash gets the same answer.
+type RecentResult struct {
+	Topic     string `avro:"topic"`
+	Partition int32  `avro:"partition"`
+	Offset    int64  `avro:"offset"`
+	Outcome   string `avro:"outcome"`
+	Reason    string `avro:"reason"`
+	Field     string `avro:"field"`
+	Version   int64  `avro:"version"`
+}
+
+// OfferRecord is the offer aggregate's value of one offer (offers-table).
+type OfferRecord struct {
+	Offer      Offer                 `avro:"offer"`
+	Version    int64                 `avro:"version"`
+	Moderation Moderation            `avro:"moderation"`
+	Billing    Billing               `avro:"billing"`
+	Stages     map[string]StageState `avro:"stages"`
+	DraftOwner string                `avro:"draft_owner"`
+	DraftID    string                `avro:"draft_id"`
+	FeedTask   int64                 `avro:"feed_task"`
+	// Summary is the cabinet's view of this version, Previous of the one
+	// before: together they let a redelivered input re-emit its change.
+	Summary  Summary `avro:"summary"`
+	Previous Summary `avro:"previous"`
+	// Source names the input that wrote this version.
+	SourceTopic     string         `avro:"source_topic"`
+	SourcePartition int32          `avro:"source_partition"`
+	SourceOffset    int64          `avro:"source_offset"`
+	Recent          []RecentResult `avro:"recent"`
+}
+
+// CommandKind is what an OfferCommand asks.
+type CommandKind string
+
+// Command kinds.
+const (
+	CommandCreate     CommandKind = "CREATE"
+	CommandUpdate     CommandKind = "UPDATE"
+	CommandDelete     CommandKind = "DELETE"
+	CommandFeedUpsert CommandKind = "FEED_UPSERT"
+	CommandFeedDelete CommandKind = "FEED_DELETE"
+)
+
+// OfferCommand is a write to one offer (offers.commands).
+type OfferCommand struct {
+	Kind            CommandKind `avro:"kind"`
+	OfferID         string      `avro:"offer_id"`
+	SellerID        string      `avro:"seller_id"`
+	ExpectedVersion int64       `avro:"expected_version"`
+	Offer           *Offer      `avro:"offer"`
+	DraftOwner      string      `avro:"draft_owner"`
+	DraftID         string      `avro:"draft_id"`
+	TaskID          int64       `avro:"task_id"`
+	ExternalID      string      `avro:"external_id"`
+}
+
+// OfferEvent is the full offer after a change (offers.events).
+type OfferEvent struct {
+	Offer      Offer     `avro:"offer"`
+	Version    int64     `avro:"version"`
+	Change     string    `avro:"change"`
+	Banned     bool      `avro:"banned"`
+	BanReasons []string  `avro:"ban_reasons"`
+	At         time.Time `avro:"at"`
+}
+
+// Outcome is the aggregate's answer to a command.
+type Outcome string
+
+// Outcomes of commands.
+const (
+	OutcomeOK        Outcome = "OK"
+	OutcomeConflict  Outcome = "CONFLICT"
+	OutcomeNotFound  Outcome = "NOT_FOUND"
+	OutcomeCollision Outcome = "COLLISION"
+	OutcomeInvalid   Outcome = "INVALID"
+	OutcomeIgnored   Outcome = "IGNORED"
+)
+
+// OfferResult is the aggregate's answer to one command (offers.results).
+type OfferResult struct {
+	OfferID         string  `avro:"offer_id"`
+	SourcePartition int32   `avro:"source_partition"`
+	SourceOffset    int64   `avro:"source_offset"`
+	Outcome         Outcome `avro:"outcome"`
+	Reason          string  `avro:"reason"`
+	Field           string  `avro:"field"`
+	Version         int64   `avro:"version"`
+}
+
+// CabinetChange is one offer's move in its seller's cabinet
+// (cabinet.changes). Source names the aggregate's input that caused it.
+type CabinetChange struct {
+	SellerID        string  `avro:"seller_id"`
+	OfferID         string  `avro:"offer_id"`
+	SourceTopic     string  `avro:"source_topic"`
+	SourcePartition int32   `avro:"source_partition"`
+	SourceOffset    int64   `avro:"source_offset"`
+	Before          Summary `avro:"before"`
+	After           Summary `avro:"after"`
+}
+
+// SellerCabinet is a seller's preset counts and counters (cabinet-table).
+// Applied holds, per aggregate input partition ("topic/partition"), the
+// last source offset applied: changes at or below it are redeliveries.
+type SellerCabinet struct {
+	SellerID    string           `avro:"seller_id" json:"seller_id"`
+	Presets     map[string]int64 `avro:"presets" json:"presets"`
+	Active      int64            `avro:"active" json:"active"`
+	Expired     int64            `avro:"expired" json:"expired"`
+	Banned      int64            `avro:"banned" json:"banned"`
+	Sold        int64            `avro:"sold" json:"sold"`
+	MoneyEarned int64            `avro:"money_earned" json:"money_earned"`
+	Applied     map[string]int64 `avro:"applied" json:"-"`
+}
+
+// PresetEntry is an offer's membership of a cabinet preset (cabinet.presets).
+type PresetEntry struct {
+	SellerID  string    `avro:"seller_id"`
+	Preset    string    `avro:"preset"`
+	OfferID   string    `avro:"offer_id"`
+	CreatedAt time.Time `avro:"created_at"`
+}
+
+// FeedItem is one item of a bulk upload, or with End its end marker
+// (feeds.ingest).
+type FeedItem struct {
+	SellerID   string `avro:"seller_id"`
+	TaskID     int64  `avro:"task_id"`
+	ExternalID string `avro:"external_id"`
+	End        bool   `avro:"end"`
+	Offer      *Offer `avro:"offer"`
+}
+
+// FeedEntry says which offer holds a seller's external id and the last
+// task that touched it (feeds.index).
+type FeedEntry struct {
+	SellerID   string `avro:"seller_id"`
+	ExternalID string `avro:"external_id"`
+	OfferID    string `avro:"offer_id"`
+	TaskID     int64  `avro:"task_id"`
+}
+
+// PhotoRequest asks the photo service to process one photo (photos.requests).
+type PhotoRequest struct {
+	OfferID   string `avro:"offer_id"`
+	SourceURL string `avro:"source_url"`
+	Version   int64  `avro:"version"`
+}
+
+// PhotoResult is the photo service's answer for one photo (photos.results).
+type PhotoResult struct {
+	OfferID   string `avro:"offer_id"`
+	SourceURL string `avro:"source_url"`
+	OK        bool   `avro:"ok"`
+	URL       string `avro:"url"`
+	Error     string `avro:"error"`
+}
+
+// ModerationOpinion sets or lifts a ban (moderation.opinions).
+type ModerationOpinion struct {
+	OfferID string   `avro:"offer_id"`
+	Banned  bool     `avro:"banned"`
+	Reasons []string `avro:"reasons"`
+}
+
+// Draft is an owner's draft: an offer before publication.
+type Draft struct {
+	ID        string    `avro:"id" json:"id"`
+	Owner     string    `avro:"owner" json:"owner"`
+	Category  string    `avro:"category" json:"category"`
+	Offer     Offer     `avro:"offer" json:"offer"`
+	UpdatedAt time.Time `avro:"updated_at" json:"updated_at"`
+	Version   int64     `avro:"version" json:"version"`
+}
+
+// DraftRecord is the drafts group's value of an owner (drafts-table).
+type DraftRecord struct {
+	Draft Draft `avro:"draft"`
+}
+
+// DraftKind is what a DraftCommand asks.
+type DraftKind string
+
+// Draft command kinds.
+const (
+	DraftCurrent DraftKind = "CURRENT"
+	DraftSave    DraftKind = "SAVE"
+	DraftDiscard DraftKind = "DISCARD"
+	DraftHand    DraftKind = "HAND"
+)
+
+// DraftCommand is a draft operation (drafts.commands).
+type DraftCommand struct {
+	Kind       DraftKind `avro:"kind"`
+	Anon       string    `avro:"anon"`
+	User       string    `avro:"user"`
+	Category   string    `avro:"category"`
+	NewID      string    `avro:"new_id"`
+	Draft      *Draft    `avro:"draft"`
+	ExpectedID string    `avro:"expected_id"`
+	// ReplyPartition and ReplyOffset name the request a HAND answers.
+	ReplyPartition int32 `avro:"reply_partition"`
+	ReplyOffset    int64 `avro:"reply_offset"`
+}
+
+// DraftResult is the drafts group's answer (drafts.results).
+type DraftResult struct {
+	Owner           string  `avro:"owner"`
+	SourcePartition int32   `avro:"source_partition"`
+	SourceOffset    int64   `avro:"source_offset"`
+	Outcome         Outcome `avro:"outcome"`
+	Reason          string  `avro:"reason"`
+	Draft           *Draft  `avro:"draft"`
+}
+
+// Codecs of the offer storage's schemas. Each is safe for concurrent use.
+var (
+	OfferRecords       = codecFor[OfferRecord](OfferRecordName)
+	OfferCommands      = codecFor[OfferCommand](OfferCommandName)
+	OfferEvents        = codecFor[OfferEvent](OfferEventName)
+	OfferResults       = codecFor[OfferResult](OfferResultName)
+	CabinetChanges     = codecFor[CabinetChange](CabinetChangeName)
+	SellerCabinets     = codecFor[SellerCabinet](SellerCabinetName)
+	PresetEntries      = codecFor[PresetEntry](PresetEntryName)
+	FeedItems          = codecFor[FeedItem](FeedItemName)
+	FeedEntries        = codecFor[FeedEntry](FeedEntryName)
+	PhotoRequests      = codecFor[PhotoRequest](PhotoRequestName)
+	PhotoResults       = codecFor[PhotoResult](PhotoResultName)
+	ModerationOpinions = codecFor[ModerationOpinion](ModerationOpinionName)
+	DraftRecords       = codecFor[DraftRecord](DraftRecordName)
+	DraftCommands      = codecFor[DraftCommand](DraftCommandName)
+	DraftResults       = codecFor[DraftResult](DraftResultName)
+)
