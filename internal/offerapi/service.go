@@ -51,6 +51,11 @@ func (e *Error) Error() string {
 	return e.Reason
 }
 
+func isKind(err error, k Kind) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Kind == k
+}
+
 func errorf(k Kind, field, format string, args ...any) *Error {
 	return &Error{Kind: k, Field: field, Reason: fmt.Sprintf(format, args...)}
 }
@@ -243,8 +248,26 @@ func (s *Service) draftCommand(ctx context.Context, c *schemas.DraftCommand) (*s
 // CurrentDraft returns the visitor's draft (anonymous id, logged-in id, or
 // both) for category (optional), by the seed's rules.
 func (s *Service) CurrentDraft(ctx context.Context, anon, user, category string) (*schemas.Draft, error) {
-	return s.draftCommand(ctx, &schemas.DraftCommand{Kind: schemas.DraftCurrent, Anon: anon, User: user,
-		Category: category, NewID: offers.NewID(), ReplyPartition: -1, ReplyOffset: -1})
+	c := &schemas.DraftCommand{Kind: schemas.DraftCurrent, Anon: anon, User: user, Category: category, NewID: offers.NewID(),
+		ReplyPartition: -1, ReplyOffset: -1}
+	if anon == "" || user == "" {
+		return s.draftCommand(ctx, c)
+	}
+	// Both: read the anonymous draft, hand it to the user, drop it.
+	taken, err := s.draftCommand(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	c.Kind, c.Draft = schemas.DraftHand, taken
+	d, err := s.draftCommand(ctx, c)
+	if err != nil || taken == nil {
+		return d, err
+	}
+	if _, err := s.draftCommand(ctx, &schemas.DraftCommand{Kind: schemas.DraftDiscard, Anon: anon, ExpectedID: taken.ID,
+		ReplyPartition: -1, ReplyOffset: -1}); err != nil && !isKind(err, NotFound) {
+		s.cfg.Logger.Warn("offerapi: handed anonymous draft not dropped", "anon", anon, "draft", taken.ID, "err", err)
+	}
+	return d, nil
 }
 
 // SaveDraft replaces the content of the owner's draft id (the owner is the
@@ -297,11 +320,8 @@ func (s *Service) PublishDraft(ctx context.Context, user, id string, version int
 			return nil, err
 		}
 		if _, err := s.draftCommand(ctx, &schemas.DraftCommand{Kind: schemas.DraftDiscard, User: user, ExpectedID: d.ID,
-			ReplyPartition: -1, ReplyOffset: -1}); err != nil {
-			var e *Error
-			if !errors.As(err, &e) || e.Kind != NotFound {
-				s.cfg.Logger.Warn("offerapi: published draft not dropped", "user", user, "draft", d.ID, "err", err)
-			}
+			ReplyPartition: -1, ReplyOffset: -1}); err != nil && !isKind(err, NotFound) {
+			s.cfg.Logger.Warn("offerapi: published draft not dropped", "user", user, "draft", d.ID, "err", err)
 		}
 		return s.await(ctx, c.OfferID, res.Version), nil
 	}

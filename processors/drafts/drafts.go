@@ -2,11 +2,14 @@
 // an owner being an anonymous visitor ("anon:ID") or a logged-in seller
 // ("user:ID"), with the seed's rules for which draft a visitor gets back.
 //
-// A CURRENT request naming both an anonymous and a logged-in owner is keyed
-// by the anonymous one: the group takes that owner's draft away and hands
-// it (HAND) to the logged-in owner's key, where the rules pick the draft
-// the seller keeps. The answer goes to drafts.results with the position of
-// the original request, so the API's request/reply finds it.
+// A visitor both anonymous and logged in is served in three commands, all
+// from the API, so that the log alone replays them: CURRENT keyed by the
+// anonymous owner answers that owner's draft as it is; HAND keyed by the
+// logged-in owner carries it there, where the rules pick the draft the
+// seller keeps; DISCARD of the anonymous draft's id drops it. A crash
+// between them loses nothing: the anonymous draft stays until handed.
+// Every command is answered on drafts.results with its position, for the
+// API's request/reply.
 package drafts
 
 import (

@@ -50,9 +50,6 @@ func Graph(m *Metrics) *goka.GroupGraph {
 		goka.Persist(TableCodec),
 		goka.Output(results, streams.Avro[schemas.DraftResult]{C: schemas.DraftResults}),
 		goka.Output(dead, streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}),
-		// A CURRENT request is handed from the anonymous owner to the user
-		// through the group's own input.
-		goka.Output(commands, streams.Avro[schemas.DraftCommand]{C: schemas.DraftCommands}),
 	)
 }
 
@@ -77,17 +74,13 @@ func (h *handler) command(ctx goka.Context, msg any) {
 	switch c.Kind {
 	case schemas.DraftCurrent:
 		if c.Anon != "" && c.User != "" {
-			// Take the anonymous draft away and hand it to the user.
-			if cur != nil {
-				ctx.Delete()
-			}
-			ctx.Emit(commands, UserKey(c.User), &schemas.DraftCommand{Kind: schemas.DraftHand, Anon: c.Anon, User: c.User,
-				Category: c.Category, NewID: c.NewID, Draft: cur, ReplyPartition: ctx.Partition(), ReplyOffset: ctx.Offset()})
+			// The first step of a hand-over: the anonymous draft, as it is.
+			h.reply(ctx, &c, ctx.Partition(), ctx.Offset(), schemas.OutcomeOK, "", cur)
 			return
 		}
 		h.current(ctx, &c, nil, cur, ctx.Partition(), ctx.Offset())
 	case schemas.DraftHand:
-		h.current(ctx, &c, c.Draft, cur, c.ReplyPartition, c.ReplyOffset)
+		h.current(ctx, &c, c.Draft, cur, ctx.Partition(), ctx.Offset())
 	case schemas.DraftSave:
 		next, outcome, reason := Save(cur, c.Draft, ctx.Key(), at)
 		if next != nil {
