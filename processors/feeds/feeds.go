@@ -152,7 +152,9 @@ func (l *loader) batch(ctx context.Context, recs []*kgo.Record) error {
 	for _, r := range recs {
 		var it schemas.FeedItem
 		err := schemas.FeedItems.Decode(r.Value, &it)
-		if err == nil {
+		if err != nil {
+			err = fmt.Errorf("undecodable item: %w", err)
+		} else {
 			err = check(&it, string(r.Key))
 		}
 		if err != nil {
