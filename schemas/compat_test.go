@@ -25,7 +25,7 @@ func samples() map[string]any {
 	offer := sampleOffer(ts)
 	draft := Draft{ID: offer.ID, Owner: "user:u", Category: offer.Category, Offer: offer, UpdatedAt: ts, Version: 2}
 	rec2 := OfferRecord{Offer: offer, Version: 3, Moderation: Moderation{Banned: true, Reasons: []string{"spam"}, UpdatedAt: ts},
-		Billing: Billing{Tariff: "free", Sold: true, SoldPrice: 900}, Stages: map[string]StageState{"expiry": {TypeURL: "t", Value: []byte{1}, Version: 2}},
+		Billing: Billing{Tariff: "free", Sold: true, SoldPrice: 900}, Stages: []StageState{{Stage: "expiry", TypeURL: "t", Value: []byte{1}, Version: 2}},
 		DraftOwner: "user:u", DraftID: offer.ID, FeedTask: 4,
 		Summary: Summary{Presets: []string{"all", "banned"}, Sold: true, SoldPrice: 900}, Previous: Summary{Presets: []string{"all", "active"}},
 		SourceTopic: "offers.commands", SourcePartition: 1, SourceOffset: 9,
@@ -51,11 +51,12 @@ func samples() map[string]any {
 		NumeratorEntryName:   &NumeratorEntry{BusinessID: 1, OfferID: "sku", ShopID: 2, WarehouseID: 3, Shard: 4, DocID: 10, LastSeen: 7, Version: "0.0.0.7"},
 		AssignmentName:       &Assignment{BusinessID: 1, OfferID: "sku", ShopID: 2, WarehouseID: 3, Shard: 4, DocID: 10, Version: "0.0.0.7", Generation: 7},
 		OfferRecordName:       &rec2,
-		OfferCommandName:      &OfferCommand{Kind: CommandUpdate, OfferID: offer.ID, SellerID: "s1", ExpectedVersion: 2, Offer: &offer},
+		OfferCommandName: &OfferCommand{Kind: CommandUpdate, OfferID: offer.ID, SellerID: "s1", ExpectedVersion: 2, Offer: &offer,
+			Photo: &PhotoResult{OfferID: offer.ID, SourceURL: "https://img/1"}, Opinion: &ModerationOpinion{OfferID: offer.ID, Reasons: []string{}}},
 		OfferEventName:        &OfferEvent{Offer: offer, Version: 3, Change: "UPDATED", Banned: true, BanReasons: []string{"spam"}, At: ts},
 		OfferResultName:       &OfferResult{OfferID: offer.ID, SourcePartition: 1, SourceOffset: 9, Outcome: OutcomeConflict, Reason: "at 3", Field: "expected_version", Version: 3},
 		CabinetChangeName:     &CabinetChange{SellerID: "s1", OfferID: offer.ID, SourceTopic: "offers.commands", SourcePartition: 1, SourceOffset: 9, Before: rec2.Previous, After: rec2.Summary},
-		SellerCabinetName:     &SellerCabinet{SellerID: "s1", Presets: map[string]int64{"all": 2, "active": 1}, Active: 1, Sold: 1, MoneyEarned: 900, Applied: map[string]int64{"offers.commands/1": 9}},
+		SellerCabinetName:     &SellerCabinet{SellerID: "s1", Presets: Counts{{Name: "all", Count: 2}, {Name: "active", Count: 1}}, Active: 1, Sold: 1, MoneyEarned: 900, Applied: Counts{{Name: "offers.commands/1", Count: 9}}},
 		PresetEntryName:       &PresetEntry{SellerID: "s1", Preset: "active", OfferID: offer.ID, CreatedAt: ts},
 		FeedItemName:          &FeedItem{SellerID: "s1", TaskID: 4, ExternalID: "vin-1", Offer: &offer},
 		FeedEntryName:         &FeedEntry{SellerID: "s1", ExternalID: "vin-1", OfferID: offer.ID, TaskID: 4},
@@ -331,7 +332,7 @@ func TestEncodeJSONRejects(t *testing.T) {
 func sampleOffer(ts time.Time) Offer {
 	p := int64(900)
 	return Offer{ID: "12345678903", SellerID: "s1", Category: "cars", Title: "Lada", Description: "runs", Price: &p, Currency: "RUB",
-		Attributes: map[string]string{"color": "red"}, Photos: []Photo{{SourceURL: "https://img/1", Status: PhotoPending}},
+		Attributes: Attributes{{Name: "color", Value: "red"}}, Photos: []Photo{{SourceURL: "https://img/1", Status: PhotoPending}},
 		Status: OfferSold, ExternalID: "vin-1", CreatedAt: ts, UpdatedAt: ts}
 }
 

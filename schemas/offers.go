@@ -62,7 +62,7 @@ type Offer struct {
 	Description string            `avro:"description" json:"description,omitempty"`
 	Price       *int64            `avro:"price" json:"price,omitempty"`
 	Currency    string            `avro:"currency" json:"currency,omitempty"`
-	Attributes  map[string]string `avro:"attributes" json:"attributes,omitempty"`
+	Attributes  Attributes        `avro:"attributes" json:"attributes,omitempty"`
 	Photos      []Photo           `avro:"photos" json:"photos,omitempty"`
 	Status      OfferStatus       `avro:"status" json:"status"`
 	ExternalID  string            `avro:"external_id" json:"external_id,omitempty"`
@@ -92,8 +92,10 @@ type Billing struct {
 }
 
 // StageState is a stage's private state of an offer: opaque bytes of a
-// type the stage names, and the version it was written at.
+// type the stage names, and the version it was written at. A record keeps
+// its states sorted by stage.
 type StageState struct {
+	Stage   string `avro:"stage"`
 	TypeURL string `avro:"type_url"`
 	Value   []byte `avro:"value"`
 	Version int64  `avro:"version"`
@@ -117,7 +119,7 @@ type OfferRecord struct {
 	Version    int64                 `avro:"version"`
 	Moderation Moderation            `avro:"moderation"`
 	Billing    Billing               `avro:"billing"`
-	Stages     map[string]StageState `avro:"stages"`
+	Stages     []StageState `avro:"stages"`
 	DraftOwner string                `avro:"draft_owner"`
 	DraftID    string                `avro:"draft_id"`
 	FeedTask   int64                 `avro:"feed_task"`
@@ -142,6 +144,8 @@ const (
 	CommandDelete     CommandKind = "DELETE"
 	CommandFeedUpsert CommandKind = "FEED_UPSERT"
 	CommandFeedDelete CommandKind = "FEED_DELETE"
+	CommandPhoto      CommandKind = "PHOTO"
+	CommandModeration CommandKind = "MODERATION"
 )
 
 // OfferCommand is a write to one offer (offers.commands).
@@ -155,6 +159,12 @@ type OfferCommand struct {
 	DraftID         string      `avro:"draft_id"`
 	TaskID          int64       `avro:"task_id"`
 	ExternalID      string      `avro:"external_id"`
+	// Photo and Opinion are answers of the photo service and moderation,
+	// brought into the command stream (kinds PHOTO and MODERATION) so that
+	// the aggregate has one ordered input and a replay decides as the
+	// first run did.
+	Photo   *PhotoResult       `avro:"photo"`
+	Opinion *ModerationOpinion `avro:"opinion"`
 }
 
 // OfferEvent is the full offer after a change (offers.events).
@@ -208,13 +218,13 @@ type CabinetChange struct {
 // last source offset applied: changes at or below it are redeliveries.
 type SellerCabinet struct {
 	SellerID    string           `avro:"seller_id" json:"seller_id"`
-	Presets     map[string]int64 `avro:"presets" json:"presets"`
+	Presets     Counts           `avro:"presets" json:"presets"`
 	Active      int64            `avro:"active" json:"active"`
 	Expired     int64            `avro:"expired" json:"expired"`
 	Banned      int64            `avro:"banned" json:"banned"`
 	Sold        int64            `avro:"sold" json:"sold"`
 	MoneyEarned int64            `avro:"money_earned" json:"money_earned"`
-	Applied     map[string]int64 `avro:"applied" json:"-"`
+	Applied     Counts           `avro:"applied" json:"-"`
 }
 
 // PresetEntry is an offer's membership of a cabinet preset (cabinet.presets).

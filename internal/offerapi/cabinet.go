@@ -74,7 +74,7 @@ func (s *Service) List(_ context.Context, seller, preset, pageToken string, limi
 		}
 	}
 	if c, err := s.counters(seller); err == nil {
-		page.Total = c.Presets[preset]
+		page.Total = c.Presets.Get(preset)
 	}
 	return page, nil
 }

@@ -102,7 +102,7 @@ func (g *grpcServer) GetCounters(ctx context.Context, r *offerv1.GetCountersRequ
 	if err != nil {
 		return nil, grpcErr(err)
 	}
-	return &offerv1.Counters{SellerId: c.SellerID, Presets: c.Presets, Active: c.Active, Expired: c.Expired,
+	return &offerv1.Counters{SellerId: c.SellerID, Presets: countsMap(c.Presets), Active: c.Active, Expired: c.Expired,
 		Banned: c.Banned, Sold: c.Sold, MoneyEarned: c.MoneyEarned}, nil
 }
 
@@ -115,7 +115,7 @@ func ms(t time.Time) int64 {
 
 func offerPB(o *schemas.Offer) *offerv1.Offer {
 	out := &offerv1.Offer{Id: o.ID, SellerId: o.SellerID, Category: o.Category, Title: o.Title, Description: o.Description,
-		Price: o.Price, Currency: o.Currency, Attributes: o.Attributes, Status: string(o.Status), ExternalId: o.ExternalID,
+		Price: o.Price, Currency: o.Currency, Attributes: o.Attributes.Map(), Status: string(o.Status), ExternalId: o.ExternalID,
 		CreatedAtMs: ms(o.CreatedAt), UpdatedAtMs: ms(o.UpdatedAt)}
 	for _, p := range o.Photos {
 		out.Photos = append(out.Photos, &offerv1.Photo{SourceUrl: p.SourceURL, Url: p.URL, Status: string(p.Status), Error: p.Error})
@@ -130,10 +130,7 @@ func offerOf(o *offerv1.Offer) *schemas.Offer {
 		return nil
 	}
 	out := &schemas.Offer{Category: o.Category, Title: o.Title, Description: o.Description, Price: o.Price,
-		Currency: o.Currency, Attributes: o.Attributes, Status: schemas.OfferStatus(o.Status), Photos: []schemas.Photo{}}
-	if out.Attributes == nil {
-		out.Attributes = map[string]string{}
-	}
+		Currency: o.Currency, Attributes: schemas.AttributesOf(o.Attributes), Status: schemas.OfferStatus(o.Status), Photos: []schemas.Photo{}}
 	for _, p := range o.Photos {
 		out.Photos = append(out.Photos, schemas.Photo{SourceURL: p.SourceUrl})
 	}
@@ -147,4 +144,12 @@ func versionPB(o *OfferVersion) *offerv1.OfferVersion {
 func draftPB(d *schemas.Draft) *offerv1.Draft {
 	return &offerv1.Draft{Id: d.ID, Owner: d.Owner, Category: d.Category, Offer: offerPB(&d.Offer),
 		UpdatedAtMs: ms(d.UpdatedAt), Version: d.Version}
+}
+
+func countsMap(c schemas.Counts) map[string]int64 {
+	m := make(map[string]int64, len(c))
+	for _, x := range c {
+		m[x.Name] = x.Count
+	}
+	return m
 }

@@ -120,7 +120,7 @@ func (n *node) eventuallyCounters(t *testing.T, seller string, all int64, want [
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		got = n.counters(t, seller)
-		if [5]int64{got.Active, got.Expired, got.Banned, got.Sold, got.MoneyEarned} == want && got.Presets["all"] == all {
+		if [5]int64{got.Active, got.Expired, got.Banned, got.Sold, got.MoneyEarned} == want && got.Presets.Get("all") == all {
 			return
 		}
 		if time.Now().After(deadline) {

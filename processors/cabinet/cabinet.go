@@ -8,7 +8,7 @@ package cabinet
 
 import (
 	"fmt"
-	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/lovoo/goka"
@@ -32,9 +32,9 @@ var TableCodec goka.Codec = streams.Avro[schemas.SellerCabinet]{C: schemas.Selle
 
 // Empty returns the cabinet of a seller with no offers.
 func Empty(seller string) *schemas.SellerCabinet {
-	c := &schemas.SellerCabinet{SellerID: seller, Presets: map[string]int64{}, Applied: map[string]int64{}}
+	c := &schemas.SellerCabinet{SellerID: seller, Presets: make(schemas.Counts, 0, len(offers.Presets)), Applied: schemas.Counts{}}
 	for _, p := range offers.Presets {
-		c.Presets[p] = 0
+		c.Presets.Add(p, 0)
 	}
 	return c
 }
@@ -46,15 +46,17 @@ func Empty(seller string) *schemas.SellerCabinet {
 func Apply(cab *schemas.SellerCabinet, ch *schemas.CabinetChange) (*schemas.SellerCabinet, bool) {
 	src := ch.SourceTopic + "/" + strconv.Itoa(int(ch.SourcePartition))
 	if cab != nil {
-		if last, ok := cab.Applied[src]; ok && ch.SourceOffset <= last {
-			return cab, false
+		for _, a := range cab.Applied {
+			if a.Name == src && ch.SourceOffset <= a.Count {
+				return cab, false
+			}
 		}
 	}
 	next := Empty(ch.SellerID)
 	if cab != nil {
 		next = clone(cab)
 	}
-	next.Applied[src] = ch.SourceOffset
+	next.Applied.Set(src, ch.SourceOffset)
 	add(next, ch.Before, -1)
 	add(next, ch.After, +1)
 	if ch.After.Sold && !ch.Before.Sold {
@@ -67,7 +69,7 @@ func Apply(cab *schemas.SellerCabinet, ch *schemas.CabinetChange) (*schemas.Sell
 // add counts (sign +1) or uncounts (-1) a summary's presets.
 func add(c *schemas.SellerCabinet, s schemas.Summary, sign int64) {
 	for _, p := range s.Presets {
-		c.Presets[p] += sign
+		c.Presets.Add(p, sign)
 		switch p {
 		case offers.PresetActive:
 			c.Active += sign
@@ -81,14 +83,8 @@ func add(c *schemas.SellerCabinet, s schemas.Summary, sign int64) {
 
 func clone(c *schemas.SellerCabinet) *schemas.SellerCabinet {
 	n := *c
-	n.Presets = maps.Clone(c.Presets)
-	n.Applied = maps.Clone(c.Applied)
-	if n.Presets == nil {
-		n.Presets = map[string]int64{}
-	}
-	if n.Applied == nil {
-		n.Applied = map[string]int64{}
-	}
+	n.Presets = slices.Clone(c.Presets)
+	n.Applied = slices.Clone(c.Applied)
 	return &n
 }
 
@@ -117,8 +113,8 @@ func Recount(records []*schemas.OfferRecord) map[string]*schemas.SellerCabinet {
 // and if not, how they differ.
 func Equal(a, b *schemas.SellerCabinet) (bool, string) {
 	for _, p := range offers.Presets {
-		if a.Presets[p] != b.Presets[p] {
-			return false, fmt.Sprintf("%s: preset %s: %d != %d", a.SellerID, p, a.Presets[p], b.Presets[p])
+		if a.Presets.Get(p) != b.Presets.Get(p) {
+			return false, fmt.Sprintf("%s: preset %s: %d != %d", a.SellerID, p, a.Presets.Get(p), b.Presets.Get(p))
 		}
 	}
 	x := [...]int64{a.Active, a.Expired, a.Banned, a.Sold, a.MoneyEarned}

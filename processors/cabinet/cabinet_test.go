@@ -32,8 +32,8 @@ func TestApplyCountsMoves(t *testing.T) {
 		c, applied = Apply(c, &schemas.CabinetChange{SellerID: "s", OfferID: "o", SourceTopic: topics.OffersCommands,
 			SourcePartition: 1, SourceOffset: int64(i), Before: s.before, After: s.after})
 		got := [5]int64{c.Active, c.Expired, c.Banned, c.Sold, c.MoneyEarned}
-		if !applied || got != s.want || c.Presets[offers.PresetAll] != s.all {
-			t.Fatalf("step %d: applied %v, counters %v all %d; want %v all %d", i, applied, got, c.Presets[offers.PresetAll], s.want, s.all)
+		if !applied || got != s.want || c.Presets.Get(offers.PresetAll) != s.all {
+			t.Fatalf("step %d: applied %v, counters %v all %d; want %v all %d", i, applied, got, c.Presets.Get(offers.PresetAll), s.want, s.all)
 		}
 	}
 	// A redelivered change is skipped; another partition's is not.
@@ -73,7 +73,8 @@ func TestApplyAgreesWithRecount(t *testing.T) {
 		case k < 8:
 			in.Command = &schemas.OfferCommand{Kind: schemas.CommandDelete, OfferID: id, SellerID: seller, ExpectedVersion: -1}
 		default:
-			in.Topic, in.Opinion = topics.ModerationOpinions, &schemas.ModerationOpinion{OfferID: id, Banned: rng.IntN(2) == 0}
+			in.Command = &schemas.OfferCommand{Kind: schemas.CommandModeration, OfferID: id, ExpectedVersion: -1,
+				Opinion: &schemas.ModerationOpinion{OfferID: id, Banned: rng.IntN(2) == 0}}
 		}
 		d := offers.Decide(cur, in)
 		if d.Record == nil {

@@ -109,7 +109,7 @@ func newest(ds []*schemas.Draft) *schemas.Draft {
 
 func fresh(id, category, owner string, version int64, at time.Time) *schemas.Draft {
 	return &schemas.Draft{ID: id, Owner: owner, Category: category, UpdatedAt: at, Version: version + 1,
-		Offer: schemas.Offer{ID: id, SellerID: sellerOf(owner), Category: category, Attributes: map[string]string{}, Photos: []schemas.Photo{}}}
+		Offer: schemas.Offer{ID: id, SellerID: sellerOf(owner), Category: category, Attributes: schemas.Attributes{}, Photos: []schemas.Photo{}}}
 }
 
 // sellerOf returns the seller id of a logged-in owner key, "" for others.

@@ -2,7 +2,6 @@ package offers
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -51,8 +50,8 @@ func SummaryOf(r *schemas.OfferRecord) schemas.Summary {
 	return schemas.Summary{Presets: PresetsOf(&r.Offer, r.Moderation.Banned), Sold: r.Billing.Sold, SoldPrice: r.Billing.SoldPrice}
 }
 
-// Input is one message of the aggregate's inputs, decoded: exactly one of
-// Command, Photo and Opinion is set.
+// Input is one command of the aggregate's input, decoded. Photo and
+// Opinion are set from a PHOTO or MODERATION command while it is decided.
 type Input struct {
 	Topic     string
 	Partition int32
@@ -95,15 +94,10 @@ const (
 // record cur (nil when the id is free). It does not look at the clock: the
 // time of a change is in.At.
 func Decide(cur *schemas.OfferRecord, in Input) Decision {
-	switch {
-	case in.Command != nil:
-		return command(cur, in)
-	case in.Photo != nil:
-		return photo(cur, in)
-	case in.Opinion != nil:
-		return opinion(cur, in)
+	if in.Command == nil {
+		return Decision{Outcome: schemas.OutcomeInvalid, Reason: "empty input"}
 	}
-	return Decision{Outcome: schemas.OutcomeInvalid, Reason: "empty input"}
+	return command(cur, in)
 }
 
 func refuse(outcome schemas.Outcome, cur *schemas.OfferRecord, field, format string, args ...any) Decision {
@@ -133,6 +127,18 @@ func command(cur *schemas.OfferRecord, in Input) Decision {
 		return update(cur, in)
 	case schemas.CommandDelete, schemas.CommandFeedDelete:
 		return remove(cur, in)
+	case schemas.CommandPhoto:
+		if c.Photo == nil || c.Photo.OfferID != c.OfferID {
+			return refuse(schemas.OutcomeInvalid, cur, "photo", "missing, or for another offer")
+		}
+		in.Photo = c.Photo
+		return photo(cur, in)
+	case schemas.CommandModeration:
+		if c.Opinion == nil || c.Opinion.OfferID != c.OfferID {
+			return refuse(schemas.OutcomeInvalid, cur, "opinion", "missing, or for another offer")
+		}
+		in.Opinion = c.Opinion
+		return opinion(cur, in)
 	}
 	return refuse(schemas.OutcomeInvalid, cur, "kind", "unknown command %q", c.Kind)
 }
@@ -171,7 +177,7 @@ func create(cur *schemas.OfferRecord, in Input) Decision {
 		Offer:      o,
 		Moderation: schemas.Moderation{Reasons: []string{}},
 		Billing:    schemas.Billing{Tariff: "free"},
-		Stages:     map[string]schemas.StageState{},
+		Stages:     []schemas.StageState{},
 		DraftOwner: c.DraftOwner, DraftID: c.DraftID, FeedTask: c.TaskID,
 		Previous: schemas.Summary{Presets: []string{}},
 	}
@@ -324,18 +330,16 @@ func written(next, cur *schemas.OfferRecord, in Input, change string) Decision {
 			d.Photos = append(d.Photos, schemas.PhotoRequest{OfferID: next.Offer.ID, SourceURL: p.SourceURL, Version: next.Version})
 		}
 	}
-	if in.Topic == topics.OffersCommands {
-		Remember(next, in.Partition, in.Offset, d)
-	}
+	Remember(next, in.Partition, in.Offset, d)
 	return d
 }
 
 func clone(r *schemas.OfferRecord) *schemas.OfferRecord {
 	c := *r
 	c.Offer.Photos = slices.Clone(r.Offer.Photos)
-	c.Offer.Attributes = maps.Clone(r.Offer.Attributes)
+	c.Offer.Attributes = slices.Clone(r.Offer.Attributes)
 	c.Moderation.Reasons = slices.Clone(r.Moderation.Reasons)
-	c.Stages = maps.Clone(r.Stages)
+	c.Stages = slices.Clone(r.Stages)
 	c.Recent = slices.Clone(r.Recent)
 	return &c
 }

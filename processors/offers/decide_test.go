@@ -76,11 +76,13 @@ func TestValidate(t *testing.T) {
 		{"status", func(o *schemas.Offer) { o.Status = schemas.OfferDeleted }},
 		{"photos[0].source_url", func(o *schemas.Offer) { o.Photos[0].SourceURL = "ftp://x" }},
 		{"photos[1].source_url", func(o *schemas.Offer) { o.Photos = append(o.Photos, o.Photos[0]) }},
+		{"attributes.a", func(o *schemas.Offer) { o.Attributes = schemas.Attributes{{Name: "b"}, {Name: "a"}} }},
 		{"offer", func(o *schemas.Offer) {
-			o.Attributes = map[string]string{}
+			m := map[string]string{}
 			for i := range MaxAttributes {
-				o.Attributes[fmt.Sprint("a", i)] = strings.Repeat("x", MaxAttrValue)
+				m[fmt.Sprint("a", i)] = strings.Repeat("x", MaxAttrValue)
 			}
+			o.Attributes = schemas.AttributesOf(m)
 		}},
 	}
 	for _, tt := range tests {
@@ -242,34 +244,37 @@ func TestDecideFeeds(t *testing.T) {
 func TestDecidePhotosAndModeration(t *testing.T) {
 	id := IDFrom(12)
 	r := Decide(nil, cmd(&schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s", ExpectedVersion: -1, Offer: sample(), DraftID: "d"}, 1)).Record
-	ph := Input{Topic: topics.PhotosResults, Offset: 1, At: t0, Key: id,
-		Photo: &schemas.PhotoResult{OfferID: id, SourceURL: "https://img/1", OK: true, URL: "https://avatars/1"}}
+	ph := cmd(&schemas.OfferCommand{Kind: schemas.CommandPhoto, OfferID: id, ExpectedVersion: -1,
+		Photo: &schemas.PhotoResult{OfferID: id, SourceURL: "https://img/1", OK: true, URL: "https://avatars/1"}}, 2)
 	d := Decide(r, ph)
 	if d.Outcome != schemas.OutcomeOK || d.Record.Offer.Photos[0] != (schemas.Photo{SourceURL: "https://img/1", URL: "https://avatars/1", Status: schemas.PhotoReady}) {
 		t.Fatalf("photo result: %+v", d)
 	}
-	if len(d.Record.Recent) != len(r.Recent) {
-		t.Errorf("a photo result is remembered as a command")
-	}
 	if d := Decide(d.Record, ph); d.Outcome != schemas.OutcomeIgnored {
 		t.Errorf("same photo result again: %+v", d)
 	}
-	ph.Photo.SourceURL = "https://img/unknown"
+	ph.Command.Photo.SourceURL = "https://img/unknown"
 	if d := Decide(r, ph); d.Outcome != schemas.OutcomeIgnored {
 		t.Errorf("photo result for no photo: %+v", d)
 	}
-	ban := Input{Topic: topics.ModerationOpinions, At: t0, Key: id, Opinion: &schemas.ModerationOpinion{OfferID: id, Banned: true, Reasons: []string{"fraud"}}}
+	ban := cmd(&schemas.OfferCommand{Kind: schemas.CommandModeration, OfferID: id, ExpectedVersion: -1,
+		Opinion: &schemas.ModerationOpinion{OfferID: id, Banned: true, Reasons: []string{"fraud"}}}, 3)
 	d = Decide(r, ban)
 	if d.Outcome != schemas.OutcomeOK || !d.Record.Moderation.Banned || !slices.Equal(d.Record.Summary.Presets, []string{PresetAll, PresetBanned}) {
 		t.Fatalf("ban: %+v", d)
 	}
-	lift := ban
-	lift.Opinion = &schemas.ModerationOpinion{OfferID: id}
+	lift := cmd(&schemas.OfferCommand{Kind: schemas.CommandModeration, OfferID: id, ExpectedVersion: -1,
+		Opinion: &schemas.ModerationOpinion{OfferID: id}}, 4)
 	if d := Decide(d.Record, lift); d.Outcome != schemas.OutcomeOK || d.Record.Moderation.Banned || len(d.Record.Moderation.Reasons) != 0 {
 		t.Errorf("lift: %+v", d)
 	}
 	if d := Decide(nil, ban); d.Outcome != schemas.OutcomeIgnored {
 		t.Errorf("opinion on no offer: %+v", d)
+	}
+	other := cmd(&schemas.OfferCommand{Kind: schemas.CommandModeration, OfferID: id, ExpectedVersion: -1,
+		Opinion: &schemas.ModerationOpinion{OfferID: IDFrom(13), Banned: true}}, 5)
+	if d := Decide(r, other); d.Outcome != schemas.OutcomeInvalid || d.Field != "opinion" {
+		t.Errorf("opinion for another offer: %+v", d)
 	}
 }
 

@@ -1,7 +1,9 @@
 // Package offers is the offer aggregate of the offer storage (GOST): the
 // goka group "offers", one table value per offer (the offer, its version,
 // its moderation, billing and stage parts), fed by offers.commands,
-// photos.results and moderation.opinions, all keyed by offer id.
+// photos.results and moderation.opinions (which its inbox copies into
+// offers.commands, so that the group decides from one ordered input), all
+// keyed by offer id.
 //
 // Every accepted input writes the next version and emits, in the same
 // callback: the full offer on offers.events, the offer's move in its

@@ -24,8 +24,6 @@ var TableCodec goka.Codec = streams.Avro[schemas.OfferRecord]{C: schemas.OfferRe
 
 var (
 	commands   = goka.Stream(topics.OffersCommands)
-	photos     = goka.Stream(topics.PhotosResults)
-	opinions   = goka.Stream(topics.ModerationOpinions)
 	events     = goka.Stream(topics.OffersEvents)
 	results    = goka.Stream(topics.OffersResults)
 	dead       = goka.Stream(topics.OffersDead)
@@ -45,7 +43,7 @@ type Metrics struct {
 // NewMetrics registers the aggregate's metrics in r.
 func NewMetrics(r *metrics.Registry) *Metrics {
 	return &Metrics{
-		Outcomes:    r.Counter("offerlog_offers_outcomes_total", "Inputs of the offer aggregate by topic and outcome.", "topic", "outcome"),
+		Outcomes:    r.Counter("offerlog_offers_outcomes_total", "Commands of the offer aggregate by kind and outcome.", "kind", "outcome"),
 		DeadLetters: r.Counter("offerlog_offers_dead_letters_total", "Inputs sent to offers.dead.").With(),
 		Recalled:    r.Counter("offerlog_offers_recalled_total", "Commands seen again after a crash and answered as the first time.").With(),
 	}
@@ -56,8 +54,6 @@ func Graph(m *Metrics) *goka.GroupGraph {
 	h := &handler{m: m}
 	return goka.DefineGroup(Group,
 		goka.Input(commands, new(codec.Bytes), h.command),
-		goka.Input(photos, new(codec.Bytes), h.photo),
-		goka.Input(opinions, new(codec.Bytes), h.opinion),
 		goka.Persist(TableCodec),
 		goka.Output(events, streams.Avro[schemas.OfferEvent]{C: schemas.OfferEvents}),
 		goka.Output(results, streams.Avro[schemas.OfferResult]{C: schemas.OfferResults}),
@@ -86,7 +82,7 @@ func (h *handler) command(ctx goka.Context, msg any) {
 	data, _ := msg.([]byte)
 	var c schemas.OfferCommand
 	if err := schemas.OfferCommands.Decode(data, &c); err != nil {
-		h.reject(ctx, data, Decision{Outcome: schemas.OutcomeInvalid, Reason: fmt.Sprintf("undecodable command: %v", err)})
+		h.reject(ctx, data, "", Decision{Outcome: schemas.OutcomeInvalid, Reason: fmt.Sprintf("undecodable command: %v", err)})
 		return
 	}
 	cur := current(ctx)
@@ -95,73 +91,21 @@ func (h *handler) command(ctx goka.Context, msg any) {
 		// the first time, and emit the outputs again if the record is still
 		// this command's (they may not have been written).
 		h.m.Recalled.Inc()
-		if cur.SourceTopic == topics.OffersCommands && cur.SourcePartition == ctx.Partition() && cur.SourceOffset == ctx.Offset() {
+		if cur.SourcePartition == ctx.Partition() && cur.SourceOffset == ctx.Offset() {
 			h.emit(ctx, cur, nil, "", true)
 		}
-		h.result(ctx, Decision{Outcome: schemas.Outcome(rr.Outcome), Reason: rr.Reason, Field: rr.Field, Version: rr.Version})
+		h.result(ctx, c.Kind, Decision{Outcome: schemas.Outcome(rr.Outcome), Reason: rr.Reason, Field: rr.Field, Version: rr.Version})
 		return
 	}
 	in := input(ctx)
 	in.Command = &c
 	d := Decide(cur, in)
 	if d.Outcome == schemas.OutcomeInvalid {
-		h.reject(ctx, data, d)
+		h.reject(ctx, data, c.Kind, d)
 		return
 	}
 	h.apply(ctx, cur, d)
-	h.result(ctx, d)
-}
-
-func (h *handler) photo(ctx goka.Context, msg any) {
-	data, _ := msg.([]byte)
-	in := input(ctx)
-	in.Photo = new(schemas.PhotoResult)
-	if err := schemas.PhotoResults.Decode(data, in.Photo); err != nil {
-		h.reject(ctx, data, Decision{Outcome: schemas.OutcomeInvalid, Reason: fmt.Sprintf("undecodable photo result: %v", err)})
-		return
-	}
-	h.other(ctx, data, in)
-}
-
-func (h *handler) opinion(ctx goka.Context, msg any) {
-	data, _ := msg.([]byte)
-	in := input(ctx)
-	in.Opinion = new(schemas.ModerationOpinion)
-	if err := schemas.ModerationOpinions.Decode(data, in.Opinion); err != nil {
-		h.reject(ctx, data, Decision{Outcome: schemas.OutcomeInvalid, Reason: fmt.Sprintf("undecodable opinion: %v", err)})
-		return
-	}
-	h.other(ctx, data, in)
-}
-
-// other decides a photo result or an opinion. They are not answered; one
-// seen again after a crash finds its effect in the table and changes
-// nothing, except that its outputs are emitted again if the record is
-// still its own.
-func (h *handler) other(ctx goka.Context, data []byte, in Input) {
-	id := ""
-	if in.Photo != nil {
-		id = in.Photo.OfferID
-	} else {
-		id = in.Opinion.OfferID
-	}
-	if id != ctx.Key() {
-		h.reject(ctx, data, Decision{Outcome: schemas.OutcomeInvalid, Field: "offer_id", Reason: fmt.Sprintf("%q is not the message key %q", id, ctx.Key())})
-		return
-	}
-	cur := current(ctx)
-	if cur != nil && cur.SourceTopic == in.Topic && cur.SourcePartition == in.Partition && cur.SourceOffset == in.Offset {
-		h.emit(ctx, cur, nil, "", true)
-		h.count(ctx, schemas.OutcomeOK)
-		return
-	}
-	d := Decide(cur, in)
-	h.apply(ctx, cur, d)
-	h.count(ctx, d.Outcome)
-}
-
-func (h *handler) count(ctx goka.Context, o schemas.Outcome) {
-	h.m.Outcomes.With(string(ctx.Topic()), string(o)).Inc()
+	h.result(ctx, c.Kind, d)
 }
 
 func (h *handler) apply(ctx goka.Context, cur *schemas.OfferRecord, d Decision) {
@@ -210,15 +154,18 @@ func (h *handler) emit(ctx goka.Context, r, prev *schemas.OfferRecord, change st
 	}
 }
 
-func (h *handler) result(ctx goka.Context, d Decision) {
+func (h *handler) result(ctx goka.Context, kind schemas.CommandKind, d Decision) {
 	ctx.Emit(results, ctx.Key(), &schemas.OfferResult{OfferID: ctx.Key(), SourcePartition: ctx.Partition(), SourceOffset: ctx.Offset(),
 		Outcome: d.Outcome, Reason: d.Reason, Field: d.Field, Version: d.Version})
-	h.count(ctx, d.Outcome)
+	if kind == "" {
+		kind = "undecodable"
+	}
+	h.m.Outcomes.With(string(kind), string(d.Outcome)).Inc()
 }
 
 // reject keeps an undecodable or invalid input on offers.dead with the
 // reason; a command is also answered INVALID.
-func (h *handler) reject(ctx goka.Context, data []byte, d Decision) {
+func (h *handler) reject(ctx goka.Context, data []byte, kind schemas.CommandKind, d Decision) {
 	reason := d.Reason
 	if d.Field != "" {
 		reason = d.Field + ": " + d.Reason
@@ -226,9 +173,5 @@ func (h *handler) reject(ctx goka.Context, data []byte, d Decision) {
 	ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(string(Group), string(ctx.Topic()),
 		ctx.Partition(), ctx.Offset(), []byte(ctx.Key()), data, ctx.Timestamp(), reason))
 	h.m.DeadLetters.Inc()
-	if ctx.Topic() == commands {
-		h.result(ctx, d)
-		return
-	}
-	h.count(ctx, d.Outcome)
+	h.result(ctx, kind, d)
 }

@@ -2,6 +2,8 @@ package offers
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 
 	"github.com/lovoo/goka"
 
@@ -26,16 +28,33 @@ func (c *Config) graph() *goka.GroupGraph {
 	return Graph(c.Metrics)
 }
 
-// Run runs the offer aggregate until ctx is done.
+// Run runs the offer aggregate and its inbox (RunInbox) until ctx is
+// done; it returns the first error that stopped one of them.
 func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Streams.Validate(); err != nil {
 		return err
 	}
-	return streams.RunProcessor(ctx, cfg.Streams, cfg.graph(), cfg.OnReady)
+	log := cfg.Streams.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	inbox := make(chan error, 1)
+	go func() {
+		err := RunInbox(ctx, cfg.Streams.Brokers, log)
+		if err != nil {
+			cancel()
+		}
+		inbox <- err
+	}()
+	err := streams.RunProcessor(ctx, cfg.Streams, cfg.graph(), cfg.OnReady)
+	cancel()
+	return errors.Join(err, <-inbox)
 }
 
-// Replay rebuilds the aggregate's table from offers.commands, photos.results
-// and moderation.opinions, and emits its outputs again (consumers of them
+// Replay rebuilds the aggregate's table from offers.commands (where the
+// inbox brought photo results and opinions), and emits its outputs again (consumers of them
 // are idempotent: the cabinet skips changes it applied, the compacted
 // topics get the same values). The group must not be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {

@@ -116,11 +116,14 @@ func Validate(o *schemas.Offer) *FieldError {
 	if len(o.Attributes) > MaxAttributes {
 		return fieldErr("attributes", "more than %d", MaxAttributes)
 	}
-	for k, v := range o.Attributes {
-		if e := text("attributes", k, true, MaxAttrKey); e != nil {
-			return fieldErr("attributes."+k, "name: %s", e.Reason)
+	for i, a := range o.Attributes {
+		if e := text("attributes", a.Name, true, MaxAttrKey); e != nil {
+			return fieldErr("attributes."+a.Name, "name: %s", e.Reason)
 		}
-		if e := text("attributes."+k, v, false, MaxAttrValue); e != nil {
+		if i > 0 && o.Attributes[i-1].Name >= a.Name {
+			return fieldErr("attributes."+a.Name, "attributes out of order or given twice")
+		}
+		if e := text("attributes."+a.Name, a.Value, false, MaxAttrValue); e != nil {
 			return e
 		}
 	}
