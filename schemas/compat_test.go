@@ -50,7 +50,7 @@ func samples() map[string]any {
 		GenerationMarkerName: &GenerationMarker{Action: MarkerSeal, Generation: 7, Scheme: -1},
 		NumeratorEntryName:   &NumeratorEntry{BusinessID: 1, OfferID: "sku", ShopID: 2, WarehouseID: 3, Shard: 4, DocID: 10, LastSeen: 7, Version: "0.0.0.7"},
 		AssignmentName:       &Assignment{BusinessID: 1, OfferID: "sku", ShopID: 2, WarehouseID: 3, Shard: 4, DocID: 10, Version: "0.0.0.7", Generation: 7},
-		OfferRecordName:       &rec2,
+		OfferRecordName:      &rec2,
 		OfferCommandName: &OfferCommand{Kind: CommandUpdate, OfferID: offer.ID, SellerID: "s1", ExpectedVersion: 2, Offer: &offer,
 			Photo: &PhotoResult{OfferID: offer.ID, SourceURL: "https://img/1"}, Opinion: &ModerationOpinion{OfferID: offer.ID, Reasons: []string{}}},
 		OfferEventName:        &OfferEvent{Offer: offer, Version: 3, Change: "UPDATED", Banned: true, BanReasons: []string{"spam"}, At: ts},

@@ -55,19 +55,19 @@ type Photo struct {
 
 // Offer is an offer as sellers write it and readers get it.
 type Offer struct {
-	ID          string            `avro:"id" json:"id"`
-	SellerID    string            `avro:"seller_id" json:"seller_id"`
-	Category    string            `avro:"category" json:"category"`
-	Title       string            `avro:"title" json:"title"`
-	Description string            `avro:"description" json:"description,omitempty"`
-	Price       *int64            `avro:"price" json:"price,omitempty"`
-	Currency    string            `avro:"currency" json:"currency,omitempty"`
-	Attributes  Attributes        `avro:"attributes" json:"attributes,omitempty"`
-	Photos      []Photo           `avro:"photos" json:"photos,omitempty"`
-	Status      OfferStatus       `avro:"status" json:"status"`
-	ExternalID  string            `avro:"external_id" json:"external_id,omitempty"`
-	CreatedAt   time.Time         `avro:"created_at" json:"created_at"`
-	UpdatedAt   time.Time         `avro:"updated_at" json:"updated_at"`
+	ID          string      `avro:"id" json:"id"`
+	SellerID    string      `avro:"seller_id" json:"seller_id"`
+	Category    string      `avro:"category" json:"category"`
+	Title       string      `avro:"title" json:"title"`
+	Description string      `avro:"description" json:"description,omitempty"`
+	Price       *int64      `avro:"price" json:"price,omitempty"`
+	Currency    string      `avro:"currency" json:"currency,omitempty"`
+	Attributes  Attributes  `avro:"attributes" json:"attributes,omitempty"`
+	Photos      []Photo     `avro:"photos" json:"photos,omitempty"`
+	Status      OfferStatus `avro:"status" json:"status"`
+	ExternalID  string      `avro:"external_id" json:"external_id,omitempty"`
+	CreatedAt   time.Time   `avro:"created_at" json:"created_at"`
+	UpdatedAt   time.Time   `avro:"updated_at" json:"updated_at"`
 }
 
 // Summary is what the seller cabinet counts of one version of an offer.
@@ -115,14 +115,14 @@ type RecentResult struct {
 
 // OfferRecord is the offer aggregate's value of one offer (offers-table).
 type OfferRecord struct {
-	Offer      Offer                 `avro:"offer"`
-	Version    int64                 `avro:"version"`
-	Moderation Moderation            `avro:"moderation"`
-	Billing    Billing               `avro:"billing"`
+	Offer      Offer        `avro:"offer"`
+	Version    int64        `avro:"version"`
+	Moderation Moderation   `avro:"moderation"`
+	Billing    Billing      `avro:"billing"`
 	Stages     []StageState `avro:"stages"`
-	DraftOwner string                `avro:"draft_owner"`
-	DraftID    string                `avro:"draft_id"`
-	FeedTask   int64                 `avro:"feed_task"`
+	DraftOwner string       `avro:"draft_owner"`
+	DraftID    string       `avro:"draft_id"`
+	FeedTask   int64        `avro:"feed_task"`
 	// Summary is the cabinet's view of this version, Previous of the one
 	// before: together they let a redelivered input re-emit its change.
 	Summary  Summary `avro:"summary"`
@@ -217,14 +217,14 @@ type CabinetChange struct {
 // Applied holds, per aggregate input partition ("topic/partition"), the
 // last source offset applied: changes at or below it are redeliveries.
 type SellerCabinet struct {
-	SellerID    string           `avro:"seller_id" json:"seller_id"`
-	Presets     Counts           `avro:"presets" json:"presets"`
-	Active      int64            `avro:"active" json:"active"`
-	Expired     int64            `avro:"expired" json:"expired"`
-	Banned      int64            `avro:"banned" json:"banned"`
-	Sold        int64            `avro:"sold" json:"sold"`
-	MoneyEarned int64            `avro:"money_earned" json:"money_earned"`
-	Applied     Counts           `avro:"applied" json:"-"`
+	SellerID    string `avro:"seller_id" json:"seller_id"`
+	Presets     Counts `avro:"presets" json:"presets"`
+	Active      int64  `avro:"active" json:"active"`
+	Expired     int64  `avro:"expired" json:"expired"`
+	Banned      int64  `avro:"banned" json:"banned"`
+	Sold        int64  `avro:"sold" json:"sold"`
+	MoneyEarned int64  `avro:"money_earned" json:"money_earned"`
+	Applied     Counts `avro:"applied" json:"-"`
 }
 
 // PresetEntry is an offer's membership of a cabinet preset (cabinet.presets).

@@ -35,8 +35,11 @@ func printInfo(w io.Writer, info platform.Info) {
 	}
 	fmt.Fprintln(w)
 	if info.HTTPAddr != "" {
-		fmt.Fprintf(w, "  api      http://%s/v1/clients/{client}/...\n", info.HTTPAddr)
+		fmt.Fprintf(w, "  api      http://%s/v1/clients/{client}/...  http://%s/v1/offers/...\n", info.HTTPAddr, info.HTTPAddr)
 		fmt.Fprintf(w, "  metrics  http://%s/metrics\n", info.HTTPAddr)
+	}
+	if info.GRPCAddr != "" {
+		fmt.Fprintf(w, "  grpc     %s (offerlog.offer.v1.OfferService)\n", info.GRPCAddr)
 	}
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
 }
@@ -85,7 +88,9 @@ func runComponent(ctx context.Context, args []string, _ io.Reader, stdout, stder
 	if component != platform.ComponentAPI && !f.httpSet() {
 		// Processors still serve /metrics; default to a port of their own.
 		cfg.HTTPAddr = map[string]string{platform.ComponentRegistry: "127.0.0.1:8081", platform.ComponentIndexer: "127.0.0.1:8082",
-			platform.ComponentNumerator: "127.0.0.1:8083"}[component]
+			platform.ComponentNumerator: "127.0.0.1:8083", platform.ComponentOffers: "127.0.0.1:8084",
+			platform.ComponentDrafts: "127.0.0.1:8085", platform.ComponentCabinet: "127.0.0.1:8086",
+			platform.ComponentFeeds: "127.0.0.1:8087"}[component]
 	}
 	cfg.Logger = f.logger(stderr)
 	cfg.Started = func(info platform.Info) { printInfo(stdout, info) }

@@ -110,6 +110,7 @@ func (f *flags) platform() *platform.Config {
 	cfg := platform.DefaultConfig()
 	f.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data directory (embedded broker data, local table state)")
 	f.StringVar(&cfg.HTTPAddr, "http", cfg.HTTPAddr, "HTTP address of the API and /metrics (empty: none)")
+	f.StringVar(&cfg.GRPCAddr, "grpc", cfg.GRPCAddr, "gRPC address of the offer API, with the api component (empty: none)")
 	partitions := int(cfg.Partitions)
 	f.Func("partitions", fmt.Sprintf("partitions of the catalogue's partitioned topics (default %d)", partitions), func(s string) error {
 		var n int
@@ -123,7 +124,7 @@ func (f *flags) platform() *platform.Config {
 	f.DurationVar(&cfg.Rules.TombstoneTTL, "tombstone-ttl", cfg.Rules.TombstoneTTL, "how long a delete blocks older versions")
 	f.DurationVar(&cfg.EpochGrace, "epoch-grace", cfg.EpochGrace, "how long after its registration a new epoch makes older epochs stale")
 	f.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "how often the registry looks for expired documents")
-	f.DurationVar(&cfg.WaitTimeout, "wait-timeout", cfg.WaitTimeout, "longest wait for a verdict with ?wait=true")
+	f.DurationVar(&cfg.WaitTimeout, "wait-timeout", cfg.WaitTimeout, "longest wait for a verdict with ?wait=true, or for a group's answer to an offer API write")
 	f.StringVar(&cfg.ZooKeeper, "zookeeper", "", "ZooKeeper ensemble host:port,... of the numerator's coordinator (empty: in process, one master)")
 	f.Int64Var(&cfg.Numerator.TTL, "ttl-generations", cfg.Numerator.TTL, "generations a key may go unseen before its doc_id is freed")
 	f.Float64Var(&cfg.Numerator.RebuildShare, "rebuild-share", cfg.Numerator.RebuildShare, "share of holes in a shard that triggers a rebuild (0: never by itself)")

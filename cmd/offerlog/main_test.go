@@ -158,6 +158,27 @@ func TestTopicsProduceConsume(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"action":"SEAL"`) || !strings.Contains(out, `"generation":3`) {
 		t.Fatalf("the marker: %s", out)
 	}
+	// An offer command written as JSON is ordinary input of the aggregate,
+	// and the offer storage's groups replay from the CLI too.
+	cmd := `{"key":"12345678903","value":{"kind":"CREATE","offer_id":"12345678903","seller_id":"s1","draft_id":"d1",` +
+		`"offer":{"id":"12345678903","category":"cars","title":"Lada"}}}`
+	if code, _, stderr = offerlog(t, cmd+"\n", "produce", "--brokers", addr, topics.OffersCommands); code != 0 {
+		t.Fatalf("produce an offer command: %d %s", code, stderr)
+	}
+	for _, g := range []string{"offers", "cabinet", "drafts"} {
+		code, out, stderr = offerlog(t, "", "replay", "--brokers", addr, "--partitions", "2", "--data", t.TempDir(), g)
+		if code != 0 || !strings.Contains(out, "replayed "+g) {
+			t.Fatalf("replay %s: %d\n%s%s", g, code, out, stderr)
+		}
+	}
+	code, out, _ = offerlog(t, "", "consume", "--brokers", addr, topics.OffersResults, "--from-beginning", "--max", "1")
+	if code != 0 || !strings.Contains(out, `"outcome":"OK"`) || !strings.Contains(out, `"version":1`) {
+		t.Fatalf("the aggregate's answer: %s", out)
+	}
+	code, out, _ = offerlog(t, "", "consume", "--brokers", addr, topics.CabinetTable, "--from-beginning", "--max", "1")
+	if code != 0 || !strings.Contains(out, `"seller_id":"s1"`) || !strings.Contains(out, `{"count":1,"name":"active"}`) {
+		t.Fatalf("the cabinet after replays: %s", out)
+	}
 	code, _, stderr = offerlog(t, "", "replay", "--brokers", addr, "nosuch")
 	if code != 2 || !strings.Contains(stderr, "unknown group") {
 		t.Fatalf("replay of an unknown group: %d %s", code, stderr)

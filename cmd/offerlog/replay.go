@@ -6,11 +6,17 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/offerlog/offerlog/processors/cabinet"
+	"github.com/offerlog/offerlog/processors/drafts"
 	"github.com/offerlog/offerlog/processors/indexer"
 	"github.com/offerlog/offerlog/processors/numerator"
+	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/streams"
 )
+
+// groups lists the groups replay knows.
+const groups = "registry, indexer, numerator, offers, drafts or cabinet; replay offers before cabinet"
 
 func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	f := newFlags("replay", stderr)
@@ -23,10 +29,12 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return err
 	}
 	if f.NArg() != 1 {
-		return fmt.Errorf("%w: want one GROUP (%s, %s or %s)", errUsage, registry.Group, indexer.Group, numerator.Group)
+		return fmt.Errorf("%w: want one GROUP (%s)", errUsage, groups)
 	}
 	log := f.logger(stderr)
 	group := f.Arg(0)
+	scfg := streams.Config{Brokers: *brokers, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log}
+	var err error
 	switch group {
 	case string(registry.Group):
 		epochs := registry.NewCatalogue(cfg.EpochGrace)
@@ -39,27 +47,29 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		done := make(chan struct{})
 		go func() { defer close(done); _ = epochs.Follow(fctx, fc, log) }()
 		defer func() { cancel(); <-done }()
-		err = registry.Replay(ctx, registry.Config{
-			Streams: streams.Config{Brokers: *brokers, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log},
-			Rules:   cfg.Rules, Epochs: epochs, Logger: log,
-		}, cfg.Partitions, cfg.Replication)
+		err = registry.Replay(ctx, registry.Config{Streams: scfg, Rules: cfg.Rules, Epochs: epochs, Logger: log},
+			cfg.Partitions, cfg.Replication)
 		if err != nil {
 			return err
 		}
 	case string(numerator.Group):
 		ncfg := cfg.Numerator
-		ncfg.Streams = streams.Config{Brokers: *brokers, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log}
-		ncfg.Logger = log
-		if err := numerator.Replay(ctx, ncfg, cfg.Partitions, cfg.Replication); err != nil {
-			return err
-		}
+		ncfg.Streams, ncfg.Logger = scfg, log
+		err = numerator.Replay(ctx, ncfg, cfg.Partitions, cfg.Replication)
 	case indexer.Group:
-		if err := indexer.Replay(ctx, indexer.Config{Brokers: *brokers, Partitions: cfg.Partitions,
-			Replication: cfg.Replication, Logger: log}); err != nil {
-			return err
-		}
+		err = indexer.Replay(ctx, indexer.Config{Brokers: *brokers, Partitions: cfg.Partitions,
+			Replication: cfg.Replication, Logger: log})
+	case string(offers.Group):
+		err = offers.Replay(ctx, offers.Config{Streams: scfg}, cfg.Partitions, cfg.Replication)
+	case string(drafts.Group):
+		err = drafts.Replay(ctx, drafts.Config{Streams: scfg}, cfg.Partitions, cfg.Replication)
+	case string(cabinet.Group):
+		err = cabinet.Replay(ctx, cabinet.Config{Streams: scfg}, cfg.Partitions, cfg.Replication)
 	default:
-		return fmt.Errorf("%w: unknown group %q (want %s, %s or %s)", errUsage, group, registry.Group, indexer.Group, numerator.Group)
+		return fmt.Errorf("%w: unknown group %q (want %s)", errUsage, group, groups)
+	}
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "replayed %s\n", group)
 	return nil
