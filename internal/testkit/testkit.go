@@ -7,7 +7,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -66,12 +65,6 @@ func EnsureTopics(t testing.TB, brokers []string, ts []topics.Topic) {
 	}
 }
 
-// compacted reports whether topic is compacted: the catalogue says so, or
-// it is a search feed or a group table.
-func compacted(topic string) bool {
-	return topics.Find(topic, 1).Compacted || strings.HasPrefix(topic, topics.SaasPrefix) || strings.HasSuffix(topic, "-table")
-}
-
 // Context returns a context that ends with the test or after d.
 func Context(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -93,10 +86,10 @@ func Eventually(t testing.TB, d time.Duration, msg string, cond func() bool) {
 }
 
 // ReadAll returns every record of topic up to its end offsets at the time
-// of the call, in partition then offset order. Records a compacted topic no
-// longer holds are not waited for: reading a compacted topic ends once every
-// partition reached its end offset, or three seconds passed without a
-// record; any other topic is read to its end offsets.
+// of the call, in partition then offset order. Offsets that hold no record
+// (compacted away, or a transaction marker) are not waited for: reading ends
+// once every partition reached its end offset, or three seconds passed
+// without a record (one second proved too short on a loaded machine).
 func ReadAll(t testing.TB, brokers []string, topic string) []*kgo.Record {
 	t.Helper()
 	ctx := Context(t, 60*time.Second)
@@ -114,10 +107,7 @@ func ReadAll(t testing.TB, brokers []string, topic string) []*kgo.Record {
 	byPart := map[int32][]*kgo.Record{}
 	if len(want) > 0 {
 		cl := Client(t, brokers, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-		idle := time.Duration(0)
-		if compacted(topic) {
-			idle = 3 * time.Second
-		}
+		const idle = 3 * time.Second
 		last := time.Now()
 		for len(want) > 0 {
 			pollCtx, cancel := context.WithTimeout(ctx, time.Second)
@@ -128,8 +118,8 @@ func ReadAll(t testing.TB, brokers []string, topic string) []*kgo.Record {
 			}
 			if fs.NumRecords() > 0 {
 				last = time.Now()
-			} else if idle > 0 && time.Since(last) > idle {
-				break // idle: the rest was compacted away
+			} else if time.Since(last) > idle {
+				break // idle: the rest holds no records
 			}
 			fs.EachRecord(func(r *kgo.Record) {
 				end, ok := want[r.Partition]
