@@ -65,7 +65,7 @@ func (c Config) Sarama(clientID string) *sarama.Config {
 	cfg.Consumer.Offsets.AutoCommit.Interval = 250 * time.Millisecond
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Compression = sarama.CompressionNone
-	cfg.Producer.Flush.Frequency = 20 * time.Millisecond
+	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
 	cfg.Producer.Flush.Bytes = 1 << 20
 	cfg.Producer.Partitioner = sarama.NewCustomPartitioner(
 		sarama.WithAbsFirst(),

@@ -13,6 +13,7 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	f := newFlags("bench", stderr)
 	docs := f.Int("docs", 200_000, "documents per scenario")
 	keys := f.Int("keys", 1_000_000, "offer keys of the numerator scenario")
+	offerCount := f.Int("offers", 1_000_000, "offers of the offers scenario")
 	partitions := f.Int("partitions", 8, "partitions of every topic")
 	cpuProfile := f.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	f.logLevel = "error"
@@ -30,6 +31,6 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		}
 		defer pprof.StopCPUProfile()
 	}
-	return bench.Run(ctx, bench.Config{Docs: *docs, Keys: *keys, Partitions: int32(*partitions), Only: f.Args(),
+	return bench.Run(ctx, bench.Config{Docs: *docs, Keys: *keys, Offers: *offerCount, Partitions: int32(*partitions), Only: f.Args(),
 		Out: stdout, Logger: f.logger(stderr)})
 }

@@ -38,6 +38,8 @@ type Env struct {
 	Docs int
 	// Keys is the number of offer keys of the numerator scenario.
 	Keys int
+	// Offers is the number of offers of the offers scenario.
+	Offers int
 	// Source is a topic that holds the run's Docs documents, keyed
 	// "client/pk", written once before the scenarios run.
 	Source string
@@ -98,13 +100,16 @@ var Scenarios = []Scenario{
 	{Name: "goka", Ceiling: true, Doc: "goka processor counting per key in its table and emitting each record (acks=all)", Run: runGoka},
 	{Name: "pipeline", Doc: "documents.ingest -> registry -> indexer -> saas.<client> and yt.<client>: backlog throughput, then end-to-end latency at a steady rate", Run: runPipeline},
 	{Name: "numerator", Doc: "numerator: doc_ids for new keys across 16 shards, then a generation with 5% new and 5% vanished keys", Run: runNumerator},
+	{Name: "offers", Doc: "offer storage: load offers into the aggregate, API writes and reads by id, replay of the aggregate", Run: runOffers},
 }
 
 // Config of a run.
 type Config struct {
 	Docs int
 	// Keys is the numerator scenario's number of keys.
-	Keys       int
+	Keys int
+	// Offers is the offers scenario's number of offers.
+	Offers     int
 	Partitions int32
 	// Only runs these scenarios (and the ceilings); empty runs all.
 	Only   []string
@@ -134,7 +139,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer cl.Close()
-	env := &Env{Brokers: b.Addrs(), Partitions: cfg.Partitions, Docs: cfg.Docs, Keys: cfg.Keys, Source: "bench.source",
+	env := &Env{Brokers: b.Addrs(), Partitions: cfg.Partitions, Docs: cfg.Docs, Keys: cfg.Keys, Offers: cfg.Offers, Source: "bench.source",
 		Logger: cfg.Logger, Admin: kadm.NewClient(cl)}
 	if _, err := topics.Ensure(ctx, env.Admin, -1, append(topics.Catalogue(cfg.Partitions),
 		topics.Topic{Name: env.Source, Partitions: cfg.Partitions, Retention: topics.Forever})); err != nil {

@@ -19,11 +19,11 @@ func TestHarnessReports(t *testing.T) {
 	var out strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := Run(ctx, Config{Docs: 2000, Keys: 2000, Partitions: 2, Out: &out, Logger: testkit.Logger()}); err != nil {
+	if err := Run(ctx, Config{Docs: 2000, Keys: 2000, Offers: 2000, Partitions: 2, Out: &out, Logger: testkit.Logger()}); err != nil {
 		t.Fatal(err)
 	}
 	report := out.String()
-	for _, want := range []string{"vs copy", "vs goka", "copy ", "goka ", "pipeline ", "numerator ", "numerator/gen2 ", "machine:"} {
+	for _, want := range []string{"vs copy", "vs goka", "copy ", "goka ", "pipeline ", "numerator ", "numerator/gen2 ", "offers ", "offers/writes ", "offers/reads ", "offers/replay ", "machine:"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}

@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// offerConcurrency is how many clients the API benchmarks run at once.
+const offerConcurrency = 64
+
+// runOffers loads env.Offers offers into the aggregate (CREATE commands
+// written straight to offers.commands, timed from the first command to the
+// last answer), then measures writes (updates with the expected version)
+// and reads by id through the HTTP API with 64 concurrent clients, then the
+// replay of the aggregate's table from its commands.
+func runOffers(ctx context.Context, env *Env) (Result, error) {
+	n := env.Offers
+	cfg := platform.DefaultConfig()
+	cfg.Brokers, cfg.DataDir, cfg.HTTPAddr, cfg.GRPCAddr = env.Brokers, env.StateDir, "127.0.0.1:0", ""
+	cfg.Partitions, cfg.Logger = env.Partitions, env.Logger
+	cfg.Components = []string{platform.ComponentOffers, platform.ComponentCabinet, platform.ComponentDrafts, platform.ComponentAPI}
+	started := make(chan platform.Info, 1)
+	cfg.Started = func(i platform.Info) { started <- i }
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- platform.Run(runCtx, cfg) }()
+	stop := func() error { cancel(); return <-errc }
+	var info platform.Info
+	select {
+	case info = <-started:
+	case err := <-errc:
+		return Result{}, fmt.Errorf("the platform stopped: %w", err)
+	}
+
+	// Load: CREATE commands, answered once applied.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100_000))
+	if err != nil {
+		return Result{}, err
+	}
+	defer cl.Close()
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = offers.IDFrom(uint64(i))
+		p := int64(1000 + i%50_000)
+		c := &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: ids[i], SellerID: fmt.Sprintf("seller-%d", i%1000),
+			ExpectedVersion: -1, DraftID: ids[i], Offer: benchOffer(i, p)}
+		data, err := schemas.OfferCommands.Encode(c)
+		if err != nil {
+			return Result{}, err
+		}
+		cl.Produce(ctx, &kgo.Record{Topic: topics.OffersCommands, Key: []byte(ids[i]), Value: data}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return Result{}, err
+	}
+	select {
+	case err := <-waitAsync(runCtx, env, int64(n), topics.OffersResults):
+		if err != nil {
+			return Result{}, err
+		}
+	case err := <-errc:
+		return Result{}, fmt.Errorf("the platform stopped: %w", err)
+	}
+	d, err := spanOf(ctx, env, topics.OffersCommands, topics.OffersResults)
+	if err != nil {
+		return Result{}, err
+	}
+	load := Result{Records: n, Duration: d}
+
+	base := "http://" + info.HTTPAddr
+	writes, err := hammer(ctx, min(n, 20_000), func(i int) error {
+		body := fmt.Sprintf(`{"seller_id":"seller-%d","expected_version":1,"offer":{"category":"cars","title":"updated %d","price":%d,"currency":"RUB"}}`,
+			i%1000, i, 2000+i)
+		return call(ctx, "PUT", base+"/v1/offers/"+ids[i], body, http.StatusOK)
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("writes: %w", err)
+	}
+	writes.Name = "writes"
+	reads, err := hammer(ctx, 100_000, func(i int) error {
+		return call(ctx, "GET", base+"/v1/offers/"+ids[(i*7919)%n], "", http.StatusOK)
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("reads: %w", err)
+	}
+	reads.Name = "reads"
+	if err := stop(); err != nil {
+		return Result{}, err
+	}
+
+	// Replay the aggregate from its commands (the loads and the writes).
+	commands, err := env.Admin.ListEndOffsets(ctx, topics.OffersCommands)
+	if err != nil {
+		return Result{}, err
+	}
+	var total int64
+	commands.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	start := time.Now()
+	err = offers.Replay(ctx, offers.Config{Streams: streams.Config{Brokers: env.Brokers, StateDir: env.StateDir + "/replay",
+		Replication: 1, Logger: env.Logger}}, env.Partitions, -1)
+	if err != nil {
+		return Result{}, fmt.Errorf("replay: %w", err)
+	}
+	replay := Result{Name: "replay", Records: int(total), Duration: time.Since(start),
+		Note: "wall time of `offerlog replay offers`, group join and table recreation included"}
+	load.Also = []Result{writes, reads, replay}
+	load.Note = fmt.Sprintf("%d offers of 1000 sellers created by commands written straight to offers.commands, timed from the first "+
+		"command to the last answer (each command also writes the table, offers.events, cabinet.changes, cabinet.presets); "+
+		"writes and reads through the HTTP API by %d concurrent clients, latency per request (a write returns once the aggregate "+
+		"answered and the API's view shows it)", n, offerConcurrency)
+	return load, nil
+}
+
+func benchOffer(i int, price int64) *schemas.Offer {
+	return &schemas.Offer{Category: "cars", Title: fmt.Sprintf("offer %d: a second-hand car in good condition", i),
+		Description: strings.Repeat("one owner, garage kept. ", 8), Price: &price, Currency: "RUB",
+		Attributes: schemas.Attributes{{Name: "color", Value: "red"}, {Name: "year", Value: "2015"}}}
+}
+
+// hammer runs op(0..n-1) on offerConcurrency workers and times each call.
+func hammer(ctx context.Context, n int, op func(i int) error) (Result, error) {
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range offerConcurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				t := time.Now()
+				if err := op(i); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				lat[i] = time.Since(t)
+			}
+		}()
+	}
+	wg.Wait()
+	return Result{Records: n, Duration: time.Since(start), Latencies: lat}, firstErr
+}
+
+var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: offerConcurrency}, Timeout: time.Minute}
+
+func call(ctx context.Context, method, url, body string, want int) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, b)
+	}
+	return nil
+}
