@@ -7,7 +7,10 @@ GOBIN       := $(shell $(GO) env GOPATH)/bin
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TEST_FLAGS  ?= -race -shuffle=on -timeout 20m
 
-.PHONY: run test bench lint deps tools build clean
+PROTOC_GEN_GO_VERSION      ?= v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
+
+.PHONY: run test bench lint proto deps tools build clean
 
 ## run: start the whole platform on the embedded broker (data in ./data)
 run: deps
@@ -32,6 +35,17 @@ lint: deps
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GOBIN)/staticcheck ./...
+
+## proto: regenerate the gRPC code of schemas/proto (the generated code is
+## committed; only a change of a .proto needs this, and Debian's protoc)
+proto:
+	@command -v protoc >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq protobuf-compiler >/dev/null; }
+	@test -x $(GOBIN)/protoc-gen-go || $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	@test -x $(GOBIN)/protoc-gen-go-grpc || $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	cd schemas/proto && PATH="$(GOBIN):$$PATH" protoc -I . \
+		--go_out=. --go_opt=module=github.com/offerlog/offerlog/schemas/proto \
+		--go-grpc_out=. --go-grpc_opt=module=github.com/offerlog/offerlog/schemas/proto \
+		$$(find . -name '*.proto')
 
 ## deps: Go modules
 deps:

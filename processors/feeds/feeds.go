@@ -223,9 +223,14 @@ func (l *loader) lookup(key string) (schemas.FeedEntry, bool, error) {
 	return *e, true, nil
 }
 
-// items upserts a run of items. Of several items for one external id the
-// one of the latest task (the last on a tie) stands for them all.
-func (l *loader) items(ctx context.Context, run []schemas.FeedItem) error {
+// Plan returns the commands for a run of feed items, given the index
+// (lookup by feeds.index key) and a source of fresh ids: of several items
+// for one external id, the one of the latest task (the last on a tie)
+// stands for them all; an item older than the task that last loaded its
+// offer is skipped; a matched item updates its offer (FEED_UPSERT), an
+// unmatched one creates an offer. It returns the commands in the order of
+// the items' first appearance, and how many items were skipped as older.
+func Plan(run []schemas.FeedItem, lookup func(key string) (schemas.FeedEntry, bool, error), newID func() string) ([]*schemas.OfferCommand, int, error) {
 	last := map[string]int{}
 	var order []string
 	for i, it := range run {
@@ -239,23 +244,35 @@ func (l *loader) items(ctx context.Context, run []schemas.FeedItem) error {
 		}
 	}
 	var cmds []*schemas.OfferCommand
+	older := 0
 	for _, k := range order {
 		it := run[last[k]]
-		e, ok, err := l.lookup(k)
+		e, ok, err := lookup(k)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
-		c := &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: offers.NewID(), SellerID: it.SellerID,
+		c := &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: newID(), SellerID: it.SellerID,
 			ExpectedVersion: -1, Offer: it.Offer, TaskID: it.TaskID, ExternalID: it.ExternalID}
 		switch {
 		case ok && e.TaskID > it.TaskID:
-			l.cfg.Metrics.Items.With("older task").Inc()
+			older++
 			continue
 		case ok:
 			c.Kind, c.OfferID = schemas.CommandFeedUpsert, e.OfferID
 		}
 		cmds = append(cmds, c)
 	}
+	return cmds, older, nil
+}
+
+// items upserts a run of items (Plan), drawing new ids on collisions and
+// creating anew an offer deleted since the index was read.
+func (l *loader) items(ctx context.Context, run []schemas.FeedItem) error {
+	cmds, older, err := Plan(run, l.lookup, offers.NewID)
+	if err != nil {
+		return err
+	}
+	l.cfg.Metrics.Items.With("older task").Add(uint64(older))
 	for len(cmds) > 0 {
 		res, errs := l.cfg.Offers.DoAll(ctx, cmds)
 		var again []*schemas.OfferCommand
