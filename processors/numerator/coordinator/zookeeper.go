@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/offerlog/offerlog/internal/zkconn"
 )
 
 // ZooKeeper is a Coordinator kept in a ZooKeeper ensemble under one root
@@ -38,20 +40,9 @@ func DialZooKeeper(ctx context.Context, servers, root string, log *slog.Logger) 
 	if log == nil {
 		log = slog.Default()
 	}
-	conn, events, err := zk.Connect(strings.Split(servers, ","), 10*time.Second,
-		zk.WithLogger(zkLogger{log.With("component", "zookeeper")}))
+	conn, events, err := zkconn.Dial(ctx, servers, 10*time.Second, log)
 	if err != nil {
-		return nil, fmt.Errorf("coordinator: connect %s: %w", servers, err)
-	}
-	// Wait for the session: requests made before it fail.
-	for connected := false; !connected; {
-		select {
-		case ev := <-events:
-			connected = ev.State == zk.StateHasSession
-		case <-ctx.Done():
-			conn.Close()
-			return nil, fmt.Errorf("coordinator: connect %s: %w", servers, ctx.Err())
-		}
+		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	go func() {
 		for ev := range events {
@@ -245,7 +236,3 @@ func (c *ZooKeeper) Current(ctx context.Context) (Lock, bool, error) {
 	}
 	return *l, true, nil
 }
-
-type zkLogger struct{ l *slog.Logger }
-
-func (z zkLogger) Printf(format string, args ...any) { z.l.Debug(fmt.Sprintf(format, args...)) }

@@ -1,0 +1,325 @@
+package serving
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/offerlog/offerlog/schemas/proto/servingv1"
+)
+
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	// Hosts returns the gRPC addresses of the servers to know (every data
+	// centre): a static list, or Hosts of ZooKeeper.
+	Hosts func(ctx context.Context) ([]string, error)
+	// PingPeriod is how often the client refreshes its hosts and asks each
+	// for its shard with an empty Get (default 1 s); a key with no known
+	// shard is looked up again after it.
+	PingPeriod time.Duration
+	// Timeout bounds one request to one host (default 500 ms); Retries is
+	// how many times a failed request to a host is sent again (default 2).
+	Timeout time.Duration
+	Retries int
+	// NoShardWait is how long Get waits for a shard to appear for a key
+	// before reporting it (default 3 ping periods).
+	NoShardWait time.Duration
+	Logger      *slog.Logger
+}
+
+// Client is the cache client of the seed: Get sends every key to every
+// known replica of its shard, in every data centre, and returns as soon as
+// each key has an answer. Safe for concurrent use.
+type Client struct {
+	cfg ClientConfig
+
+	mu     sync.Mutex
+	conns  map[string]*grpc.ClientConn
+	shards map[string]*servingv1.Shard // by host address, the newest heard of
+	pinged chan struct{}               // closed and replaced after every ping round
+}
+
+// ErrNoShard is returned when keys belong to no shard any known server
+// holds; ErrUnanswered when every replica of their shard failed.
+var (
+	ErrNoShard    = errors.New("serving: no server holds the shard of some keys")
+	ErrUnanswered = errors.New("serving: every replica of the shard of some keys failed")
+)
+
+// NewClient returns a client; Run keeps its view of the shards fresh.
+func NewClient(cfg ClientConfig) *Client {
+	if cfg.PingPeriod <= 0 {
+		cfg.PingPeriod = time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 500 * time.Millisecond
+	}
+	if cfg.Retries < 0 {
+		cfg.Retries = 0
+	} else if cfg.Retries == 0 {
+		cfg.Retries = 2
+	}
+	if cfg.NoShardWait <= 0 {
+		cfg.NoShardWait = 3 * cfg.PingPeriod
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Client{cfg: cfg, conns: map[string]*grpc.ClientConn{}, shards: map[string]*servingv1.Shard{}, pinged: make(chan struct{})}
+}
+
+// StaticHosts returns a Hosts function of a fixed list.
+func StaticHosts(addrs ...string) func(context.Context) ([]string, error) {
+	return func(context.Context) ([]string, error) { return addrs, nil }
+}
+
+// Run pings every PingPeriod until ctx is done, then closes the client's
+// connections.
+func (c *Client) Run(ctx context.Context) error {
+	defer c.close()
+	t := time.NewTicker(c.cfg.PingPeriod)
+	defer t.Stop()
+	for {
+		c.Ping(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Ping refreshes the hosts and asks each for its shard.
+func (c *Client) Ping(ctx context.Context) {
+	hosts, err := c.cfg.Hosts(ctx)
+	if err != nil {
+		c.cfg.Logger.Warn("serving: hosts", "err", err)
+	}
+	c.mu.Lock()
+	for h, conn := range c.conns {
+		if err == nil && !slices.Contains(hosts, h) {
+			conn.Close()
+			delete(c.conns, h)
+			delete(c.shards, h)
+		}
+	}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.call(ctx, h, nil); err != nil {
+				c.forget(h)
+			}
+		}()
+	}
+	wg.Wait()
+	c.mu.Lock()
+	close(c.pinged)
+	c.pinged = make(chan struct{})
+	c.mu.Unlock()
+}
+
+func (c *Client) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for h, conn := range c.conns {
+		conn.Close()
+		delete(c.conns, h)
+	}
+}
+
+func (c *Client) conn(host string) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if conn, ok := c.conns[host]; ok {
+		return conn, nil
+	}
+	conn, err := grpc.NewClient(host, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	c.conns[host] = conn
+	return conn, nil
+}
+
+// call sends one Get to host with the per-host timeout and learns the
+// host's shard from the answer.
+func (c *Client) call(ctx context.Context, host string, keys []string) (*servingv1.GetResponse, error) {
+	conn, err := c.conn(host)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	resp, err := servingv1.NewCacheClient(conn).Get(ctx, &servingv1.GetRequest{Keys: keys})
+	if err != nil {
+		return nil, err
+	}
+	c.learn(host, resp.Shard)
+	return resp, nil
+}
+
+// learn keeps host's shard unless an older claim is reported.
+func (c *Client) learn(host string, s *servingv1.Shard) {
+	if s == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.shards[host]; ok && old.Generation > s.Generation && old.Dc == s.Dc {
+		return
+	}
+	c.shards[host] = s
+}
+
+func (c *Client) forget(host string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.shards, host)
+}
+
+// Shards returns the shards the client knows, by host.
+func (c *Client) Shards() map[string]*servingv1.Shard {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]*servingv1.Shard, len(c.shards))
+	for h, s := range c.shards {
+		out[h] = s
+	}
+	return out
+}
+
+// route returns, per host, the keys of its shard, and the keys no known
+// host holds.
+func (c *Client) route(keys []string) (map[string][]string, []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	hosts := make([]string, 0, len(c.shards))
+	for h := range c.shards {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	out := map[string][]string{}
+	var orphans []string
+	for _, k := range keys {
+		found := false
+		for _, h := range hosts {
+			if s := c.shards[h]; Holds(s, k) {
+				out[h] = append(out[h], k)
+				found = true
+			}
+		}
+		if !found {
+			orphans = append(orphans, k)
+		}
+	}
+	return out, orphans
+}
+
+// Get returns the values of keys (a key the table does not hold has no
+// entry). It waits up to NoShardWait for shards of keys no known server
+// holds, and fails only when some key has no shard or every replica of its
+// shard failed.
+func (c *Client) Get(ctx context.Context, keys []string) (map[string][]byte, error) {
+	keys = dedupe(keys)
+	if len(keys) == 0 {
+		return map[string][]byte{}, nil
+	}
+	routes, orphans := c.route(keys)
+	deadline := time.Now().Add(c.cfg.NoShardWait)
+	for len(orphans) > 0 {
+		c.mu.Lock()
+		pinged := c.pinged
+		c.mu.Unlock()
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w: %v", ErrNoShard, orphans)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-pinged:
+		case <-time.After(c.cfg.PingPeriod):
+		}
+		routes, orphans = c.route(keys)
+	}
+
+	type answer struct {
+		host string
+		resp *servingv1.GetResponse
+		err  error
+	}
+	answers := make(chan answer, len(routes))
+	// Late answers only refresh the shard map: their requests outlive Get.
+	bg := context.WithoutCancel(ctx)
+	for h, ks := range routes {
+		go func() {
+			var resp *servingv1.GetResponse
+			var err error
+			for attempt := 0; attempt <= c.cfg.Retries; attempt++ {
+				if resp, err = c.call(bg, h, ks); err == nil {
+					break
+				}
+			}
+			answers <- answer{h, resp, err}
+		}()
+	}
+	out := make(map[string][]byte, len(keys))
+	answered := make(map[string]bool, len(keys))
+	var errs []error
+	for pending := len(routes); pending > 0; pending-- {
+		var a answer
+		select {
+		case a = <-answers:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		switch {
+		case a.err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", a.host, a.err))
+		case !a.resp.AllMatched:
+			errs = append(errs, fmt.Errorf("%s: keys not in its shard [%d,%d)", a.host, a.resp.Shard.GetLo(), a.resp.Shard.GetHi()))
+		default:
+			for _, e := range a.resp.Entries {
+				if answered[e.Key] {
+					continue
+				}
+				answered[e.Key] = true
+				if e.Found {
+					out[e.Key] = e.Value
+				}
+			}
+		}
+		if len(answered) == len(keys) {
+			return out, nil
+		}
+	}
+	var missing []string
+	for _, k := range keys {
+		if !answered[k] {
+			missing = append(missing, k)
+		}
+	}
+	return nil, fmt.Errorf("%w: %v: %w", ErrUnanswered, missing, errors.Join(errs...))
+}
+
+func dedupe(keys []string) []string {
+	seen := make(map[string]bool, len(keys))
+	out := keys[:0:0]
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}

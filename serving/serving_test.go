@@ -1,0 +1,290 @@
+package serving_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/internal/zkconn"
+	"github.com/offerlog/offerlog/schemas/proto/servingv1"
+	"github.com/offerlog/offerlog/serving"
+	"github.com/offerlog/offerlog/topics"
+)
+
+func TestRange(t *testing.T) {
+	for _, tt := range []struct {
+		i, n       int
+		partitions int32
+		lo, hi     int32
+	}{{0, 4, 8, 0, 2}, {3, 4, 8, 6, 8}, {0, 3, 8, 0, 3}, {1, 3, 8, 3, 6}, {2, 3, 8, 6, 8}, {0, 1, 5, 0, 5}} {
+		lo, hi, err := serving.Range(tt.i, tt.n, tt.partitions)
+		if err != nil || lo != tt.lo || hi != tt.hi {
+			t.Errorf("Range(%d, %d, %d) = [%d,%d) %v, want [%d,%d)", tt.i, tt.n, tt.partitions, lo, hi, err, tt.lo, tt.hi)
+		}
+	}
+	for _, bad := range [][3]int{{4, 4, 8}, {0, 0, 8}, {0, 9, 8}, {-1, 2, 8}} {
+		if _, _, err := serving.Range(bad[0], bad[1], int32(bad[2])); err == nil {
+			t.Errorf("Range%v accepted", bad)
+		}
+	}
+}
+
+const table = "cache.test"
+
+// cluster is a set of cache servers of one table, in two data centres.
+type cluster struct {
+	t       *testing.T
+	brokers []string
+	zk      string
+	servers map[string]*node // by dc/host
+}
+
+type node struct {
+	srv   *serving.Server
+	owner *serving.ZooKeeper
+	addr  string
+	stop  func()
+}
+
+func (c *cluster) start(dc, host string) *node {
+	c.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	owner, err := serving.DialOwner(ctx, c.zk, table, dc, host, ln.Addr().String(), 4, testkit.Logger())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	srv, err := serving.NewServer(serving.ServerConfig{Brokers: c.brokers, Table: table, Shards: 4, DC: dc, Host: host,
+		Owner: owner, Logger: testkit.Logger()})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	n := &node{srv: srv, owner: owner, addr: ln.Addr().String()}
+	stopped := false
+	n.stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			if err := <-done; err != nil {
+				c.t.Errorf("%s/%s: %v", dc, host, err)
+			}
+		}
+	}
+	c.t.Cleanup(n.stop)
+	c.servers[dc+"/"+host] = n
+	return n
+}
+
+func (c *cluster) shardOf(n *node) *servingv1.Shard {
+	c.t.Helper()
+	resp := get(c.t, n.addr, nil)
+	return resp.Shard
+}
+
+func get(t *testing.T, addr string, keys []string) *servingv1.GetResponse {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := servingv1.NewCacheClient(conn).Get(ctx, &servingv1.GetRequest{Keys: keys})
+	if err != nil {
+		t.Fatalf("Get %v from %s: %v", keys, addr, err)
+	}
+	return resp
+}
+
+func produce(t *testing.T, brokers []string, kv map[string]string) {
+	t.Helper()
+	cl := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	var recs []*kgo.Record
+	for k, v := range kv {
+		recs = append(recs, &kgo.Record{Topic: table, Key: []byte(k), Value: []byte(v)})
+	}
+	if err := cl.ProduceSync(testkit.Context(t, 30*time.Second), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTwoDataCentresOfFourShards(t *testing.T) {
+	zkAddr := testkit.ZooKeeper(t)
+	b := testkit.Broker(t, "")
+	brokers := b.Addrs()
+	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: table, Partitions: 8, Compacted: true}})
+	values := map[string]string{}
+	for i := range 200 {
+		values[fmt.Sprint("key-", i)] = fmt.Sprint("value-", i)
+	}
+	produce(t, brokers, values)
+
+	c := &cluster{t: t, brokers: brokers, zk: zkAddr, servers: map[string]*node{}}
+	for _, dc := range []string{"a", "b"} {
+		for h := range 4 {
+			c.start(dc, fmt.Sprint(dc, "-host-", h))
+		}
+	}
+	testkit.Eventually(t, 30*time.Second, "every server holds a loaded shard", func() bool {
+		for _, n := range c.servers {
+			if !n.srv.Ready() {
+				return false
+			}
+		}
+		return true
+	})
+	// One owner per shard per data centre.
+	for _, dc := range []string{"a", "b"} {
+		seen := map[int32]string{}
+		for h := range 4 {
+			host := fmt.Sprint(dc, "-host-", h)
+			s := c.shardOf(c.servers[dc+"/"+host])
+			if other, dup := seen[s.Lo]; dup {
+				t.Fatalf("dc %s: %s and %s hold shard [%d,%d)", dc, other, host, s.Lo, s.Hi)
+			}
+			seen[s.Lo] = host
+		}
+	}
+
+	// Empty and wrong-shard Gets.
+	a0 := c.servers["a/a-host-0"]
+	shard := c.shardOf(a0)
+	if resp := get(t, a0.addr, nil); !resp.AllMatched || len(resp.Entries) != 0 || resp.Shard == nil {
+		t.Errorf("empty Get: %v", resp)
+	}
+	var inside, outside string
+	for k := range values {
+		if serving.Holds(shard, k) {
+			inside = k
+		} else {
+			outside = k
+		}
+	}
+	if resp := get(t, a0.addr, []string{inside, outside}); resp.AllMatched || len(resp.Entries) != 0 || resp.Shard.Lo != shard.Lo {
+		t.Errorf("wrong-shard Get: %v", resp)
+	}
+	if resp := get(t, a0.addr, []string{inside, "key-missing-" + inside}); !resp.AllMatched || len(resp.Entries) != 2 {
+		t.Errorf("Get in the shard: %v", resp)
+	}
+
+	zconn, _, err := zkconn.Dial(testkit.Context(t, 30*time.Second), zkAddr, 4*time.Second, testkit.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zconn.Close()
+	client := serving.NewClient(serving.ClientConfig{
+		Hosts:       func(context.Context) ([]string, error) { return serving.Hosts(zconn, table) },
+		PingPeriod:  200 * time.Millisecond, Timeout: 300 * time.Millisecond, Retries: 1,
+		NoShardWait: 2 * time.Second, Logger: testkit.Logger()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go client.Run(ctx)
+	testkit.Eventually(t, 10*time.Second, "the client knows the 8 servers", func() bool { return len(client.Shards()) == 8 })
+
+	all := func(what string) {
+		t.Helper()
+		var keys []string
+		for k := range values {
+			keys = append(keys, k)
+		}
+		for i := 0; i < len(keys); i += 10 {
+			got, err := client.Get(ctx, keys[i:i+10])
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			for _, k := range keys[i : i+10] {
+				if string(got[k]) != values[k] {
+					t.Fatalf("%s: %s = %q, want %q", what, k, got[k], values[k])
+				}
+			}
+		}
+	}
+	all("both data centres up")
+	if got, err := client.Get(ctx, []string{"key-never-written"}); err != nil || len(got) != 0 {
+		t.Errorf("a key the table does not hold: %v %v", got, err)
+	}
+
+	// A killed server: the other data centre answers.
+	killed := c.servers["a/a-host-1"]
+	before := c.shardOf(killed)
+	killed.stop()
+	all("one server of data centre a killed")
+
+	// Restarted, it takes its old shard back.
+	back := c.start("a", "a-host-1")
+	testkit.Eventually(t, 30*time.Second, "the restarted server is loaded", back.srv.Ready)
+	if after := c.shardOf(back); after.Lo != before.Lo || after.Generation <= before.Generation {
+		t.Errorf("restarted server took [%d,%d) gen %d, held [%d,%d) gen %d", after.Lo, after.Hi, after.Generation, before.Lo, before.Hi, before.Generation)
+	}
+
+	// Values stay fresh.
+	k := inside
+	produce(t, brokers, map[string]string{k: "fresh"})
+	testkit.Eventually(t, 10*time.Second, "the new value", func() bool {
+		got, err := client.Get(ctx, []string{k})
+		return err == nil && string(got[k]) == "fresh"
+	})
+	values[k] = "fresh"
+
+	// A shard nobody holds: Get waits for an owner, then reports the key.
+	var owners []*node
+	for _, n := range c.servers {
+		if s := c.shardOf(n); s.Lo == shard.Lo {
+			owners = append(owners, n)
+		}
+	}
+	if len(owners) != 2 {
+		t.Fatalf("%d owners of shard [%d,%d)", len(owners), shard.Lo, shard.Hi)
+	}
+	for _, n := range owners {
+		n.stop()
+	}
+	testkit.Eventually(t, 10*time.Second, "the client forgets the stopped owners", func() bool { return len(client.Shards()) == 6 })
+	got := make(chan error, 1)
+	go func() { _, err := client.Get(ctx, []string{k}); got <- err }()
+	time.Sleep(300 * time.Millisecond) // the Get is waiting for a shard now
+	revived := c.start("a", "a-host-0")
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("a Get waiting for its shard: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a Get waiting for its shard did not return")
+	}
+	revived.stop()
+	testkit.Eventually(t, 10*time.Second, "the client forgets it again", func() bool { return len(client.Shards()) == 6 })
+	start := time.Now()
+	if _, err := client.Get(ctx, []string{k}); !errors.Is(err, serving.ErrNoShard) || time.Since(start) < 2*time.Second {
+		t.Errorf("Get of a key nobody holds: %v after %s", err, time.Since(start))
+	}
+
+	// A server whose ZooKeeper session goes stops answering at once.
+	b2 := c.servers["b/b-host-2"]
+	b2.owner.Close()
+	testkit.Eventually(t, 2*time.Second, "the server without a session refuses", func() bool {
+		conn, err := grpc.NewClient(b2.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return false
+		}
+		defer conn.Close()
+		_, err = servingv1.NewCacheClient(conn).Get(ctx, &servingv1.GetRequest{})
+		return status.Code(err) == codes.Unavailable
+	})
+}
