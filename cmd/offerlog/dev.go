@@ -41,6 +41,9 @@ func printInfo(w io.Writer, info platform.Info) {
 	if info.GRPCAddr != "" {
 		fmt.Fprintf(w, "  grpc     %s (offerlog.offer.v1.OfferService)\n", info.GRPCAddr)
 	}
+	if info.CacheAddr != "" {
+		fmt.Fprintf(w, "  cache    %s (offerlog.serving.v1.Cache; offerlog get --hosts %s KEY)\n", info.CacheAddr, info.CacheAddr)
+	}
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
 }
 
@@ -85,12 +88,18 @@ func runComponent(ctx context.Context, args []string, _ io.Reader, stdout, stder
 	}
 	cfg.Brokers = *brokers
 	cfg.Components = []string{component}
+	if component == platform.ComponentCache {
+		if f.isSet("grpc") {
+			cfg.Cache.Addr = cfg.GRPCAddr
+		}
+		cfg.GRPCAddr = ""
+	}
 	if component != platform.ComponentAPI && !f.httpSet() {
 		// Processors still serve /metrics; default to a port of their own.
 		cfg.HTTPAddr = map[string]string{platform.ComponentRegistry: "127.0.0.1:8081", platform.ComponentIndexer: "127.0.0.1:8082",
 			platform.ComponentNumerator: "127.0.0.1:8083", platform.ComponentOffers: "127.0.0.1:8084",
 			platform.ComponentDrafts: "127.0.0.1:8085", platform.ComponentCabinet: "127.0.0.1:8086",
-			platform.ComponentFeeds: "127.0.0.1:8087"}[component]
+			platform.ComponentFeeds: "127.0.0.1:8087", platform.ComponentCache: "127.0.0.1:8088"}[component]
 	}
 	cfg.Logger = f.logger(stderr)
 	cfg.Started = func(info platform.Info) { printInfo(stdout, info) }
@@ -99,8 +108,12 @@ func runComponent(ctx context.Context, args []string, _ io.Reader, stdout, stder
 
 // httpSet reports whether --http was given on the command line or in the
 // environment.
-func (f *flags) httpSet() bool {
-	_, set := os.LookupEnv("OFFERLOG_HTTP")
-	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == "http" })
+func (f *flags) httpSet() bool { return f.isSet("http") }
+
+// isSet reports whether flag name was given on the command line or in the
+// environment.
+func (f *flags) isSet(name string) bool {
+	_, set := os.LookupEnv("OFFERLOG_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")))
+	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
 	return set
 }

@@ -131,5 +131,10 @@ func (f *flags) platform() *platform.Config {
 	f.Int64Var(&cfg.Numerator.Scheme, "scheme", cfg.Numerator.Scheme, "sharding scheme of a new numerator state")
 	f.Int64Var(&cfg.Numerator.Type, "state-type", cfg.Numerator.Type, "T of the numerator's state version T.S.V.G")
 	f.StringVar(&cfg.Numerator.Holder, "master", cfg.Numerator.Holder, "this numerator master's name in the coordinator")
+	f.StringVar(&cfg.Cache.Table, "table", cfg.Cache.Table, "the table topic the cache serves")
+	f.StringVar(&cfg.Cache.Addr, "cache-grpc", cfg.Cache.Addr, "gRPC address of the cache (`run cache` takes --grpc too)")
+	f.StringVar(&cfg.Cache.DC, "dc", cfg.Cache.DC, "the cache server's data centre")
+	f.StringVar(&cfg.Cache.Host, "host", cfg.Cache.Host, "the cache server's name in ZooKeeper (default: the hostname)")
+	f.IntVar(&cfg.Cache.Shards, "shards", cfg.Cache.Shards, "how many shards the cache's table is cut into (more than 1 needs --zookeeper)")
 	return &cfg
 }

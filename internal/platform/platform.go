@@ -48,7 +48,7 @@ const (
 
 // AllComponents lists every component, in start order.
 var AllComponents = []string{ComponentRegistry, ComponentIndexer, ComponentNumerator,
-	ComponentOffers, ComponentDrafts, ComponentCabinet, ComponentFeeds, ComponentAPI}
+	ComponentOffers, ComponentDrafts, ComponentCabinet, ComponentFeeds, ComponentAPI, ComponentCache}
 
 // Config of a platform process.
 type Config struct {
@@ -78,9 +78,12 @@ type Config struct {
 	// Numerator configures the numerator (its Streams, Coordinator and
 	// Logger are filled in by Run).
 	Numerator numerator.Config
-	// ZooKeeper ("host:port,...") holds the numerator's coordinator; ""
-	// keeps it in process, which is right only with a single master.
+	// ZooKeeper ("host:port,...") holds the numerator's coordinator and the
+	// cache's shard ownership; "" keeps both in process, which is right only
+	// with a single master and a single cache server per table.
 	ZooKeeper string
+	// Cache configures the cache component.
+	Cache CacheConfig
 	Logger    *slog.Logger
 	// Started, if set, is called once every component is ready.
 	Started func(Info)
@@ -93,6 +96,7 @@ func DefaultConfig() Config {
 		Partitions: 8, Replication: -1, Rules: registry.DefaultRules(),
 		EpochGrace: registry.DefaultEpochGrace, SweepInterval: time.Minute, WaitTimeout: 30 * time.Second,
 		Numerator: numerator.DefaultConfig(),
+		Cache:     CacheConfig{Table: topics.OffersTable, Addr: "127.0.0.1:9091", DC: "dc1", Shards: 1},
 	}
 }
 
@@ -113,6 +117,11 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("unknown component %q (have %v)", comp, AllComponents))
 		}
 	}
+	if slices.Contains(c.Components, ComponentCache) || len(c.Components) == 0 {
+		if err := c.Cache.validate(c.ZooKeeper); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.Rules.MaxDocumentBytes <= 0 || c.Rules.TombstoneTTL <= 0 {
 		errs = append(errs, errors.New("document size limit and tombstone TTL must be positive"))
 	}
@@ -124,6 +133,7 @@ type Info struct {
 	Brokers    []string
 	HTTPAddr   string
 	GRPCAddr   string
+	CacheAddr  string
 	DataDir    string
 	Components []string
 	Embedded   bool
@@ -269,6 +279,14 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	ready = append(ready, g.ready...)
+	if has(ComponentCache) {
+		addr, r, err := runCache(runCtx, sup, cfg, brokers, reg, log)
+		if err != nil {
+			return err
+		}
+		info.CacheAddr = addr
+		ready = append(ready, r)
+	}
 
 	var srv *http.Server
 	if cfg.HTTPAddr != "" {

@@ -12,6 +12,8 @@ import (
 	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/serving"
+	"github.com/offerlog/offerlog/topics"
 )
 
 // running is a platform started by a test.
@@ -23,7 +25,8 @@ type running struct {
 func start(t *testing.T, dataDir string) *running {
 	t.Helper()
 	cfg := platform.DefaultConfig()
-	cfg.DataDir, cfg.KafkaAddr, cfg.HTTPAddr = dataDir, "127.0.0.1:0", "127.0.0.1:0"
+	cfg.DataDir, cfg.KafkaAddr, cfg.HTTPAddr, cfg.GRPCAddr = dataDir, "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Cache.Addr, cfg.Cache.Table = "127.0.0.1:0", topics.RegistryTable
 	cfg.Partitions = 4
 	cfg.EpochGrace = time.Second
 	cfg.WaitTimeout = 20 * time.Second
@@ -136,6 +139,18 @@ func TestAPIEndToEndAndRestart(t *testing.T) {
 	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?wait=true"),
 		fmt.Sprintf(`{"pk":"1","version":5,"epoch":1,"action":"DELETE","timestamp":%q}`, time.Now().UTC().Format(time.RFC3339Nano)))
 	expect(t, "delete", s, b, http.StatusOK, `"verdict":"ACCEPTED"`)
+
+	// The serving cache holds the registry's table too.
+	cache := serving.NewClient(serving.ClientConfig{Hosts: serving.StaticHosts(p.info.CacheAddr), Logger: testkit.Logger()})
+	testkit.Eventually(t, 30*time.Second, "document 2 in the cache", func() bool {
+		cache.Ping(context.Background())
+		got, err := cache.Get(context.Background(), []string{"shop/2", "shop/none"})
+		if err != nil || len(got) != 1 {
+			return false
+		}
+		var rec schemas.RegistryRecord
+		return schemas.RegistryRecords.Decode(got["shop/2"], &rec) == nil && rec.PK == "2"
+	})
 
 	testkit.Eventually(t, 30*time.Second, "document 2 in the registry", func() bool {
 		s, _ := call(t, "GET", p.url("/v1/clients/shop/documents/2"), "")

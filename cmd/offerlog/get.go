@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/offerlog/offerlog/internal/zkconn"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/serving"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// runGet reads keys through the serving cache's client and prints one line
+// per key: the key, a tab, and the value as JSON (null when the table holds
+// none).
+func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	f := newFlags("get", stderr)
+	table := f.String("table", topics.OffersTable, "the table topic the cache serves")
+	zkServers := f.String("zookeeper", "", "ZooKeeper ensemble host:port,... where cache servers register")
+	hosts := f.String("hosts", "127.0.0.1:9091", "comma-separated cache servers, when not found in ZooKeeper")
+	timeout := f.Duration("timeout", 10*time.Second, "how long to wait for the answer")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if f.NArg() == 0 {
+		return fmt.Errorf("%w: which keys?", errUsage)
+	}
+	log := f.logger(stderr)
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	cfg := serving.ClientConfig{Hosts: serving.StaticHosts(strings.Split(*hosts, ",")...), PingPeriod: 200 * time.Millisecond, Logger: log}
+	if *zkServers != "" {
+		conn, _, err := zkconn.Dial(ctx, *zkServers, 10*time.Second, log)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		cfg.Hosts = func(context.Context) ([]string, error) { return serving.Hosts(conn, *table) }
+	}
+	client := serving.NewClient(cfg)
+	go func() { _ = client.Run(ctx) }()
+	values, err := client.Get(ctx, f.Args())
+	if err != nil {
+		return err
+	}
+	for _, k := range f.Args() {
+		out := []byte("null")
+		if v, ok := values[k]; ok {
+			if _, js, err := schemas.DecodeJSON(v); err == nil {
+				out, _ = json.Marshal(js)
+			} else {
+				out, _ = json.Marshal(v) // not Avro: the raw bytes, base64
+			}
+		}
+		fmt.Fprintf(stdout, "%s\t%s\n", k, out)
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/serving"
+)
+
+// ComponentCache is the serving cache's server.
+const ComponentCache = "cache"
+
+// CacheConfig configures the cache component.
+type CacheConfig struct {
+	// Table is the compacted topic served (offers-table, registry-table,
+	// numerator.assignments, ...).
+	Table string
+	// Addr serves gRPC; DC and Host name the server; Shards is how many
+	// shards the table is cut into (1 without ZooKeeper).
+	Addr, DC, Host string
+	Shards         int
+}
+
+func (c *CacheConfig) validate(zookeeper string) error {
+	switch {
+	case c.Table == "" || c.Addr == "" || c.DC == "":
+		return errors.New("cache: table, gRPC address and data centre are required")
+	case c.Shards < 1:
+		return fmt.Errorf("cache: %d shards", c.Shards)
+	case zookeeper == "" && c.Shards != 1:
+		return fmt.Errorf("cache: %d shards need --zookeeper to share them out", c.Shards)
+	}
+	return nil
+}
+
+// runCache starts a cache server and returns its address and a channel
+// closed once it holds a loaded shard.
+func runCache(ctx context.Context, sup *supervisor, cfg Config, brokers []string, reg *metrics.Registry, log *slog.Logger) (string, <-chan struct{}, error) {
+	cc := cfg.Cache
+	if cc.Host == "" {
+		cc.Host, _ = os.Hostname()
+	}
+	ln, err := net.Listen("tcp", cc.Addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("cache: %w", err)
+	}
+	addr := ln.Addr().String()
+	var owner serving.Owner = serving.Static{Shard: 0}
+	if cfg.ZooKeeper != "" {
+		if owner, err = serving.DialOwner(ctx, cfg.ZooKeeper, cc.Table, cc.DC, cc.Host, addr, cc.Shards, log); err != nil {
+			ln.Close()
+			return "", nil, err
+		}
+	}
+	srv, err := serving.NewServer(serving.ServerConfig{Brokers: brokers, Table: cc.Table, Shards: cc.Shards, DC: cc.DC,
+		Host: cc.Host, Owner: owner, Metrics: reg, Logger: log})
+	if err != nil {
+		ln.Close()
+		return "", nil, err
+	}
+	sup.Go(ctx, ComponentCache, true, func(ctx context.Context) error { return srv.Serve(ctx, ln) })
+	ready := make(chan struct{})
+	go func() {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for !srv.Ready() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+		close(ready)
+	}()
+	return addr, ready, nil
+}
