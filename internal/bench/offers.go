@@ -195,8 +195,9 @@ func hammer(ctx context.Context, n int, op func(i int) error) (Result, error) {
 	}
 	wg.Wait()
 	r := Result{Records: n - int(failed.Load()), Duration: time.Since(start), Latencies: lat}
+	r.Note = fmt.Sprintf("max %s", r.Percentile(100).Round(100*time.Microsecond))
 	if f := failed.Load(); f > 0 {
-		r.Note = fmt.Sprintf("%d of %d calls failed, the first with: %v", f, n, firstErr)
+		r.Note += fmt.Sprintf("; %d of %d calls failed, the first with: %v", f, n, firstErr)
 		if f*100 > int64(n) {
 			return r, errors.New(r.Note)
 		}

@@ -1,0 +1,174 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/serving"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// cacheTable is the compacted topic of the cache scenario.
+const cacheTable = "bench.cache"
+
+// runCache writes env.Keys keys to a compacted table, reads them with a
+// plain franz-go consumer (the ceiling), materialises them in a cache
+// server (one shard holding every partition), then starts a second replica
+// and sends Gets of 10 keys through the client from 64 concurrent callers
+// (the seed asks for 20 000 requests/s: the figure says how far from it).
+func runCache(ctx context.Context, env *Env) (Result, error) {
+	n := env.Keys
+	if _, err := topics.Ensure(ctx, env.Admin, -1, []topics.Topic{{Name: cacheTable, Partitions: env.Partitions, Compacted: true}}); err != nil {
+		return Result{}, err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(200_000))
+	if err != nil {
+		return Result{}, err
+	}
+	defer cl.Close()
+	value := make([]byte, 100)
+	for i := range n {
+		cl.Produce(ctx, &kgo.Record{Topic: cacheTable, Key: []byte(cacheKey(i)), Value: value}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return Result{}, err
+	}
+
+	// The ceiling: a plain read of the same partitions.
+	start := time.Now()
+	rd, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.ConsumeTopics(cacheTable),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return Result{}, err
+	}
+	for got := 0; got < n; {
+		fs := rd.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			rd.Close()
+			return Result{}, err
+		}
+		got += fs.NumRecords()
+	}
+	rd.Close()
+	plain := Result{Name: "franz-go-read", Records: n, Duration: time.Since(start)}
+
+	var servers []string
+	var stops []func()
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	serve := func(host string) (*serving.Server, time.Duration, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, 0, err
+		}
+		srv, err := serving.NewServer(serving.ServerConfig{Brokers: env.Brokers, Table: cacheTable, Shards: 1, DC: host, Host: host,
+			Owner: serving.Static{Shard: 0}, Logger: env.Logger})
+		if err != nil {
+			return nil, 0, err
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- srv.Serve(sctx, ln) }()
+		stops = append(stops, func() { cancel(); <-done })
+		servers = append(servers, ln.Addr().String())
+		for !srv.Ready() {
+			select {
+			case err := <-done:
+				return nil, 0, fmt.Errorf("cache server stopped: %w", err)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		return srv, time.Since(start), nil
+	}
+	_, load, err := serve("a")
+	if err != nil {
+		return Result{}, err
+	}
+	if _, _, err := serve("b"); err != nil {
+		return Result{}, err
+	}
+
+	client := serving.NewClient(serving.ClientConfig{Hosts: serving.StaticHosts(servers...), Logger: env.Logger})
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go client.Run(cctx)
+	for len(client.Shards()) < 2 {
+		select {
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	gets := closedLoop(ctx, 64, 5*time.Second, func(i int) error {
+		keys := make([]string, 10)
+		for j := range keys {
+			keys[j] = cacheKey((i*10 + j*7919) % n)
+		}
+		got, err := client.Get(ctx, keys)
+		if err == nil && len(got) != len(keys) {
+			err = fmt.Errorf("%d of %d keys found", len(got), len(keys))
+		}
+		return err
+	})
+	gets.Name = "gets"
+	gets.Note = "Gets of 10 keys through the client against 2 replicas (the seed's target: 20 000/s); " + gets.Note
+	r := Result{Records: n, Duration: load}
+	r.Note = fmt.Sprintf("a cache server materialises %d keys (%d bytes each) of %d partitions into memory, timed from its start "+
+		"to ready; franz-go-read reads the same partitions with a plain consumer", n, len(value), env.Partitions)
+	r.Also = []Result{plain, gets}
+	return r, nil
+}
+
+func cacheKey(i int) string { return fmt.Sprintf("key-%08d", i) }
+
+// closedLoop runs op on workers goroutines, each calling again as soon as
+// its call returns, for d, and times each call. Errors are counted; the
+// maximum latency and the error count go in the note.
+func closedLoop(ctx context.Context, workers int, d time.Duration, op func(i int) error) Result {
+	var lat []time.Duration
+	var mu sync.Mutex
+	var next, failed atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(d)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) && ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				t := time.Now()
+				if err := op(i); err != nil {
+					failed.Add(1)
+					once.Do(func() { firstErr = err })
+					continue
+				}
+				l := time.Since(t)
+				mu.Lock()
+				lat = append(lat, l)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	r := Result{Records: len(lat), Duration: time.Since(start), Latencies: lat}
+	r.Note = fmt.Sprintf("%d clients calling back to back for %s; max %s; %d errors", workers, d,
+		r.Percentile(100).Round(100*time.Microsecond), failed.Load())
+	if firstErr != nil {
+		r.Note += fmt.Sprintf(" (the first: %v)", firstErr)
+	}
+	return r
+}
