@@ -30,7 +30,9 @@ type Owner interface {
 type Static struct{ Shard int }
 
 // Claim returns the static shard; it is never lost.
-func (s Static) Claim(context.Context) (int, int64, <-chan struct{}, error) { return s.Shard, 0, nil, nil }
+func (s Static) Claim(context.Context) (int, int64, <-chan struct{}, error) {
+	return s.Shard, 0, nil, nil
+}
 
 // Close does nothing.
 func (Static) Close() {}

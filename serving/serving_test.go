@@ -189,8 +189,8 @@ func TestTwoDataCentresOfFourShards(t *testing.T) {
 	}
 	defer zconn.Close()
 	client := serving.NewClient(serving.ClientConfig{
-		Hosts:       func(context.Context) ([]string, error) { return serving.Hosts(zconn, table) },
-		PingPeriod:  200 * time.Millisecond, Timeout: 300 * time.Millisecond, Retries: 1,
+		Hosts:      func(context.Context) ([]string, error) { return serving.Hosts(zconn, table) },
+		PingPeriod: 200 * time.Millisecond, Timeout: 300 * time.Millisecond, Retries: 1,
 		NoShardWait: 2 * time.Second, Logger: testkit.Logger()})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

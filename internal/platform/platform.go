@@ -83,8 +83,8 @@ type Config struct {
 	// with a single master and a single cache server per table.
 	ZooKeeper string
 	// Cache configures the cache component.
-	Cache CacheConfig
-	Logger    *slog.Logger
+	Cache  CacheConfig
+	Logger *slog.Logger
 	// Started, if set, is called once every component is ready.
 	Started func(Info)
 }
