@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -161,23 +160,35 @@ func settle(ctx context.Context, env *Env, url string) error {
 }
 
 // hammer runs op(0..n-1) on offerConcurrency workers and times each call.
-// Failed calls are counted in the note and left out of the latencies; it
-// fails only if more than 1% of the calls failed.
+// It fails only if more than 1% of the calls failed.
 func hammer(ctx context.Context, n int, op func(i int) error) (Result, error) {
-	lat := make([]time.Duration, 0, n)
+	r, failed, err := drive(ctx, offerConcurrency, func(i int) bool { return i < n }, op)
+	if failed*100 > int64(n) {
+		return r, err
+	}
+	return r, nil
+}
+
+// drive runs op on workers goroutines, each taking the next i as soon as
+// its call returns, for as long as more(i) says, and times each call.
+// Failed calls are counted, left out of the latencies and of Records; the
+// note says the maximum latency and the failures. It returns the failures
+// and an error naming the first.
+func drive(ctx context.Context, workers int, more func(i int) bool, op func(i int) error) (Result, int64, error) {
+	var lat []time.Duration
 	var mu sync.Mutex
 	var next, failed atomic.Int64
 	var firstErr error
 	var once sync.Once
 	var wg sync.WaitGroup
 	start := time.Now()
-	for range offerConcurrency {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
+				if !more(i) || ctx.Err() != nil {
 					return
 				}
 				t := time.Now()
@@ -194,15 +205,13 @@ func hammer(ctx context.Context, n int, op func(i int) error) (Result, error) {
 		}()
 	}
 	wg.Wait()
-	r := Result{Records: n - int(failed.Load()), Duration: time.Since(start), Latencies: lat}
-	r.Note = fmt.Sprintf("max %s", r.Percentile(100).Round(100*time.Microsecond))
-	if f := failed.Load(); f > 0 {
-		r.Note += fmt.Sprintf("; %d of %d calls failed, the first with: %v", f, n, firstErr)
-		if f*100 > int64(n) {
-			return r, errors.New(r.Note)
-		}
+	r := Result{Records: len(lat), Duration: time.Since(start), Latencies: lat}
+	r.Note = fmt.Sprintf("%d clients back to back; max %s; %d failed", workers, r.Percentile(100).Round(100*time.Microsecond), failed.Load())
+	if firstErr != nil {
+		r.Note += fmt.Sprintf(" (the first: %v)", firstErr)
+		return r, failed.Load(), fmt.Errorf("%d calls failed, the first: %w", failed.Load(), firstErr)
 	}
-	return r, nil
+	return r, 0, nil
 }
 
 var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: offerConcurrency}, Timeout: time.Minute}

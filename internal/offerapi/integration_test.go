@@ -1,7 +1,6 @@
 package offerapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/offerlog/offerlog/internal/offerapi"
 	"github.com/offerlog/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/internal/platform/platformtest"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/schemas/proto/offerv1"
@@ -34,39 +34,10 @@ type node struct {
 
 func start(t *testing.T, brokers []string, dataDir string) *node {
 	t.Helper()
-	cfg := platform.DefaultConfig()
-	cfg.Brokers, cfg.DataDir, cfg.HTTPAddr, cfg.GRPCAddr = brokers, dataDir, "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Partitions, cfg.Components = 4, gostComponents
-	cfg.WaitTimeout = 20 * time.Second
-	cfg.Logger = testkit.Logger()
-	started := make(chan platform.Info, 1)
-	cfg.Started = func(i platform.Info) { started <- i }
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- platform.Run(ctx, cfg) }()
-	n := &node{}
-	select {
-	case n.info = <-started:
-	case err := <-errc:
-		cancel()
-		t.Fatalf("platform stopped before it started: %v", err)
-	case <-time.After(2 * time.Minute):
-		cancel()
-		t.Fatal("platform not started after 2 minutes")
-	}
-	stopped := false
-	n.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("platform stopped with %v", err)
-		}
-	}
-	t.Cleanup(n.stop)
-	return n
+	cfg := platformtest.Config(dataDir)
+	cfg.Brokers, cfg.Components = brokers, gostComponents
+	r := platformtest.Start(t, cfg)
+	return &node{info: r.Info, stop: func() { _ = r.Stop() }} // the test's cleanup reports an error
 }
 
 // do sends a JSON request and decodes a JSON answer into out (if not nil).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/offerlog/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/internal/platform/platformtest"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/serving"
@@ -18,46 +19,17 @@ import (
 
 // running is a platform started by a test.
 type running struct {
+	*platformtest.Running
 	info platform.Info
-	stop func() error
 }
 
 func start(t *testing.T, dataDir string) *running {
 	t.Helper()
-	cfg := platform.DefaultConfig()
-	cfg.DataDir, cfg.KafkaAddr, cfg.HTTPAddr, cfg.GRPCAddr = dataDir, "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Cache.Addr, cfg.Cache.Table = "127.0.0.1:0", topics.RegistryTable
-	cfg.Partitions = 4
+	cfg := platformtest.Config(dataDir)
+	cfg.Cache.Table = topics.RegistryTable
 	cfg.EpochGrace = time.Second
-	cfg.WaitTimeout = 20 * time.Second
-	cfg.Logger = testkit.Logger()
-	started := make(chan platform.Info, 1)
-	cfg.Started = func(i platform.Info) { started <- i }
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- platform.Run(ctx, cfg) }()
-	r := &running{}
-	select {
-	case r.info = <-started:
-	case err := <-errc:
-		cancel()
-		t.Fatalf("platform stopped before it started: %v", err)
-	case <-time.After(2 * time.Minute):
-		cancel()
-		t.Fatal("platform not started after 2 minutes")
-	}
-	done := false
-	var runErr error
-	r.stop = func() error {
-		if !done {
-			done = true
-			cancel()
-			runErr = <-errc
-		}
-		return runErr
-	}
-	t.Cleanup(func() { _ = r.stop() })
-	return r
+	r := platformtest.Start(t, cfg)
+	return &running{Running: r, info: r.Info}
 }
 
 func (r *running) url(path string) string { return "http://" + r.info.HTTPAddr + path }
@@ -178,7 +150,7 @@ func TestAPIEndToEndAndRestart(t *testing.T) {
 	})
 
 	// Stop, start again on the same data: everything is still there.
-	if err := p.stop(); err != nil {
+	if err := p.Stop(); err != nil {
 		t.Fatalf("clean shutdown: %v", err)
 	}
 	p = start(t, data)
@@ -190,7 +162,7 @@ func TestAPIEndToEndAndRestart(t *testing.T) {
 	expect(t, "the same version after restart", s, b, http.StatusOK, "duplicate")
 	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?wait=true"), docBody("2", 2, ""))
 	expect(t, "a newer version after restart", s, b, http.StatusOK, `"verdict":"ACCEPTED"`)
-	if err := p.stop(); err != nil {
+	if err := p.Stop(); err != nil {
 		t.Fatalf("clean shutdown: %v", err)
 	}
 }
