@@ -54,6 +54,7 @@ type ZooKeeper struct {
 
 	mu        sync.Mutex
 	connected bool
+	closing   bool
 	lost      chan struct{}
 	change    chan struct{} // closed and replaced on every session change
 }
@@ -95,7 +96,9 @@ func (z *ZooKeeper) watch(events <-chan zk.Event) {
 		if z.connected && !up && z.lost != nil {
 			close(z.lost)
 			z.lost = nil
-			z.log.Warn("serving: ZooKeeper session lost, shard given up", "state", ev.State.String())
+			if !z.closing {
+				z.log.Warn("serving: ZooKeeper session lost, shard given up", "state", ev.State.String())
+			}
 		}
 		z.connected = up
 		close(z.change)
@@ -204,7 +207,12 @@ func (z *ZooKeeper) holding() <-chan struct{} {
 var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Close closes the session: the shard's node goes at once.
-func (z *ZooKeeper) Close() { z.conn.Close() }
+func (z *ZooKeeper) Close() {
+	z.mu.Lock()
+	z.closing = true
+	z.mu.Unlock()
+	z.conn.Close()
+}
 
 // Hosts returns the gRPC addresses of every member of table, in every data
 // centre, as registered in ZooKeeper.

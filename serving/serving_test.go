@@ -179,7 +179,12 @@ func TestTwoDataCentresOfFourShards(t *testing.T) {
 	if resp := get(t, a0.addr, []string{inside, outside}); resp.AllMatched || len(resp.Entries) != 0 || resp.Shard.Lo != shard.Lo {
 		t.Errorf("wrong-shard Get: %v", resp)
 	}
-	if resp := get(t, a0.addr, []string{inside, "key-missing-" + inside}); !resp.AllMatched || len(resp.Entries) != 2 {
+	missing := "missing"
+	for i := 0; !serving.Holds(shard, missing); i++ {
+		missing = fmt.Sprint("missing-", i)
+	}
+	resp := get(t, a0.addr, []string{inside, missing})
+	if !resp.AllMatched || len(resp.Entries) != 2 || !resp.Entries[0].Found || string(resp.Entries[0].Value) != values[inside] || resp.Entries[1].Found {
 		t.Errorf("Get in the shard: %v", resp)
 	}
 
