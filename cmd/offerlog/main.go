@@ -23,7 +23,7 @@ func commands() []command {
 	return []command{
 		{"dev", "[--data DIR] [--kafka-addr HOST:PORT] [--http HOST:PORT]", "run the whole platform on the embedded broker", runDev},
 		{"broker", "[--data DIR] [--kafka-addr HOST:PORT]", "run the embedded broker alone", runBroker},
-		{"run", "COMPONENT --brokers B [--data DIR] [--http HOST:PORT]", "run one component (registry, indexer, numerator, offers, drafts, cabinet, feeds, api, cache) against a cluster", runComponent},
+		{"run", "COMPONENT --brokers B [--data DIR] [--http HOST:PORT]", "run one component (registry, indexer, numerator, offers, drafts, cabinet, feeds, api, cache, sink-ydb) against a cluster", runComponent},
 		{"get", "[--table T] [--zookeeper HOSTS | --hosts A,B] KEY...", "read keys from the serving cache and print them as JSON", runGet},
 		{"topics", "ensure|list --brokers B [--partitions N]", "create or check the topic catalogue", runTopics},
 		{"produce", "--brokers B TOPIC", "produce JSON lines {\"key\",\"value\"} from stdin as Avro events", runProduce},

@@ -179,6 +179,14 @@ func TestTopicsProduceConsume(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"seller_id":"s1"`) || !strings.Contains(out, `{"count":1,"name":"active"}`) {
 		t.Fatalf("the cabinet after replays: %s", out)
 	}
+	code, _, stderr = offerlog(t, "", "run", "sink-ydb", "--brokers", addr)
+	if code != 1 || !strings.Contains(stderr, "--ydb is required") {
+		t.Fatalf("sink-ydb without --ydb: %d %s", code, stderr)
+	}
+	code, _, stderr = offerlog(t, "", "run", "sink-ydb", "--brokers", addr, "--ydb", "grpc://127.0.0.1:1/local", "--source", "nosuch")
+	if code != 1 || !strings.Contains(stderr, `no mapping for topic "nosuch"`) {
+		t.Fatalf("sink-ydb of an unknown topic: %d %s", code, stderr)
+	}
 	code, _, stderr = offerlog(t, "", "replay", "--brokers", addr, "nosuch")
 	if code != 2 || !strings.Contains(stderr, "unknown group") {
 		t.Fatalf("replay of an unknown group: %d %s", code, stderr)

@@ -34,6 +34,7 @@ import (
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/sinks/ydbsink"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -48,7 +49,7 @@ const (
 
 // AllComponents lists every component, in start order.
 var AllComponents = []string{ComponentRegistry, ComponentIndexer, ComponentNumerator,
-	ComponentOffers, ComponentDrafts, ComponentCabinet, ComponentFeeds, ComponentAPI, ComponentCache}
+	ComponentOffers, ComponentDrafts, ComponentCabinet, ComponentFeeds, ComponentAPI, ComponentCache, ComponentSinkYDB}
 
 // Config of a platform process.
 type Config struct {
@@ -83,7 +84,12 @@ type Config struct {
 	// with a single master and a single cache server per table.
 	ZooKeeper string
 	// Cache configures the cache component.
-	Cache  CacheConfig
+	Cache CacheConfig
+	// YDB is the DSN of the sinks' database (grpc://host:2136/local); the
+	// sinks run only when it is set. SinkSources are the topics they follow
+	// (default: every topic ydbsink maps).
+	YDB         string
+	SinkSources []string
 	Logger *slog.Logger
 	// Started, if set, is called once every component is ready.
 	Started func(Info)
@@ -120,6 +126,14 @@ func (c *Config) Validate() error {
 	if slices.Contains(c.Components, ComponentCache) || len(c.Components) == 0 {
 		if err := c.Cache.validate(c.ZooKeeper); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if slices.Contains(c.Components, ComponentSinkYDB) && c.YDB == "" {
+		errs = append(errs, errors.New("sink-ydb: --ydb is required"))
+	}
+	for _, s := range c.SinkSources {
+		if _, ok := ydbsink.Sources[s]; !ok {
+			errs = append(errs, fmt.Errorf("sink-ydb: no mapping for topic %q (have %v)", s, ydbsink.SourceNames()))
 		}
 	}
 	if c.Rules.MaxDocumentBytes <= 0 || c.Rules.TombstoneTTL <= 0 {
@@ -279,6 +293,11 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	ready = append(ready, g.ready...)
+	if has(ComponentSinkYDB) && cfg.YDB != "" {
+		if err := runSinks(runCtx, sup, cfg, brokers, reg, log); err != nil {
+			return err
+		}
+	}
 	if has(ComponentCache) {
 		addr, r, err := runCache(runCtx, sup, cfg, brokers, reg, log)
 		if err != nil {
@@ -372,7 +391,10 @@ func decodeVerdict(b []byte) (schemas.Verdict, streams.RequestID, error) {
 // scrape time.
 func registerLag(reg *metrics.Registry, adm *kadm.Client) {
 	groups := []string{string(registry.Group), indexer.Group, indexer.RetryGroup, string(numerator.Group), numerator.SealerGroup,
-		string(offers.Group), string(drafts.Group), string(cabinet.Group), feeds.Group}
+		string(offers.Group), offers.InboxGroup, string(drafts.Group), string(cabinet.Group), feeds.Group}
+	for _, src := range ydbsink.SourceNames() {
+		groups = append(groups, ydbsink.Group(src))
+	}
 	reg.GaugeFunc("offerlog_consumer_lag", "Records not yet consumed by a group, per topic and partition.",
 		[]string{"group", "topic", "partition"}, func() []metrics.Sample {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

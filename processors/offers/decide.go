@@ -378,11 +378,14 @@ func PresetKey(seller, preset string, created time.Time, offerID string) string 
 	return seller + "/" + preset + "/" + Rank(created) + "/" + offerID
 }
 
+// FarRank is the time, in Unix milliseconds, ranks count down from (year
+// 2286).
+const FarRank = 9_999_999_999_999
+
 // Rank is the zero-padded distance of created from the far future, in
 // milliseconds: keys sort by it newest first.
 func Rank(created time.Time) string {
-	const far = 9_999_999_999_999 // year 2286
-	r := far - created.UnixMilli()
+	r := FarRank - created.UnixMilli()
 	if r < 0 {
 		r = 0
 	}

@@ -1,0 +1,246 @@
+// Package ydbsink keeps the YDB tables of the seeds equal to the event log:
+// a consumer of one table topic (the registry, the offer aggregate, the
+// cabinet's counts and preset lists, the feed index) that maps each record
+// to rows, writes them in batches, replaces a row only with a newer version
+// (so redeliveries and replays change nothing), and commits its offsets
+// only after YDB confirmed the batch.
+package ydbsink
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Column is a column of a table, with its YQL type (Utf8, String, Int32,
+// Int64, Uint32, Uint64, Timestamp).
+type Column struct{ Name, Type string }
+
+// Table is a YDB table a source writes.
+type Table struct {
+	Name    string
+	Columns []Column
+	Key     []string
+	// Version lists the columns that order a row's versions, compared in
+	// order: a row replaces only an older one. Empty: the log's order is
+	// the only order (every write replaces).
+	Version []string
+}
+
+// Row is a row to upsert into Table, or with Delete its key to delete.
+type Row struct {
+	Table  string
+	Values map[string]any // int32, int64, uint32, uint64, string, []byte, time.Time
+	Delete bool
+}
+
+// Mapping turns one record of a source topic into rows. A nil value is the
+// source's deletion of key.
+type Mapping func(key string, value []byte) ([]Row, error)
+
+// Source is what the sink knows of one topic.
+type Source struct {
+	Topic  string
+	Tables []Table
+	Map    Mapping
+}
+
+// Tables of the seeds (indexing.md's registry, gost.md's offer, presets,
+// counters and feed).
+var (
+	RegistryTable = Table{Name: "registry",
+		Columns: []Column{{"hash", "Uint64"}, {"client", "Utf8"}, {"pk", "Utf8"}, {"version", "Int64"}, {"epoch", "Int64"},
+			{"status", "Int32"}, {"modify_timestamp", "Timestamp"}, {"ttl", "Timestamp"}, {"document", "String"}},
+		Key: []string{"hash", "client", "pk"}, Version: []string{"epoch", "version", "modify_timestamp"}}
+	OfferTable = Table{Name: "offer",
+		Columns: []Column{{"seller_id", "Utf8"}, {"id", "Utf8"}, {"kind", "Utf8"}, {"version", "Int64"}, {"data", "String"}},
+		Key:     []string{"seller_id", "id", "kind"}, Version: []string{"version"}}
+	PresetsTable = Table{Name: "user_offer_presets",
+		Columns: []Column{{"seller_id", "Utf8"}, {"preset_id", "Int32"}, {"create_time", "Utf8"}, {"offer_id", "Utf8"}},
+		Key:     []string{"seller_id", "preset_id", "create_time", "offer_id"}}
+	PresetCountsTable = Table{Name: "user_offer_presets_count",
+		Columns: []Column{{"seller_id", "Utf8"}, {"preset_id", "Int32"}, {"counter", "Int64"}, {"version", "Int64"}},
+		Key:     []string{"seller_id", "preset_id"}, Version: []string{"version"}}
+	TotalCountersTable = Table{Name: "user_total_counters",
+		Columns: []Column{{"shard_id", "Uint32"}, {"seller_id", "Utf8"}, {"counter_id", "Utf8"}, {"seq_no", "Int32"},
+			{"counter_value", "Int64"}, {"version", "Int64"}},
+		Key: []string{"shard_id", "seller_id", "counter_id", "seq_no"}, Version: []string{"version"}}
+	FeedTable = Table{Name: "feed",
+		Columns: []Column{{"seller_id", "Utf8"}, {"external_id", "Utf8"}, {"offer_id", "Utf8"}, {"task_id", "Int64"}},
+		Key:     []string{"seller_id", "external_id"}, Version: []string{"task_id"}}
+)
+
+// Sources lists the topics the sink can follow, by topic.
+var Sources = map[string]Source{
+	topics.RegistryTable:  {Topic: topics.RegistryTable, Tables: []Table{RegistryTable}, Map: registryRows},
+	topics.OffersTable:    {Topic: topics.OffersTable, Tables: []Table{OfferTable}, Map: offerRows},
+	topics.CabinetPresets: {Topic: topics.CabinetPresets, Tables: []Table{PresetsTable}, Map: presetRows},
+	topics.CabinetTable:   {Topic: topics.CabinetTable, Tables: []Table{PresetCountsTable, TotalCountersTable}, Map: cabinetRows},
+	topics.FeedsIndex:     {Topic: topics.FeedsIndex, Tables: []Table{FeedTable}, Map: feedRows},
+}
+
+// SourceNames returns the topics of Sources, sorted.
+func SourceNames() []string {
+	out := make([]string, 0, len(Sources))
+	for t := range Sources {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Registry statuses in the registry table (indexing.md: alive or a grave).
+const (
+	StatusLive      int32 = 0
+	StatusTombstone int32 = 1
+)
+
+// farFuture is the ttl of a row that does not expire.
+var farFuture = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// KeyHash spreads keys over tablets (the registry's hash column).
+func KeyHash(key string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return h.Sum64()
+}
+
+func registryRows(key string, value []byte) ([]Row, error) {
+	client, pk, ok := strings.Cut(key, "/")
+	if !ok {
+		return nil, fmt.Errorf("registry key %q is not client/pk", key)
+	}
+	keyValues := map[string]any{"hash": KeyHash(key), "client": client, "pk": pk}
+	if value == nil {
+		return []Row{{Table: RegistryTable.Name, Values: keyValues, Delete: true}}, nil
+	}
+	var r schemas.RegistryRecord
+	if err := schemas.RegistryRecords.Decode(value, &r); err != nil {
+		return nil, err
+	}
+	status, ttl := StatusLive, farFuture
+	if r.Status == schemas.StatusTombstone {
+		status = StatusTombstone
+	}
+	if r.ExpiresAt != nil {
+		ttl = *r.ExpiresAt
+	}
+	keyValues["version"], keyValues["epoch"], keyValues["status"] = r.Version, r.Epoch, status
+	keyValues["modify_timestamp"], keyValues["ttl"], keyValues["document"] = r.Timestamp, ttl, value
+	return []Row{{Table: RegistryTable.Name, Values: keyValues}}, nil
+}
+
+// Offer kinds of the offer table: one row per part of the aggregate, as
+// gost.md splits them to keep writers of different parts apart.
+const (
+	KindOffer      = "offer"
+	KindModeration = "moderation"
+	KindBilling    = "billing"
+)
+
+func offerRows(key string, value []byte) ([]Row, error) {
+	if value == nil {
+		return nil, nil // offers are never removed from the aggregate: a deletion is a status
+	}
+	var r schemas.OfferRecord
+	if err := schemas.OfferRecords.Decode(value, &r); err != nil {
+		return nil, err
+	}
+	parts := []struct {
+		kind string
+		v    any
+	}{{KindOffer, r.Offer}, {KindModeration, r.Moderation}, {KindBilling, r.Billing}}
+	rows := make([]Row, 0, len(parts))
+	for _, p := range parts {
+		data, err := json.Marshal(p.v)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, Row{Table: OfferTable.Name, Values: map[string]any{
+			"seller_id": r.Offer.SellerID, "id": key, "kind": p.kind, "version": r.Version, "data": data}})
+	}
+	return rows, nil
+}
+
+// PresetID is the preset_id of a preset: its place in offers.Presets.
+func PresetID(preset string) (int32, bool) {
+	i := slices.Index(offers.Presets, preset)
+	return int32(i), i >= 0
+}
+
+func presetRows(key string, value []byte) ([]Row, error) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 4 {
+		return nil, fmt.Errorf("preset key %q is not seller/preset/rank/offer", key)
+	}
+	id, ok := PresetID(parts[1])
+	if !ok {
+		return nil, fmt.Errorf("preset key %q: unknown preset", key)
+	}
+	rank, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("preset key %q: rank: %w", key, err)
+	}
+	created := time.UnixMilli(offers.FarRank - rank).UTC().Format(time.RFC3339Nano)
+	return []Row{{Table: PresetsTable.Name, Delete: value == nil, Values: map[string]any{
+		"seller_id": parts[0], "preset_id": id, "create_time": created, "offer_id": parts[3]}}}, nil
+}
+
+// Counter ids of user_total_counters (gost.md).
+var counterIDs = []string{"Active", "Expired", "Banned", "Sold", "MoneyEarned"}
+
+// CounterShards is the number of shard_id values of user_total_counters.
+const CounterShards = 64
+
+func cabinetRows(key string, value []byte) ([]Row, error) {
+	if value == nil {
+		return nil, nil // cabinets are never removed
+	}
+	var c schemas.SellerCabinet
+	if err := schemas.SellerCabinets.Decode(value, &c); err != nil {
+		return nil, err
+	}
+	// The cabinet's version: the sum of the source offsets it applied,
+	// which grows with every change and is the same after a replay.
+	var version int64
+	for _, a := range c.Applied {
+		version += a.Count
+	}
+	var rows []Row
+	for _, p := range offers.Presets {
+		id, _ := PresetID(p)
+		rows = append(rows, Row{Table: PresetCountsTable.Name, Values: map[string]any{
+			"seller_id": key, "preset_id": id, "counter": c.Presets.Get(p), "version": version}})
+	}
+	shard := uint32(KeyHash(key) % CounterShards)
+	for i, v := range []int64{c.Active, c.Expired, c.Banned, c.Sold, c.MoneyEarned} {
+		rows = append(rows, Row{Table: TotalCountersTable.Name, Values: map[string]any{
+			"shard_id": shard, "seller_id": key, "counter_id": counterIDs[i], "seq_no": int32(0),
+			"counter_value": v, "version": version}})
+	}
+	return rows, nil
+}
+
+func feedRows(key string, value []byte) ([]Row, error) {
+	seller, ext, ok := strings.Cut(key, "/")
+	if !ok {
+		return nil, fmt.Errorf("feed key %q is not seller/external_id", key)
+	}
+	if value == nil {
+		return []Row{{Table: FeedTable.Name, Delete: true, Values: map[string]any{"seller_id": seller, "external_id": ext}}}, nil
+	}
+	var e schemas.FeedEntry
+	if err := schemas.FeedEntries.Decode(value, &e); err != nil {
+		return nil, err
+	}
+	return []Row{{Table: FeedTable.Name, Values: map[string]any{
+		"seller_id": seller, "external_id": ext, "offer_id": e.OfferID, "task_id": e.TaskID}}}, nil
+}
