@@ -90,7 +90,7 @@ type Config struct {
 	// (default: every topic ydbsink maps).
 	YDB         string
 	SinkSources []string
-	Logger *slog.Logger
+	Logger      *slog.Logger
 	// Started, if set, is called once every component is ready.
 	Started func(Info)
 }
