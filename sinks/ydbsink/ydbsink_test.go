@@ -298,7 +298,9 @@ func TestAgainstYDB(t *testing.T) {
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- Run(rctx, Config{Brokers: brokers, Source: topics.FeedsIndex, Store: db, Logger: testkit.Logger()}) }()
+	go func() {
+		done <- Run(rctx, Config{Brokers: brokers, Source: topics.FeedsIndex, Store: db, Logger: testkit.Logger()})
+	}()
 	defer func() { cancel(); <-done }()
 	testkit.Eventually(t, time.Minute, "the rows in YDB", func() bool {
 		row, err := db.db.Query().QueryRow(ctx, fmt.Sprintf("SELECT COUNT(*) AS n, MAX(task_id) AS task FROM `feed` WHERE seller_id = %q", seller))
