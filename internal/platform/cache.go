@@ -50,7 +50,7 @@ func runCache(ctx context.Context, sup *supervisor, cfg Config, brokers []string
 	if err != nil {
 		return "", nil, fmt.Errorf("cache: %w", err)
 	}
-	addr := ln.Addr().String()
+	addr := advertised(ln.Addr().(*net.TCPAddr))
 	var owner serving.Owner = serving.Static{Shard: 0}
 	if cfg.ZooKeeper != "" {
 		if owner, err = serving.DialOwner(ctx, cfg.ZooKeeper, cc.Table, cc.DC, cc.Host, addr, cc.Shards, log); err != nil {
@@ -79,4 +79,22 @@ func runCache(ctx context.Context, sup *supervisor, cfg Config, brokers []string
 		close(ready)
 	}()
 	return addr, ready, nil
+}
+
+// advertised returns the address clients reach a listener at: its own,
+// or for one on every interface, the first non-loopback address of the
+// machine with its port.
+func advertised(a *net.TCPAddr) string {
+	if !a.IP.IsUnspecified() {
+		return a.String()
+	}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, ia := range addrs {
+			if ipn, ok := ia.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				return net.JoinHostPort(ipn.IP.String(), fmt.Sprint(a.Port))
+			}
+		}
+	}
+	host, _ := os.Hostname()
+	return net.JoinHostPort(host, fmt.Sprint(a.Port))
 }

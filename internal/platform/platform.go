@@ -309,7 +309,28 @@ func Run(ctx context.Context, cfg Config) error {
 
 	var srv *http.Server
 	if cfg.HTTPAddr != "" {
-		handler := http.Handler(reg.Handler())
+		readyNow := func() error {
+			for _, r := range ready {
+				select {
+				case <-r:
+				default:
+					return errors.New("starting")
+				}
+			}
+			return sup.Err()
+		}
+		// Every process serves its metrics and probes; the api also its routes.
+		probes := http.NewServeMux()
+		probes.Handle("GET /metrics", reg.Handler())
+		probes.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, `{"status":"ok"}`) })
+		probes.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+			if err := readyNow(); err != nil {
+				http.Error(w, `{"error":"`+err.Error()+`"}`, http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(w, `{"status":"ready"}`)
+		})
+		handler := http.Handler(probes)
 		if has(ComponentAPI) {
 			producer, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("offerlog-api"),
 				kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
@@ -320,19 +341,9 @@ func Run(ctx context.Context, cfg Config) error {
 			verdicts := streams.NewReplies(topics.DocumentsResults, 10*time.Second, log, decodeVerdict)
 			sup.Go(runCtx, "verdicts", false, func(ctx context.Context) error { return verdicts.Run(ctx, brokers) })
 			ready = append(ready, verdicts.Ready())
-			allReady := ready
 			a, err := api.New(api.Config{Producer: producer, Epochs: epochs, Registry: view, Verdicts: verdicts,
 				Partitions: cfg.Partitions, Replication: cfg.Replication, Rules: cfg.Rules, WaitTimeout: cfg.WaitTimeout,
-				Offers: offerAPI, Metrics: reg, Logger: log, Ready: func() error {
-					for _, r := range allReady {
-						select {
-						case <-r:
-						default:
-							return errors.New("starting")
-						}
-					}
-					return nil
-				}})
+				Offers: offerAPI, Metrics: reg, Logger: log, Ready: readyNow})
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/offerlog/offerlog/internal/platform"
+)
+
+// listenFlags name the flags that make a process listen on a port.
+var listenFlags = []string{"--http", "--grpc", "--cache-grpc", "--kafka-addr"}
+
+// commandLine checks that args is an offerlog command line this binary
+// takes (command, component and every flag), and returns the ports it
+// listens on, by flag.
+func commandLine(t *testing.T, where string, args []string) map[string]int {
+	t.Helper()
+	if len(args) == 0 {
+		t.Errorf("%s: no command", where)
+		return nil
+	}
+	if args[0] == "run" && (len(args) < 2 || !slices.Contains(platform.AllComponents, args[1])) {
+		t.Errorf("%s: run of unknown component %v (have %v)", where, args, platform.AllComponents)
+	}
+	// $(VAR) is the orchestrator's to expand.
+	expanded := make([]string, len(args))
+	for i, a := range args {
+		expanded[i] = regexp.MustCompile(`\$\([A-Z_]+\)`).ReplaceAllString(a, "10.0.0.1")
+	}
+	var stderr bytes.Buffer
+	if code := run(context.Background(), append(expanded, "--help"), nil, io.Discard, &stderr); code != 0 {
+		t.Errorf("%s: offerlog %s: exit %d: %s", where, strings.Join(args, " "), code, firstLine(stderr.String()))
+	}
+	ports := map[string]int{}
+	for i := 0; i+1 < len(args); i++ {
+		if slices.Contains(listenFlags, args[i]) {
+			v := args[i+1]
+			p, err := strconv.Atoi(v[strings.LastIndexByte(v, ':')+1:])
+			if err != nil {
+				t.Errorf("%s: %s %s has no port", where, args[i], v)
+			}
+			ports[args[i]] = p
+		}
+	}
+	return ports
+}
+
+func firstLine(s string) string { line, _, _ := strings.Cut(s, "\n"); return line }
+
+func has(ports map[string]int, p int) bool {
+	for _, q := range ports {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// TestComposeFile checks deploy/compose.yaml: every offerlog service runs a
+// command line of this binary, publishes only ports it listens on, and
+// checks its health on its --http port.
+func TestComposeFile(t *testing.T) {
+	raw, err := os.ReadFile("../../deploy/compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Image       string   `yaml:"image"`
+			Command     []string `yaml:"command"`
+			Ports       []string `yaml:"ports"`
+			Healthcheck struct {
+				Test []string `yaml:"test"`
+			} `yaml:"healthcheck"`
+			DependsOn map[string]any `yaml:"depends_on"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &compose); err != nil {
+		t.Fatal(err)
+	}
+	components := map[string]bool{}
+	for name, s := range compose.Services {
+		for dep := range s.DependsOn {
+			if _, ok := compose.Services[dep]; !ok {
+				t.Errorf("%s depends on %s, which is not a service", name, dep)
+			}
+		}
+		if !strings.HasPrefix(s.Image, "offerlog") {
+			continue
+		}
+		ports := commandLine(t, "compose "+name, s.Command)
+		if len(s.Command) > 1 && s.Command[0] == "run" {
+			components[s.Command[1]] = true
+		}
+		for _, p := range s.Ports {
+			c, err := strconv.Atoi(p[strings.LastIndexByte(p, ':')+1:])
+			if err != nil || !has(ports, c) {
+				t.Errorf("compose %s publishes %s, which it does not listen on (%v)", name, p, ports)
+			}
+		}
+		if s.Command[0] == "run" {
+			url := strings.Join(s.Healthcheck.Test, " ")
+			if !strings.Contains(url, ":"+strconv.Itoa(ports["--http"])+"/readyz") {
+				t.Errorf("compose %s: health check %q is not /readyz on its --http port %d", name, url, ports["--http"])
+			}
+		}
+	}
+	for _, c := range platform.AllComponents {
+		if !components[c] {
+			t.Errorf("compose runs no %s", c)
+		}
+	}
+}
+
+// TestKubernetesManifests checks deploy/k8s: every offerlog container runs a
+// command line of this binary, declares only ports it listens on, probes
+// /readyz and /healthz on its --http port, and every Service targets a port
+// of the pods it selects.
+func TestKubernetesManifests(t *testing.T) {
+	files, err := filepath.Glob("../../deploy/k8s/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests: %v", err)
+	}
+	type probe struct {
+		HTTPGet *struct {
+			Path string `yaml:"path"`
+			Port int    `yaml:"port"`
+		} `yaml:"httpGet"`
+	}
+	type container struct {
+		Image   string   `yaml:"image"`
+		Command []string `yaml:"command"`
+		Args    []string `yaml:"args"`
+		Ports   []struct {
+			ContainerPort int `yaml:"containerPort"`
+		} `yaml:"ports"`
+		Readiness *probe `yaml:"readinessProbe"`
+		Liveness  *probe `yaml:"livenessProbe"`
+	}
+	type doc struct {
+		Kind     string `yaml:"kind"`
+		Metadata struct {
+			Name string `yaml:"name"`
+		} `yaml:"metadata"`
+		Spec struct {
+			Selector map[string]any `yaml:"selector"`
+			Ports    []struct {
+				TargetPort int `yaml:"targetPort"`
+			} `yaml:"ports"`
+			Template struct {
+				Metadata struct {
+					Labels map[string]string `yaml:"labels"`
+				} `yaml:"metadata"`
+				Spec struct {
+					Containers []container `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	var docs []doc
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(raw))
+		for {
+			var d doc
+			if err := dec.Decode(&d); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			docs = append(docs, d)
+		}
+	}
+	components := map[string]bool{}
+	podPorts := map[string][]int{} // by component label
+	for _, d := range docs {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if !strings.HasPrefix(c.Image, "offerlog") {
+				continue
+			}
+			where := d.Kind + " " + d.Metadata.Name
+			args := append(slices.Clone(c.Command), c.Args...)
+			ports := commandLine(t, where, args)
+			if len(args) > 1 && args[0] == "run" {
+				components[args[1]] = true
+				if c.Readiness == nil || c.Readiness.HTTPGet == nil || c.Readiness.HTTPGet.Path != "/readyz" || c.Readiness.HTTPGet.Port != ports["--http"] ||
+					c.Liveness == nil || c.Liveness.HTTPGet == nil || c.Liveness.HTTPGet.Path != "/healthz" || c.Liveness.HTTPGet.Port != ports["--http"] {
+					t.Errorf("%s: probes must be /readyz and /healthz on the --http port %d", where, ports["--http"])
+				}
+			}
+			label := d.Spec.Template.Metadata.Labels["component"]
+			for _, p := range c.Ports {
+				if !has(ports, p.ContainerPort) {
+					t.Errorf("%s declares port %d, which it does not listen on (%v)", where, p.ContainerPort, ports)
+				}
+				podPorts[label] = append(podPorts[label], p.ContainerPort)
+			}
+		}
+	}
+	for _, d := range docs {
+		if d.Kind != "Service" {
+			continue
+		}
+		comp, _ := d.Spec.Selector["component"].(string)
+		if comp == "" {
+			continue // not offerlog's
+		}
+		for _, p := range d.Spec.Ports {
+			if !slices.Contains(podPorts[comp], p.TargetPort) {
+				t.Errorf("Service %s targets port %d, which no %s pod declares (%v)", d.Metadata.Name, p.TargetPort, comp, podPorts[comp])
+			}
+		}
+	}
+	for _, c := range platform.AllComponents {
+		if !components[c] {
+			t.Errorf("the manifests run no %s", c)
+		}
+	}
+}
