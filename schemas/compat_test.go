@@ -25,7 +25,7 @@ func samples() map[string]any {
 	offer := sampleOffer(ts)
 	draft := Draft{ID: offer.ID, Owner: "user:u", Category: offer.Category, Offer: offer, UpdatedAt: ts, Version: 2}
 	rec2 := OfferRecord{Offer: offer, Version: 3, Moderation: Moderation{Banned: true, Reasons: []string{"spam"}, UpdatedAt: ts},
-		Billing: Billing{Tariff: "free", Sold: true, SoldPrice: 900}, Stages: []StageState{{Stage: "expiry", TypeURL: "t", Value: []byte{1}, Version: 2}},
+		Billing: Billing{Tariff: "free", Sold: true, SoldPrice: 900}, Stages: []StageState{{Stage: "expiry", TypeURL: "t", Value: []byte{1}, Version: 2, Queued: true, TimerAt: 1_800_000_000_000}},
 		DraftOwner: "user:u", DraftID: offer.ID, FeedTask: 4,
 		Summary: Summary{Presets: []string{"all", "banned"}, Sold: true, SoldPrice: 900}, Previous: Summary{Presets: []string{"all", "active"}},
 		SourceTopic: "offers.commands", SourcePartition: 1, SourceOffset: 9,
@@ -52,8 +52,10 @@ func samples() map[string]any {
 		AssignmentName:       &Assignment{BusinessID: 1, OfferID: "sku", ShopID: 2, WarehouseID: 3, Shard: 4, DocID: 10, Version: "0.0.0.7", Generation: 7},
 		OfferRecordName:      &rec2,
 		OfferCommandName: &OfferCommand{Kind: CommandUpdate, OfferID: offer.ID, SellerID: "s1", ExpectedVersion: 2, Offer: &offer,
-			Photo: &PhotoResult{OfferID: offer.ID, SourceURL: "https://img/1"}, Opinion: &ModerationOpinion{OfferID: offer.ID, Reasons: []string{}}},
-		OfferEventName:        &OfferEvent{Offer: offer, Version: 3, Change: "UPDATED", Banned: true, BanReasons: []string{"spam"}, At: ts},
+			Photo: &PhotoResult{OfferID: offer.ID, SourceURL: "https://img/1"}, Opinion: &ModerationOpinion{OfferID: offer.ID, Reasons: []string{}},
+			Stage: "expiry", State: &rec2.Stages[0], TimerAt: 5, ReadVersion: 2, Low: true, FiredAt: 4},
+		OfferEventName: &OfferEvent{Offer: offer, Version: 3, Change: "UPDATED", Banned: true, BanReasons: []string{"spam"}, At: ts,
+			Stages: rec2.Stages, Changed: []string{"title"}},
 		OfferResultName:       &OfferResult{OfferID: offer.ID, SourcePartition: 1, SourceOffset: 9, Outcome: OutcomeConflict, Reason: "at 3", Field: "expected_version", Version: 3},
 		CabinetChangeName:     &CabinetChange{SellerID: "s1", OfferID: offer.ID, SourceTopic: "offers.commands", SourcePartition: 1, SourceOffset: 9, Before: rec2.Previous, After: rec2.Summary},
 		SellerCabinetName:     &SellerCabinet{SellerID: "s1", Presets: Counts{{Name: "all", Count: 2}, {Name: "active", Count: 1}}, Active: 1, Sold: 1, MoneyEarned: 900, Applied: Counts{{Name: "offers.commands/1", Count: 9}}},
@@ -66,6 +68,9 @@ func samples() map[string]any {
 		DraftCommandName:      &DraftCommand{Kind: DraftHand, Anon: "a", User: "u", Category: "cars", NewID: offer.ID, Draft: &draft, ReplyPartition: 2, ReplyOffset: 5},
 		DraftResultName:       &DraftResult{Owner: "user:u", SourcePartition: 2, SourceOffset: 5, Outcome: OutcomeOK, Draft: &draft},
 		DraftRecordName:       &DraftRecord{Draft: draft},
+		QueueItemName:         &QueueItem{OfferID: offer.ID, Stage: "expiry", Version: 3, Low: true, At: ts},
+		StageTimerName:        &StageTimer{OfferID: offer.ID, Stage: "expiry", DueAt: 1_800_000_000_000},
+		StageEffectName:       &StageEffect{Stage: "expiry", Offer: offer, Version: 3, State: rec2.Stages[0], Changed: true, At: ts},
 		NumeratorStateName: &NumeratorState{Version: "0.0.0.7", Generation: 7, Scheme: 0, Shards: []ShardSummary{{Shard: 4, Live: 1, MaxDocID: 10, Free: 9}},
 			Holder: "dc-a", Ticket: 3, SealedAt: ts},
 	}
@@ -369,6 +374,12 @@ func decodeOffers(name string, data []byte) (any, error) {
 		return decodeWith(DraftResults, data)
 	case DraftRecordName:
 		return decodeWith(DraftRecords, data)
+	case QueueItemName:
+		return decodeWith(QueueItems, data)
+	case StageTimerName:
+		return decodeWith(StageTimers, data)
+	case StageEffectName:
+		return decodeWith(StageEffects, data)
 	}
 	return nil, fmt.Errorf("no codec for %s", name)
 }

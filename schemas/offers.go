@@ -19,6 +19,9 @@ const (
 	DraftRecordName       = "offerlog.offers.DraftRecord"
 	DraftCommandName      = "offerlog.offers.DraftCommand"
 	DraftResultName       = "offerlog.offers.DraftResult"
+	QueueItemName         = "offerlog.scheduler.QueueItem"
+	StageTimerName        = "offerlog.scheduler.StageTimer"
+	StageEffectName       = "offerlog.scheduler.StageEffect"
 )
 
 // OfferStatus is where an offer is in its life, as its seller sees it. A ban
@@ -91,14 +94,17 @@ type Billing struct {
 	SoldPrice int64  `avro:"sold_price"`
 }
 
-// StageState is a stage's private state of an offer: opaque bytes of a
-// type the stage names, and the version it was written at. A record keeps
-// its states sorted by stage.
+// StageState is a stage's part of an offer: its private state (opaque bytes
+// of a type the stage names) with the version compare-and-set works on,
+// whether the offer is in the stage's queue, and its pending timer (Unix
+// ms, 0: none). A record keeps its states sorted by stage.
 type StageState struct {
-	Stage   string `avro:"stage"`
-	TypeURL string `avro:"type_url"`
-	Value   []byte `avro:"value"`
-	Version int64  `avro:"version"`
+	Stage   string `avro:"stage" json:"stage"`
+	TypeURL string `avro:"type_url" json:"type_url,omitempty"`
+	Value   []byte `avro:"value" json:"value,omitempty"`
+	Version int64  `avro:"version" json:"version"`
+	Queued  bool   `avro:"queued" json:"queued,omitempty"`
+	TimerAt int64  `avro:"timer_at" json:"timer_at,omitempty"`
 }
 
 // RecentResult is the result given to one input, remembered so that a
@@ -146,6 +152,10 @@ const (
 	CommandFeedDelete CommandKind = "FEED_DELETE"
 	CommandPhoto      CommandKind = "PHOTO"
 	CommandModeration CommandKind = "MODERATION"
+	CommandEnqueue    CommandKind = "ENQUEUE"
+	CommandResult     CommandKind = "STAGE_RESULT"
+	CommandSetTimer   CommandKind = "SET_TIMER"
+	CommandStateCAS   CommandKind = "STATE_CAS"
 )
 
 // OfferCommand is a write to one offer (offers.commands).
@@ -165,6 +175,16 @@ type OfferCommand struct {
 	// first run did.
 	Photo   *PhotoResult       `avro:"photo"`
 	Opinion *ModerationOpinion `avro:"opinion"`
+	// Stage commands (ENQUEUE, STAGE_RESULT, SET_TIMER, STATE_CAS): the
+	// stage, its new state, its timer (Unix ms), the offer version a
+	// result was computed from, the low-priority queue, and the due time
+	// of the timer an ENQUEUE fires.
+	Stage       string      `avro:"stage"`
+	State       *StageState `avro:"state"`
+	TimerAt     int64       `avro:"timer_at"`
+	ReadVersion int64       `avro:"read_version"`
+	Low         bool        `avro:"low"`
+	FiredAt     int64       `avro:"fired_at"`
 }
 
 // OfferEvent is the full offer after a change (offers.events).
@@ -175,6 +195,10 @@ type OfferEvent struct {
 	Banned     bool      `avro:"banned"`
 	BanReasons []string  `avro:"ban_reasons"`
 	At         time.Time `avro:"at"`
+	// Stages are the stages' parts, for the scheduler's router.
+	Stages []StageState `avro:"stages"`
+	// Changed names the fields the change touched.
+	Changed []string `avro:"changed"`
 }
 
 // Outcome is the aggregate's answer to a command.
@@ -344,4 +368,33 @@ var (
 	DraftRecords       = codecFor[DraftRecord](DraftRecordName)
 	DraftCommands      = codecFor[DraftCommand](DraftCommandName)
 	DraftResults       = codecFor[DraftResult](DraftResultName)
+	QueueItems         = codecFor[QueueItem](QueueItemName)
+	StageTimers        = codecFor[StageTimer](StageTimerName)
+	StageEffects       = codecFor[StageEffect](StageEffectName)
 )
+
+// QueueItem is an offer to process by a stage (scheduler.queue.<stage>).
+type QueueItem struct {
+	OfferID string    `avro:"offer_id"`
+	Stage   string    `avro:"stage"`
+	Version int64     `avro:"version"`
+	Low     bool      `avro:"low"`
+	At      time.Time `avro:"at"`
+}
+
+// StageTimer is a stage's pending timer of an offer (scheduler.timers).
+type StageTimer struct {
+	OfferID string `avro:"offer_id"`
+	Stage   string `avro:"stage"`
+	DueAt   int64  `avro:"due_at"`
+}
+
+// StageEffect is a saved stage result, for side effects (scheduler.effects).
+type StageEffect struct {
+	Stage   string     `avro:"stage"`
+	Offer   Offer      `avro:"offer"`
+	Version int64      `avro:"version"`
+	State   StageState `avro:"state"`
+	Changed bool       `avro:"changed"`
+	At      time.Time  `avro:"at"`
+}

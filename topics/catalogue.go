@@ -92,6 +92,40 @@ const (
 	DraftsTable = "drafts-table"
 )
 
+// Names of the stage scheduler's topics.
+const (
+	// SchedulerTimers holds every pending stage timer, compacted, key
+	// offer_id/stage; the aggregate writes and removes them.
+	SchedulerTimers = "scheduler.timers"
+	// SchedulerEffects holds every saved stage result, for side effects.
+	SchedulerEffects = "scheduler.effects"
+	// SchedulerDead holds queue items a stage failed on too many times.
+	SchedulerDead = "scheduler.dead"
+	// QueuePrefix starts the name of every stage queue.
+	QueuePrefix = "scheduler.queue."
+)
+
+// QueueTopic returns the queue of stage, or its low-priority queue (for
+// re-crawls).
+func QueueTopic(stage string, low bool) string {
+	if low {
+		return QueuePrefix + stage + ".low"
+	}
+	return QueuePrefix + stage
+}
+
+// ForStages returns the queues of the stages.
+func ForStages(stages []string, partitions int32) []Topic {
+	var out []Topic
+	for _, s := range stages {
+		for _, low := range []bool{false, true} {
+			out = append(out, Topic{Name: QueueTopic(s, low), Partitions: partitions, Retention: 7 * day, Schema: schemas.QueueItemName,
+				Doc: "offers to process by stage " + s})
+		}
+	}
+	return out
+}
+
 // Prefixes of the per-client export topics.
 const (
 	SaasPrefix = "saas."
@@ -198,6 +232,12 @@ func Catalogue(partitions int32) []Topic {
 			Doc: "the drafts group's answers"},
 		{Name: DraftsTable, Partitions: partitions, Compacted: true, Schema: schemas.DraftRecordName,
 			Doc: "the drafts group's table: every owner's draft"},
+		{Name: SchedulerTimers, Partitions: partitions, Compacted: true, Schema: schemas.StageTimerName,
+			Doc: "pending stage timers, key offer_id/stage"},
+		{Name: SchedulerEffects, Partitions: partitions, Retention: 7 * day, Schema: schemas.StageEffectName,
+			Doc: "saved stage results (offer and state), for side effects, key offer id"},
+		{Name: SchedulerDead, Partitions: partitions, Retention: 30 * day, Schema: schemas.DeadLetterName,
+			Doc: "queue items a stage failed on too many times, with the reason"},
 	}
 }
 
@@ -236,6 +276,9 @@ func SchemaFor(topic string) (string, bool) {
 		if t.Name == topic {
 			return t.Schema, true
 		}
+	}
+	if strings.HasPrefix(topic, QueuePrefix) {
+		return schemas.QueueItemName, true
 	}
 	if client, ok := strings.CutPrefix(topic, SaasPrefix); ok && ValidateClient(client) == nil {
 		return schemas.SaasDocumentName, true

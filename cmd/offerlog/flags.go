@@ -136,6 +136,7 @@ func (f *flags) platform() *platform.Config {
 	f.StringVar(&cfg.Cache.DC, "dc", cfg.Cache.DC, "the cache server's data centre")
 	f.StringVar(&cfg.Cache.Host, "host", cfg.Cache.Host, "the cache server's name in ZooKeeper (default: the hostname)")
 	f.IntVar(&cfg.Cache.Shards, "shards", cfg.Cache.Shards, "how many shards the cache's table is cut into (more than 1 needs --zookeeper)")
+	f.StringVar(&cfg.StagesFile, "stages", "", "YAML file of the scheduler's stages (default: the built-in expiry stage, 180 days)")
 	f.StringVar(&cfg.YDB, "ydb", "", "YDB DSN (grpc://host:2136/local) of the sinks; without it no sink runs")
 	f.Func("source", "topic(s) the YDB sink follows, comma-separated (default: every topic it maps)", func(s string) error {
 		cfg.SinkSources = strings.Split(s, ",")

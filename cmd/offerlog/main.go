@@ -23,13 +23,14 @@ func commands() []command {
 	return []command{
 		{"dev", "[--data DIR] [--kafka-addr HOST:PORT] [--http HOST:PORT]", "run the whole platform on the embedded broker", runDev},
 		{"broker", "[--data DIR] [--kafka-addr HOST:PORT]", "run the embedded broker alone", runBroker},
-		{"run", "COMPONENT --brokers B [--data DIR] [--http HOST:PORT]", "run one component (registry, indexer, numerator, offers, drafts, cabinet, feeds, api, cache, sink-ydb) against a cluster", runComponent},
+		{"run", "COMPONENT --brokers B [--data DIR] [--http HOST:PORT]", "run one component (registry, indexer, numerator, offers, drafts, cabinet, feeds, scheduler, api, cache, sink-ydb) against a cluster", runComponent},
 		{"get", "[--table T] [--zookeeper HOSTS | --hosts A,B] KEY...", "read keys from the serving cache and print them as JSON", runGet},
 		{"topics", "ensure|list --brokers B [--partitions N]", "create or check the topic catalogue", runTopics},
 		{"produce", "--brokers B TOPIC", "produce JSON lines {\"key\",\"value\"} from stdin as Avro events", runProduce},
 		{"consume", "--brokers B TOPIC [--from-beginning] [--max N] [--timeout D]", "print a topic's events as JSON lines", runConsume},
 		{"replay", "--brokers B GROUP [--data DIR]", "rebuild a processor group's table and outputs from its inputs", runReplay},
 		{"numerator", "seal G | rebuild --force | reshard --scheme N  --brokers B", "seal a generation, rebuild or reshard the numerator's state", runNumerator},
+		{"scheduler", "recrawl --stage S --brokers B [--stages FILE]", "queue every offer a stage wants into its low-priority queue", runScheduler},
 		{"bench", "[--docs N] [SCENARIO...]", "run the benchmarks on an in-process broker and print figures", runBench},
 	}
 }

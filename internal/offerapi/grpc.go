@@ -43,7 +43,7 @@ func (g *grpcServer) CurrentDraft(ctx context.Context, r *offerv1.CurrentDraftRe
 }
 
 func (g *grpcServer) SaveDraft(ctx context.Context, r *offerv1.SaveDraftRequest) (*offerv1.Draft, error) {
-	d, err := g.s.SaveDraft(ctx, r.Anon, r.User, r.DraftId, offerOf(r.Offer))
+	d, err := g.s.SaveDraft(ctx, r.Anon, r.User, r.DraftId, OfferOf(r.Offer))
 	if err != nil {
 		return nil, grpcErr(err)
 	}
@@ -70,7 +70,7 @@ func (g *grpcServer) UpdateOffer(ctx context.Context, r *offerv1.UpdateOfferRequ
 	if r.Offer == nil {
 		return nil, status.Error(codes.InvalidArgument, "offer: required")
 	}
-	o, err := g.s.Update(ctx, r.SellerId, r.Id, r.ExpectedVersion, offerOf(r.Offer))
+	o, err := g.s.Update(ctx, r.SellerId, r.Id, r.ExpectedVersion, OfferOf(r.Offer))
 	if err != nil {
 		return nil, grpcErr(err)
 	}
@@ -113,7 +113,8 @@ func ms(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-func offerPB(o *schemas.Offer) *offerv1.Offer {
+// OfferPB returns the protobuf form of an offer.
+func OfferPB(o *schemas.Offer) *offerv1.Offer {
 	out := &offerv1.Offer{Id: o.ID, SellerId: o.SellerID, Category: o.Category, Title: o.Title, Description: o.Description,
 		Price: o.Price, Currency: o.Currency, Attributes: o.Attributes.Map(), Status: string(o.Status), ExternalId: o.ExternalID,
 		CreatedAtMs: ms(o.CreatedAt), UpdatedAtMs: ms(o.UpdatedAt)}
@@ -123,9 +124,9 @@ func offerPB(o *schemas.Offer) *offerv1.Offer {
 	return out
 }
 
-// offerOf returns the content of a written offer; server-kept fields (ids,
+// OfferOf returns the content of a written offer; server-kept fields (ids,
 // times, photo processing) are not taken from the request.
-func offerOf(o *offerv1.Offer) *schemas.Offer {
+func OfferOf(o *offerv1.Offer) *schemas.Offer {
 	if o == nil {
 		return nil
 	}
@@ -138,11 +139,11 @@ func offerOf(o *offerv1.Offer) *schemas.Offer {
 }
 
 func versionPB(o *OfferVersion) *offerv1.OfferVersion {
-	return &offerv1.OfferVersion{Offer: offerPB(&o.Offer), Version: o.Version, Banned: o.Banned, BanReasons: o.BanReasons}
+	return &offerv1.OfferVersion{Offer: OfferPB(&o.Offer), Version: o.Version, Banned: o.Banned, BanReasons: o.BanReasons}
 }
 
 func draftPB(d *schemas.Draft) *offerv1.Draft {
-	return &offerv1.Draft{Id: d.ID, Owner: d.Owner, Category: d.Category, Offer: offerPB(&d.Offer),
+	return &offerv1.Draft{Id: d.ID, Owner: d.Owner, Category: d.Category, Offer: OfferPB(&d.Offer),
 		UpdatedAtMs: ms(d.UpdatedAt), Version: d.Version}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/offerlog/offerlog/processors/drafts"
 	"github.com/offerlog/offerlog/processors/feeds"
 	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/processors/scheduler"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -29,6 +30,9 @@ const (
 	ComponentDrafts  = "drafts"
 	ComponentCabinet = "cabinet"
 	ComponentFeeds   = "feeds"
+	// ComponentScheduler runs the stage scheduler: router, stage workers,
+	// timer service.
+	ComponentScheduler = "scheduler"
 )
 
 // gost starts the offer storage's components of a platform process.
@@ -39,6 +43,7 @@ type gost struct {
 	reg     *metrics.Registry
 	log     *slog.Logger
 	timeout time.Duration
+	stages  scheduler.Config
 	// ready collects a channel per component closed when it is ready.
 	ready []<-chan struct{}
 	// closers run when the process stops.
@@ -55,12 +60,17 @@ func (g *gost) readyFunc() func() {
 // groups starts the goka groups among comps.
 func (g *gost) groups(ctx context.Context, has func(string) bool) {
 	if has(ComponentOffers) {
-		c := offers.Config{Streams: g.scfg, Metrics: offers.NewMetrics(g.reg), OnReady: g.readyFunc()}
+		c := offers.Config{Streams: g.scfg, Stages: g.stages.Names(), Metrics: offers.NewMetrics(g.reg), OnReady: g.readyFunc()}
 		g.sup.Go(ctx, ComponentOffers, true, func(ctx context.Context) error { return offers.Run(ctx, c) })
 	}
 	if has(ComponentDrafts) {
 		c := drafts.Config{Streams: g.scfg, Metrics: drafts.NewMetrics(g.reg), OnReady: g.readyFunc()}
 		g.sup.Go(ctx, ComponentDrafts, true, func(ctx context.Context) error { return drafts.Run(ctx, c) })
+	}
+	if has(ComponentScheduler) {
+		c := scheduler.RunConfig{Streams: g.scfg, Stages: g.stages, Timeout: g.timeout, Metrics: scheduler.NewMetrics(g.reg),
+			Logger: g.log, OnReady: g.readyFunc()}
+		g.sup.Go(ctx, ComponentScheduler, true, func(ctx context.Context) error { return scheduler.Run(ctx, c) })
 	}
 	if has(ComponentCabinet) {
 		c := cabinet.Config{Streams: g.scfg, Metrics: cabinet.NewMetrics(g.reg), OnReady: g.readyFunc()}
@@ -151,6 +161,7 @@ func (g *gost) serveGRPC(ctx context.Context, addr string, svc *offerapi.Service
 	}
 	srv := grpc.NewServer()
 	svc.RegisterGRPC(srv)
+	svc.RegisterStageStates(srv)
 	g.sup.Go(ctx, "grpc", false, func(ctx context.Context) error {
 		go func() {
 			<-ctx.Done()

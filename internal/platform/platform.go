@@ -33,6 +33,7 @@ import (
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/processors/registry"
+	"github.com/offerlog/offerlog/processors/scheduler"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/sinks/ydbsink"
 	"github.com/offerlog/offerlog/streams"
@@ -49,7 +50,7 @@ const (
 
 // AllComponents lists every component, in start order.
 var AllComponents = []string{ComponentRegistry, ComponentIndexer, ComponentNumerator,
-	ComponentOffers, ComponentDrafts, ComponentCabinet, ComponentFeeds, ComponentAPI, ComponentCache, ComponentSinkYDB}
+	ComponentOffers, ComponentDrafts, ComponentCabinet, ComponentFeeds, ComponentScheduler, ComponentAPI, ComponentCache, ComponentSinkYDB}
 
 // Config of a platform process.
 type Config struct {
@@ -85,6 +86,10 @@ type Config struct {
 	ZooKeeper string
 	// Cache configures the cache component.
 	Cache CacheConfig
+	// Stages are the scheduler's stages (the offers component declares
+	// their queues too); StagesFile, if set, is read into Stages.
+	Stages     scheduler.Config
+	StagesFile string
 	// YDB is the DSN of the sinks' database (grpc://host:2136/local); the
 	// sinks run only when it is set. SinkSources are the topics they follow
 	// (default: every topic ydbsink maps).
@@ -103,6 +108,7 @@ func DefaultConfig() Config {
 		EpochGrace: registry.DefaultEpochGrace, SweepInterval: time.Minute, WaitTimeout: 30 * time.Second,
 		Numerator: numerator.DefaultConfig(),
 		Cache:     CacheConfig{Table: topics.OffersTable, Addr: "127.0.0.1:9091", DC: "dc1", Shards: 1},
+		Stages:    scheduler.DefaultConfig(),
 	}
 }
 
@@ -136,6 +142,15 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("sink-ydb: no mapping for topic %q (have %v)", s, ydbsink.SourceNames()))
 		}
 	}
+	if c.StagesFile != "" {
+		stages, err := scheduler.LoadConfig(c.StagesFile)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.Stages = stages
+	} else if err := c.Stages.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Rules.MaxDocumentBytes <= 0 || c.Rules.TombstoneTTL <= 0 {
 		errs = append(errs, errors.New("document size limit and tombstone TTL must be positive"))
 	}
@@ -161,7 +176,8 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Logger = slog.Default()
 	}
 	if len(cfg.Components) == 0 {
-		cfg.Components = AllComponents
+		// Everything; the sinks only with a database to write to.
+		cfg.Components = slices.DeleteFunc(slices.Clone(AllComponents), func(c string) bool { return c == ComponentSinkYDB && cfg.YDB == "" })
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -188,7 +204,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer admCl.Close()
 	adm := kadm.NewClient(admCl)
-	created, err := topics.Ensure(ctx, adm, cfg.Replication, topics.Catalogue(cfg.Partitions))
+	created, err := topics.Ensure(ctx, adm, cfg.Replication, append(topics.Catalogue(cfg.Partitions), topics.ForStages(cfg.Stages.Names(), cfg.Partitions)...))
 	if err != nil {
 		return fmt.Errorf("topics: %w", err)
 	}
@@ -269,7 +285,7 @@ func Run(ctx context.Context, cfg Config) error {
 		})
 	}
 
-	g := &gost{sup: sup, scfg: scfg, brokers: brokers, reg: reg, log: log, timeout: cfg.WaitTimeout}
+	g := &gost{sup: sup, scfg: scfg, brokers: brokers, reg: reg, log: log, timeout: cfg.WaitTimeout, stages: cfg.Stages}
 	defer func() {
 		for _, c := range g.closers {
 			c()
@@ -402,7 +418,8 @@ func decodeVerdict(b []byte) (schemas.Verdict, streams.RequestID, error) {
 // scrape time.
 func registerLag(reg *metrics.Registry, adm *kadm.Client) {
 	groups := []string{string(registry.Group), indexer.Group, indexer.RetryGroup, string(numerator.Group), numerator.SealerGroup,
-		string(offers.Group), offers.InboxGroup, string(drafts.Group), string(cabinet.Group), feeds.Group}
+		string(offers.Group), offers.InboxGroup, string(drafts.Group), string(cabinet.Group), feeds.Group,
+		scheduler.RouterGroup, scheduler.TimersGroup}
 	for _, src := range ydbsink.SourceNames() {
 		groups = append(groups, ydbsink.Group(src))
 	}

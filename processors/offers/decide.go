@@ -78,6 +78,15 @@ type Decision struct {
 	Change string
 	// Photos are the photos to request.
 	Photos []schemas.PhotoRequest
+	// StateOnly marks a write of stage parts alone: the offer's version and
+	// content are unchanged, and offers.events is not written.
+	StateOnly bool
+	// Queue, if set, is to be appended to its stage's queue; Timer to
+	// scheduler.timers (DueAt 0: the timer is gone); Effect to
+	// scheduler.effects.
+	Queue  *schemas.QueueItem
+	Timer  *schemas.StageTimer
+	Effect *schemas.StageEffect
 }
 
 // Changes named on offers.events.
@@ -133,6 +142,8 @@ func command(cur *schemas.OfferRecord, in Input) Decision {
 		}
 		in.Photo = c.Photo
 		return photo(cur, in)
+	case schemas.CommandEnqueue, schemas.CommandResult, schemas.CommandSetTimer, schemas.CommandStateCAS:
+		return stageCommand(cur, in)
 	case schemas.CommandModeration:
 		if c.Opinion == nil || c.Opinion.OfferID != c.OfferID {
 			return refuse(schemas.OutcomeInvalid, cur, "opinion", "missing, or for another offer")
@@ -316,6 +327,9 @@ func mergePhotos(old, photos []schemas.Photo) []schemas.Photo {
 }
 
 func written(next, cur *schemas.OfferRecord, in Input, change string) Decision {
+	if in.Command != nil && in.Command.Kind == schemas.CommandResult {
+		change = "STAGE " + in.Command.Stage
+	}
 	next.Version++
 	next.Previous = schemas.Summary{Presets: []string{}}
 	if cur != nil {

@@ -31,6 +31,8 @@ var (
 	changes    = goka.Stream(topics.CabinetChanges)
 	presets    = goka.Stream(topics.CabinetPresets)
 	feedsIndex = goka.Stream(topics.FeedsIndex)
+	timers     = goka.Stream(topics.SchedulerTimers)
+	effects    = goka.Stream(topics.SchedulerEffects)
 )
 
 // Metrics of the aggregate.
@@ -38,6 +40,9 @@ type Metrics struct {
 	Outcomes    *metrics.CounterVec // by input and outcome
 	DeadLetters *metrics.Counter
 	Recalled    *metrics.Counter
+	// TimerRepeats counts timers fired again (after a timer service
+	// restart) and ignored.
+	TimerRepeats *metrics.Counter
 }
 
 // NewMetrics registers the aggregate's metrics in r.
@@ -46,13 +51,15 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 		Outcomes:    r.Counter("offerlog_offers_outcomes_total", "Commands of the offer aggregate by kind and outcome.", "kind", "outcome"),
 		DeadLetters: r.Counter("offerlog_offers_dead_letters_total", "Inputs sent to offers.dead.").With(),
 		Recalled:    r.Counter("offerlog_offers_recalled_total", "Commands seen again after a crash and answered as the first time.").With(),
+		TimerRepeats: r.Counter("offerlog_scheduler_timer_repeats_total",
+			"Timer firings the aggregate ignored because the timer had fired already (a timer service restarted).").With(),
 	}
 }
 
-// Graph returns the aggregate's group graph.
-func Graph(m *Metrics) *goka.GroupGraph {
-	h := &handler{m: m}
-	return goka.DefineGroup(Group,
+// Graph returns the aggregate's group graph, with the queues of stages.
+func Graph(m *Metrics, stages []string) *goka.GroupGraph {
+	h := &handler{m: m, stages: stages}
+	edges := []goka.Edge{
 		goka.Input(commands, new(codec.Bytes), h.command),
 		goka.Persist(TableCodec),
 		goka.Output(events, streams.Avro[schemas.OfferEvent]{C: schemas.OfferEvents}),
@@ -62,10 +69,21 @@ func Graph(m *Metrics) *goka.GroupGraph {
 		goka.Output(changes, streams.Avro[schemas.CabinetChange]{C: schemas.CabinetChanges}),
 		goka.Output(presets, streams.Avro[schemas.PresetEntry]{C: schemas.PresetEntries}),
 		goka.Output(feedsIndex, streams.Avro[schemas.FeedEntry]{C: schemas.FeedEntries}),
-	)
+		goka.Output(timers, streams.Avro[schemas.StageTimer]{C: schemas.StageTimers}),
+		goka.Output(effects, streams.Avro[schemas.StageEffect]{C: schemas.StageEffects}),
+	}
+	for _, s := range stages {
+		for _, low := range []bool{false, true} {
+			edges = append(edges, goka.Output(goka.Stream(topics.QueueTopic(s, low)), streams.Avro[schemas.QueueItem]{C: schemas.QueueItems}))
+		}
+	}
+	return goka.DefineGroup(Group, edges...)
 }
 
-type handler struct{ m *Metrics }
+type handler struct {
+	m      *Metrics
+	stages []string
+}
 
 func current(ctx goka.Context) *schemas.OfferRecord {
 	if v, ok := ctx.Value().(*schemas.OfferRecord); ok {
@@ -85,6 +103,11 @@ func (h *handler) command(ctx goka.Context, msg any) {
 		h.reject(ctx, data, "", Decision{Outcome: schemas.OutcomeInvalid, Reason: fmt.Sprintf("undecodable command: %v", err)})
 		return
 	}
+	if c.Stage != "" && !slices.Contains(h.stages, c.Stage) {
+		h.reject(ctx, data, c.Kind, Decision{Outcome: schemas.OutcomeInvalid, Field: "stage",
+			Reason: fmt.Sprintf("no stage %q is configured (have %v)", c.Stage, h.stages)})
+		return
+	}
 	cur := current(ctx)
 	if rr, ok := Recall(cur, ctx.Partition(), ctx.Offset()); ok {
 		// Decided before a crash, after the input's last commit: answer as
@@ -93,6 +116,9 @@ func (h *handler) command(ctx goka.Context, msg any) {
 		h.m.Recalled.Inc()
 		if cur.SourcePartition == ctx.Partition() && cur.SourceOffset == ctx.Offset() {
 			h.emit(ctx, cur, nil, "", true)
+		}
+		if c.Stage != "" {
+			h.repeatStage(ctx, cur, c.Stage)
 		}
 		h.result(ctx, c.Kind, Decision{Outcome: schemas.Outcome(rr.Outcome), Reason: rr.Reason, Field: rr.Field, Version: rr.Version})
 		return
@@ -104,19 +130,56 @@ func (h *handler) command(ctx goka.Context, msg any) {
 		h.reject(ctx, data, c.Kind, d)
 		return
 	}
+	if c.Kind == schemas.CommandEnqueue && c.FiredAt > 0 && d.Outcome == schemas.OutcomeIgnored {
+		h.m.TimerRepeats.Inc()
+	}
 	h.apply(ctx, cur, d)
 	h.result(ctx, c.Kind, d)
 }
 
 func (h *handler) apply(ctx goka.Context, cur *schemas.OfferRecord, d Decision) {
-	if d.Record == nil {
-		return
+	if d.Record != nil {
+		ctx.SetValue(d.Record)
+		if !d.StateOnly {
+			h.emit(ctx, d.Record, cur, d.Change, false)
+		}
 	}
-	ctx.SetValue(d.Record)
-	h.emit(ctx, d.Record, cur, d.Change, false)
 	for i := range d.Photos {
 		ctx.Emit(requests, ctx.Key(), &d.Photos[i])
 	}
+	if q := d.Queue; q != nil {
+		ctx.Emit(goka.Stream(topics.QueueTopic(q.Stage, q.Low)), q.OfferID, q)
+	}
+	if t := d.Timer; t != nil {
+		h.emitTimer(ctx, t)
+	}
+	if e := d.Effect; e != nil {
+		ctx.Emit(effects, ctx.Key(), e)
+	}
+}
+
+func (h *handler) emitTimer(ctx goka.Context, t *schemas.StageTimer) {
+	key := t.OfferID + "/" + t.Stage
+	if t.DueAt == 0 {
+		ctx.Emit(timers, key, nil)
+		return
+	}
+	ctx.Emit(timers, key, t)
+}
+
+// repeatStage emits again what a stage command seen again after a crash
+// may not have written: the queue item of a queued offer and the stage's
+// timer. Both are harmless when they were written.
+func (h *handler) repeatStage(ctx goka.Context, cur *schemas.OfferRecord, stage string) {
+	st, ok := StageOf(cur, stage)
+	if !ok {
+		return
+	}
+	if st.Queued {
+		q := &schemas.QueueItem{OfferID: cur.Offer.ID, Stage: stage, Version: cur.Version, At: ctx.Timestamp()}
+		ctx.Emit(goka.Stream(topics.QueueTopic(stage, false)), q.OfferID, q)
+	}
+	h.emitTimer(ctx, &schemas.StageTimer{OfferID: cur.Offer.ID, Stage: stage, DueAt: st.TimerAt})
 }
 
 // emit writes the outputs of record r, written over prev. With full, every
@@ -128,7 +191,8 @@ func (h *handler) emit(ctx goka.Context, r, prev *schemas.OfferRecord, change st
 		change = "REPEATED"
 	}
 	ctx.Emit(events, o.ID, &schemas.OfferEvent{Offer: *o, Version: r.Version, Change: change,
-		Banned: r.Moderation.Banned, BanReasons: r.Moderation.Reasons, At: o.UpdatedAt})
+		Banned: r.Moderation.Banned, BanReasons: r.Moderation.Reasons, At: o.UpdatedAt, Stages: r.Stages,
+		Changed: ChangedFields(prev, r)})
 	ctx.Emit(changes, o.SellerID, &schemas.CabinetChange{SellerID: o.SellerID, OfferID: o.ID,
 		SourceTopic: r.SourceTopic, SourcePartition: r.SourcePartition, SourceOffset: r.SourceOffset,
 		Before: r.Previous, After: r.Summary})

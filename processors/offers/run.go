@@ -15,6 +15,9 @@ import (
 // Config of the offer aggregate.
 type Config struct {
 	Streams streams.Config
+	// Stages are the names of the configured stages (their queues are the
+	// aggregate's outputs).
+	Stages  []string
 	Metrics *Metrics
 	// OnReady, if set, is called when the processor has recovered its table
 	// and is processing.
@@ -25,7 +28,7 @@ func (c *Config) graph() *goka.GroupGraph {
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(metrics.New())
 	}
-	return Graph(c.Metrics)
+	return Graph(c.Metrics, c.Stages)
 }
 
 // Run runs the offer aggregate and its inbox (RunInbox) until ctx is

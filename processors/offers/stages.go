@@ -1,0 +1,194 @@
+package offers
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/offerlog/offerlog/schemas"
+)
+
+var stageName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// ValidStage reports whether name is usable as a stage name (it is part of
+// topic names).
+func ValidStage(name string) error {
+	if !stageName.MatchString(name) {
+		return fmt.Errorf("stage %q: want 1-63 characters of a-z, 0-9 and '-'", name)
+	}
+	return nil
+}
+
+// StageOf returns stage's part of r, and whether r has one.
+func StageOf(r *schemas.OfferRecord, stage string) (schemas.StageState, bool) {
+	if r == nil {
+		return schemas.StageState{Stage: stage}, false
+	}
+	i := slices.IndexFunc(r.Stages, func(s schemas.StageState) bool { return s.Stage == stage })
+	if i < 0 {
+		return schemas.StageState{Stage: stage}, false
+	}
+	return r.Stages[i], true
+}
+
+// setStage puts st into r's stages, keeping them sorted by stage.
+func setStage(r *schemas.OfferRecord, st schemas.StageState) {
+	i, ok := slices.BinarySearchFunc(r.Stages, st.Stage, func(s schemas.StageState, name string) int { return strings.Compare(s.Stage, name) })
+	if ok {
+		r.Stages[i] = st
+		return
+	}
+	r.Stages = slices.Insert(r.Stages, i, st)
+}
+
+// stageCommand decides the scheduler's commands:
+//   - ENQUEUE puts the offer in the stage's queue unless it is there (an
+//     offer is queued at most once per stage); one that fires a timer
+//     (FiredAt) counts only if it is the stage's pending timer, which it
+//     consumes;
+//   - STAGE_RESULT saves a stage's result if the offer is still at the
+//     version the stage read (offer update, new state and timer together),
+//     and otherwise queues the stage again on the new version (CONFLICT);
+//   - SET_TIMER sets (or with -1 clears) the stage's timer;
+//   - STATE_CAS replaces the stage's state if it is at the version given.
+//
+// None but a result with an offer update changes the offer's version.
+func stageCommand(cur *schemas.OfferRecord, in Input) Decision {
+	c := in.Command
+	if err := ValidStage(c.Stage); err != nil {
+		return refuse(schemas.OutcomeInvalid, cur, "stage", "%v", err)
+	}
+	if !live(cur) {
+		return refuse(schemas.OutcomeNotFound, cur, "offer_id", "no offer %s", c.OfferID)
+	}
+	st, _ := StageOf(cur, c.Stage)
+	next := clone(cur)
+	var d Decision
+	switch c.Kind {
+	case schemas.CommandEnqueue:
+		timer := c.FiredAt > 0
+		if timer && st.TimerAt != c.FiredAt {
+			return refuse(schemas.OutcomeIgnored, cur, "fired_at", "timer %d is not the stage's pending one (%d): fired already", c.FiredAt, st.TimerAt)
+		}
+		if timer {
+			st.TimerAt = 0
+			d.Timer = &schemas.StageTimer{OfferID: cur.Offer.ID, Stage: c.Stage}
+		}
+		if st.Queued {
+			if !timer {
+				return refuse(schemas.OutcomeIgnored, cur, "stage", "already in the queue of %s", c.Stage)
+			}
+		} else {
+			st.Queued = true
+			d.Queue = &schemas.QueueItem{OfferID: cur.Offer.ID, Stage: c.Stage, Version: cur.Version, Low: c.Low, At: in.At}
+		}
+		setStage(next, st)
+		return stateWritten(next, in, d, st.Version)
+
+	case schemas.CommandSetTimer:
+		due := max(c.TimerAt, 0)
+		if st.TimerAt == due {
+			return refuse(schemas.OutcomeIgnored, cur, "timer_at", "timer already so")
+		}
+		st.TimerAt = due
+		setStage(next, st)
+		d.Timer = &schemas.StageTimer{OfferID: cur.Offer.ID, Stage: c.Stage, DueAt: due}
+		return stateWritten(next, in, d, st.Version)
+
+	case schemas.CommandStateCAS:
+		if c.State == nil {
+			return refuse(schemas.OutcomeInvalid, cur, "state", "missing")
+		}
+		if c.State.Version != st.Version {
+			d := refuse(schemas.OutcomeConflict, nil, "version", "state of %s is at version %d, not %d", c.Stage, st.Version, c.State.Version)
+			d.Version = st.Version
+			return d
+		}
+		st.TypeURL, st.Value, st.Version = c.State.TypeURL, c.State.Value, st.Version+1
+		setStage(next, st)
+		return stateWritten(next, in, d, st.Version)
+
+	case schemas.CommandResult:
+		if !st.Queued {
+			return refuse(schemas.OutcomeIgnored, cur, "stage", "offer is not in the queue of %s: a result already saved", c.Stage)
+		}
+		if c.ReadVersion != cur.Version {
+			// Discarded: the stage runs again on the new version.
+			d := refuse(schemas.OutcomeConflict, cur, "read_version", "offer is at version %d, the stage read %d", cur.Version, c.ReadVersion)
+			d.Queue = &schemas.QueueItem{OfferID: cur.Offer.ID, Stage: c.Stage, Version: cur.Version, At: in.At}
+			return d
+		}
+		st.Queued = false
+		if c.State != nil {
+			st.TypeURL, st.Value = c.State.TypeURL, c.State.Value
+		}
+		st.Version++
+		switch {
+		case c.TimerAt > 0 && c.TimerAt != st.TimerAt:
+			st.TimerAt = c.TimerAt
+			d.Timer = &schemas.StageTimer{OfferID: cur.Offer.ID, Stage: c.Stage, DueAt: st.TimerAt}
+		case c.TimerAt < 0 && st.TimerAt != 0:
+			st.TimerAt = 0
+			d.Timer = &schemas.StageTimer{OfferID: cur.Offer.ID, Stage: c.Stage}
+		}
+		setStage(next, st)
+		if c.Offer == nil {
+			d = stateWritten(next, in, d, cur.Version)
+		} else {
+			o := *c.Offer
+			o.ID, o.SellerID, o.ExternalID, o.CreatedAt = cur.Offer.ID, cur.Offer.SellerID, cur.Offer.ExternalID, cur.Offer.CreatedAt
+			if e := Validate(&o); e != nil {
+				return refuse(schemas.OutcomeInvalid, cur, e.Field, "stage %s: %s", c.Stage, e.Reason)
+			}
+			if o.Status == "" {
+				o.Status = cur.Offer.Status
+			}
+			o.UpdatedAt = in.At
+			o.Photos = mergePhotos(cur.Offer.Photos, o.Photos)
+			next.Offer = o
+			sell(next)
+			timer, queue := d.Timer, d.Queue
+			d = written(next, cur, in, "")
+			d.Timer, d.Queue = timer, queue
+		}
+		d.Effect = &schemas.StageEffect{Stage: c.Stage, Offer: next.Offer, Version: next.Version, State: st,
+			Changed: c.Offer != nil, At: in.At}
+		return d
+	}
+	return refuse(schemas.OutcomeInvalid, cur, "kind", "unknown command %q", c.Kind)
+}
+
+// stateWritten is the decision to write next, changed only in its stage
+// parts; its answer carries version (the state's, or the offer's).
+func stateWritten(next *schemas.OfferRecord, in Input, d Decision, version int64) Decision {
+	d.Outcome, d.Record, d.StateOnly, d.Version = schemas.OutcomeOK, next, true, version
+	Remember(next, in.Partition, in.Offset, d)
+	return d
+}
+
+// Fields of an offer that changes name, for stages' interests.
+var Fields = []string{"category", "title", "description", "price", "currency", "attributes", "photos", "status", "moderation"}
+
+// ChangedFields returns the fields of next that differ from prev (every
+// field when prev is nil: a new offer, or a redelivery that cannot tell).
+func ChangedFields(prev, next *schemas.OfferRecord) []string {
+	if prev == nil {
+		return slices.Clone(Fields)
+	}
+	a, b := &prev.Offer, &next.Offer
+	diff := map[string]bool{
+		"category": a.Category != b.Category, "title": a.Title != b.Title, "description": a.Description != b.Description,
+		"price":    (a.Price == nil) != (b.Price == nil) || (a.Price != nil && b.Price != nil && *a.Price != *b.Price),
+		"currency": a.Currency != b.Currency, "attributes": !slices.Equal(a.Attributes, b.Attributes),
+		"photos": !slices.Equal(a.Photos, b.Photos), "status": a.Status != b.Status,
+		"moderation": prev.Moderation.Banned != next.Moderation.Banned || !slices.Equal(prev.Moderation.Reasons, next.Moderation.Reasons),
+	}
+	out := []string{}
+	for _, f := range Fields {
+		if diff[f] {
+			out = append(out, f)
+		}
+	}
+	return out
+}

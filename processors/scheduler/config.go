@@ -1,0 +1,133 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/offerlog/offerlog/processors/offers"
+)
+
+// StageConfig is one stage of the configuration file.
+type StageConfig struct {
+	Name string `yaml:"name"`
+	// Builtin names a stage of the binary ("expiry"); Address an external
+	// gRPC Stage service. Exactly one is set.
+	Builtin string `yaml:"builtin"`
+	Address string `yaml:"address"`
+	// RateLimit bounds Process calls per second (0: none); MaxParallelism
+	// the calls in flight (default 4).
+	RateLimit      float64 `yaml:"rate_limit"`
+	MaxParallelism int     `yaml:"max_parallelism"`
+	// Fields are the offer fields the stage is interested in: a change
+	// touching none of them does not ask it (empty: every change asks).
+	Fields []string `yaml:"fields"`
+	// MaxFailures is how many times Process may fail on one offer before
+	// the item goes to scheduler.dead (default 5).
+	MaxFailures int `yaml:"max_failures"`
+	// Timeout bounds one call to the stage (default 5 s).
+	Timeout time.Duration `yaml:"timeout"`
+	// Days is the expiry stage's exposure (default 180).
+	Days int `yaml:"days"`
+}
+
+// Config is the stages configuration file: which stages run.
+type Config struct {
+	Stages []StageConfig `yaml:"stages"`
+}
+
+// DefaultConfig runs the built-in expiry stage alone.
+func DefaultConfig() Config {
+	return Config{Stages: []StageConfig{{Name: "expiry", Builtin: "expiry", Days: DefaultExpiryDays, MaxParallelism: 4}}}
+}
+
+// LoadConfig reads a YAML stages file.
+func LoadConfig(path string) (Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("stages: %w", err)
+	}
+	var c Config
+	if err := yaml.Unmarshal(raw, &c); err != nil {
+		return Config{}, fmt.Errorf("stages %s: %w", path, err)
+	}
+	return c, c.Validate()
+}
+
+// Validate returns every problem of c, or nil, and fills in defaults.
+func (c *Config) Validate() error {
+	var errs []error
+	seen := map[string]bool{}
+	for i := range c.Stages {
+		s := &c.Stages[i]
+		if err := offers.ValidStage(s.Name); err != nil {
+			errs = append(errs, err)
+		}
+		if seen[s.Name] {
+			errs = append(errs, fmt.Errorf("stage %s listed twice", s.Name))
+		}
+		seen[s.Name] = true
+		switch {
+		case (s.Builtin == "") == (s.Address == ""):
+			errs = append(errs, fmt.Errorf("stage %s: give either builtin or address", s.Name))
+		case s.Builtin != "" && s.Builtin != "expiry":
+			errs = append(errs, fmt.Errorf("stage %s: no built-in stage %q (have expiry)", s.Name, s.Builtin))
+		}
+		for _, f := range s.Fields {
+			if !slices.Contains(offers.Fields, f) {
+				errs = append(errs, fmt.Errorf("stage %s: no field %q (have %v)", s.Name, f, offers.Fields))
+			}
+		}
+		if s.RateLimit < 0 {
+			errs = append(errs, fmt.Errorf("stage %s: negative rate limit", s.Name))
+		}
+		if s.MaxParallelism <= 0 {
+			s.MaxParallelism = 4
+		}
+		if s.MaxFailures <= 0 {
+			s.MaxFailures = 5
+		}
+		if s.Timeout <= 0 {
+			s.Timeout = 5 * time.Second
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Names returns the stages' names.
+func (c Config) Names() []string {
+	out := make([]string, len(c.Stages))
+	for i, s := range c.Stages {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Open returns the stage of s.
+func (s StageConfig) Open() (Stage, func(), error) {
+	if s.Builtin == "expiry" {
+		return Expiry{Days: s.Days}, func() {}, nil
+	}
+	r, err := DialRemote(s.Name, s.Address)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, func() { _ = r.Close() }, nil
+}
+
+// Interested reports whether a change of fields concerns the stage.
+func (s StageConfig) Interested(changed []string) bool {
+	if len(s.Fields) == 0 {
+		return true
+	}
+	for _, f := range changed {
+		if slices.Contains(s.Fields, f) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,186 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Route returns the commands a change of an offer makes for one stage: none
+// if the offer is deleted, already in the stage's queue, or the change does
+// not concern the stage; otherwise ENQUEUE if should says so or fails (the
+// seed queues an offer whose ShouldProcess failed), and SET_TIMER for a new
+// timer.
+func Route(cfg StageConfig, ev *schemas.OfferEvent, should func() (Should, error)) []*schemas.OfferCommand {
+	if ev.Offer.Status == schemas.OfferDeleted || !cfg.Interested(ev.Changed) {
+		return nil
+	}
+	st := schemas.StageState{Stage: cfg.Name}
+	for _, s := range ev.Stages {
+		if s.Stage == cfg.Name {
+			st = s
+		}
+	}
+	if st.Queued {
+		return nil
+	}
+	d, err := should()
+	cmd := func(kind schemas.CommandKind) *schemas.OfferCommand {
+		return &schemas.OfferCommand{Kind: kind, OfferID: ev.Offer.ID, SellerID: ev.Offer.SellerID, ExpectedVersion: -1,
+			ReadVersion: -1, Stage: cfg.Name}
+	}
+	var out []*schemas.OfferCommand
+	if err != nil || d.Process {
+		out = append(out, cmd(schemas.CommandEnqueue))
+	}
+	if err == nil && d.TimerAt > 0 && d.TimerAt != st.TimerAt {
+		c := cmd(schemas.CommandSetTimer)
+		c.TimerAt = d.TimerAt
+		out = append(out, c)
+	}
+	return out
+}
+
+// RouterGroup is the router's consumer group.
+const RouterGroup = "scheduler-router"
+
+// Metrics of the scheduler.
+type Metrics struct {
+	Routed    *metrics.CounterVec // by stage and command
+	Processed *metrics.CounterVec // by stage and outcome
+	Calls     *metrics.HistogramVec
+	Fired     *metrics.Counter
+	Lateness  *metrics.HistogramVec
+	Pending   *metrics.Gauge
+}
+
+// NewMetrics registers the scheduler's metrics in r.
+func NewMetrics(r *metrics.Registry) *Metrics {
+	return &Metrics{
+		Routed:    r.Counter("offerlog_scheduler_routed_total", "Commands the router sent, by stage and kind.", "stage", "kind"),
+		Processed: r.Counter("offerlog_scheduler_processed_total", "Queue items by stage and outcome.", "stage", "outcome"),
+		Calls:     r.Histogram("offerlog_scheduler_process_seconds", "Time of a stage's Process call.", metrics.LatencyBuckets, "stage"),
+		Fired:     r.Counter("offerlog_scheduler_timers_fired_total", "Timers fired into their stage's queue.").With(),
+		Lateness:  r.Histogram("offerlog_scheduler_timer_lateness_seconds", "How late timers fired.", metrics.LatencyBuckets, "stage"),
+		Pending:   r.Gauge("offerlog_scheduler_timers_pending", "Timers the timer service holds.").With(),
+	}
+}
+
+type router struct {
+	stages []StageConfig
+	impls  map[string]Stage
+	prod   *kgo.Client
+	m      *Metrics
+	log    *slog.Logger
+}
+
+// runRouter reads offers.events until ctx is done and routes each change
+// to the stages.
+func (r *router) run(ctx context.Context, brokers []string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(RouterGroup), kgo.ConsumeTopics(topics.OffersEvents),
+		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond), kgo.ClientID("offerlog-"+RouterGroup))
+	if err != nil {
+		return fmt.Errorf("scheduler router: %w", err)
+	}
+	defer func() { cl.AllowRebalance(); cl.Close() }()
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		recs := fs.Records()
+		// The last change of each offer in the poll stands for all of them:
+		// stages look at the offer as it is.
+		last := map[string]*kgo.Record{}
+		for _, rec := range recs {
+			last[string(rec.Key)] = rec
+		}
+		var mu sync.Mutex
+		var cmds []*schemas.OfferCommand
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 16)
+		for _, rec := range last {
+			var ev schemas.OfferEvent
+			if err := schemas.OfferEvents.Decode(rec.Value, &ev); err != nil {
+				r.log.Warn("scheduler router: undecodable event skipped", "offset", rec.Offset, "err", err)
+				continue
+			}
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				for _, sc := range r.stages {
+					out := Route(sc, &ev, func() (Should, error) {
+						cctx, cancel := context.WithTimeout(ctx, sc.Timeout)
+						defer cancel()
+						return r.impls[sc.Name].ShouldProcess(cctx, &ev.Offer, ev.Version, stageIn(ev.Stages, sc.Name))
+					})
+					mu.Lock()
+					cmds = append(cmds, out...)
+					mu.Unlock()
+					for _, c := range out {
+						r.m.Routed.With(sc.Name, string(c.Kind)).Inc()
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if err := send(ctx, r.prod, cmds); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if len(recs) > 0 {
+			if err := cl.CommitRecords(ctx, recs...); err != nil && ctx.Err() == nil {
+				r.log.Warn("scheduler router: commit failed", "err", err)
+			}
+		}
+		cl.AllowRebalance()
+	}
+}
+
+func stageIn(sts []schemas.StageState, stage string) schemas.StageState {
+	for _, s := range sts {
+		if s.Stage == stage {
+			return s
+		}
+	}
+	return schemas.StageState{Stage: stage}
+}
+
+// send appends commands to offers.commands (acks=all); their answers are
+// not awaited: the aggregate decides and counts them.
+func send(ctx context.Context, prod *kgo.Client, cmds []*schemas.OfferCommand) error {
+	if len(cmds) == 0 {
+		return nil
+	}
+	recs := make([]*kgo.Record, 0, len(cmds))
+	for _, c := range cmds {
+		data, err := schemas.OfferCommands.Encode(c)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, &kgo.Record{Topic: topics.OffersCommands, Key: []byte(c.OfferID), Value: data})
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("scheduler: send commands: %w", err)
+	}
+	return nil
+}
+
+// stateOf returns stage's part of the record r (the offers package's view).
+func stateOf(r *schemas.OfferRecord, stage string) schemas.StageState {
+	st, _ := offers.StageOf(r, stage)
+	return st
+}

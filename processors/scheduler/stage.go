@@ -1,0 +1,198 @@
+// Package scheduler is the stage scheduler of seeds/gost-scheduler.md:
+// stages (Go code in the binary, or external services implementing the
+// gRPC Stage) that react to offer changes and to timers, each with its own
+// queue topic and a low-priority one for re-crawls, its private state kept
+// in the offer aggregate beside the offer, and optimistic concurrency on
+// the offer's version.
+//
+// The router reads offers.events and asks every stage not holding the offer
+// in its queue whether to queue it (ENQUEUE) or wake it later (SET_TIMER);
+// the aggregate queues an offer at most once per stage. A stage's workers
+// read its queues, call Process with the stage's rate limit and parallelism
+// and retries, and send the result (STAGE_RESULT); the aggregate saves it
+// only if the offer is still at the version the stage read, and otherwise
+// queues the stage again. The timer service keeps pending timers on disk and
+// fires each into the stage's queue when due.
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/offerlog/offerlog/internal/offerapi"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/schemas/proto/stagev1"
+)
+
+// Should is a stage's answer to ShouldProcess: queue the offer now, or at
+// TimerAt (Unix ms, 0: no timer).
+type Should struct {
+	Process bool
+	TimerAt int64
+}
+
+// Result is a stage's Process result: an offer update (nil: none), the new
+// state (nil: unchanged) and the timer (> 0 sets, -1 clears, 0 leaves).
+type Result struct {
+	Offer   *schemas.Offer
+	State   *schemas.StageState
+	TimerAt int64
+}
+
+// Stage is the stage API of the seed. Both methods must be pure: the
+// scheduler calls them again whenever it needs to.
+type Stage interface {
+	ShouldProcess(ctx context.Context, o *schemas.Offer, version int64, st schemas.StageState) (Should, error)
+	Process(ctx context.Context, o *schemas.Offer, version int64, st schemas.StageState) (Result, error)
+}
+
+// DefaultExpiryDays is how long an offer is exposed before it expires
+// (gost-scheduler.md: "снятие объявления после 180 дней экспозиции").
+const DefaultExpiryDays = 180
+
+// Expiry is the built-in stage that moves an offer ACTIVE for Days days
+// (counted from its creation) to EXPIRED. It keeps no state; its timer is
+// the expiry time.
+type Expiry struct{ Days int }
+
+func (e Expiry) due(o *schemas.Offer) int64 {
+	days := e.Days
+	if days <= 0 {
+		days = DefaultExpiryDays
+	}
+	return o.CreatedAt.Add(time.Duration(days) * 24 * time.Hour).UnixMilli()
+}
+
+// ShouldProcess asks for a timer at the expiry of an active offer, or for
+// processing once it is due. now is the caller's clock.
+func (e Expiry) ShouldProcess(_ context.Context, o *schemas.Offer, _ int64, st schemas.StageState) (Should, error) {
+	return e.should(o, st, time.Now()), nil
+}
+
+func (e Expiry) should(o *schemas.Offer, st schemas.StageState, now time.Time) Should {
+	if o.Status != schemas.OfferActive {
+		return Should{}
+	}
+	due := e.due(o)
+	if due <= now.UnixMilli() {
+		return Should{Process: true}
+	}
+	if st.TimerAt == due {
+		return Should{} // already set
+	}
+	return Should{TimerAt: due}
+}
+
+// Process expires the offer if it is active and due; otherwise it changes
+// nothing (the stage is checked again on its next change).
+func (e Expiry) Process(_ context.Context, o *schemas.Offer, _ int64, _ schemas.StageState) (Result, error) {
+	return e.process(o, time.Now()), nil
+}
+
+func (e Expiry) process(o *schemas.Offer, now time.Time) Result {
+	if o.Status != schemas.OfferActive || e.due(o) > now.UnixMilli() {
+		return Result{}
+	}
+	next := *o
+	next.Status = schemas.OfferExpired
+	return Result{Offer: &next, TimerAt: -1}
+}
+
+// Remote is a stage served by an external service over gRPC.
+type Remote struct {
+	Name string
+	conn *grpc.ClientConn
+	cl   stagev1.StageClient
+}
+
+// DialRemote returns the stage name served at addr.
+func DialRemote(name, addr string) (*Remote, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("stage %s: %w", name, err)
+	}
+	return &Remote{Name: name, conn: conn, cl: stagev1.NewStageClient(conn)}, nil
+}
+
+// Close closes the connection.
+func (r *Remote) Close() error { return r.conn.Close() }
+
+func request(stage string, o *schemas.Offer, version int64, st schemas.StageState) *stagev1.StageRequest {
+	return &stagev1.StageRequest{Offer: offerapi.OfferPB(o), OfferVersion: version, Stage: stage,
+		State: &stagev1.State{TypeUrl: st.TypeURL, Value: st.Value, Version: st.Version}}
+}
+
+// ShouldProcess asks the service.
+func (r *Remote) ShouldProcess(ctx context.Context, o *schemas.Offer, version int64, st schemas.StageState) (Should, error) {
+	resp, err := r.cl.ShouldProcess(ctx, request(r.Name, o, version, st))
+	if err != nil {
+		return Should{}, err
+	}
+	return Should{Process: resp.Process, TimerAt: resp.TimerAtMs}, nil
+}
+
+// Process asks the service.
+func (r *Remote) Process(ctx context.Context, o *schemas.Offer, version int64, st schemas.StageState) (Result, error) {
+	resp, err := r.cl.Process(ctx, request(r.Name, o, version, st))
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{TimerAt: resp.TimerAtMs}
+	if resp.Offer != nil {
+		res.Offer = offerapi.OfferOf(resp.Offer)
+	}
+	if resp.State != nil {
+		res.State = &schemas.StageState{TypeURL: resp.State.TypeUrl, Value: resp.State.Value}
+	}
+	return res, nil
+}
+
+// Serve returns a gRPC Stage server of s, for services written in Go.
+func Serve(s Stage) stagev1.StageServer { return &stageServer{s: s} }
+
+type stageServer struct {
+	stagev1.UnimplementedStageServer
+	s Stage
+}
+
+func fromRequest(r *stagev1.StageRequest) (*schemas.Offer, schemas.StageState) {
+	o := offerapi.OfferOf(r.Offer)
+	if r.Offer != nil {
+		o.ID, o.SellerID, o.ExternalID = r.Offer.Id, r.Offer.SellerId, r.Offer.ExternalId
+		o.CreatedAt, o.UpdatedAt = time.UnixMilli(r.Offer.CreatedAtMs).UTC(), time.UnixMilli(r.Offer.UpdatedAtMs).UTC()
+	}
+	st := schemas.StageState{Stage: r.Stage}
+	if r.State != nil {
+		st.TypeURL, st.Value, st.Version = r.State.TypeUrl, r.State.Value, r.State.Version
+	}
+	return o, st
+}
+
+func (s *stageServer) ShouldProcess(ctx context.Context, r *stagev1.StageRequest) (*stagev1.ShouldProcessResponse, error) {
+	o, st := fromRequest(r)
+	d, err := s.s.ShouldProcess(ctx, o, r.OfferVersion, st)
+	if err != nil {
+		return nil, err
+	}
+	return &stagev1.ShouldProcessResponse{Process: d.Process, TimerAtMs: d.TimerAt}, nil
+}
+
+func (s *stageServer) Process(ctx context.Context, r *stagev1.StageRequest) (*stagev1.ProcessResponse, error) {
+	o, st := fromRequest(r)
+	res, err := s.s.Process(ctx, o, r.OfferVersion, st)
+	if err != nil {
+		return nil, err
+	}
+	out := &stagev1.ProcessResponse{TimerAtMs: res.TimerAt}
+	if res.Offer != nil {
+		out.Offer = offerapi.OfferPB(res.Offer)
+	}
+	if res.State != nil {
+		out.State = &stagev1.State{TypeUrl: res.State.TypeURL, Value: res.State.Value}
+	}
+	return out, nil
+}

@@ -1,0 +1,191 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/util"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// TimersGroup is the timer service's consumer group.
+const TimersGroup = "scheduler-timers"
+
+// Timers keeps the pending timers of its partitions of scheduler.timers on
+// disk (LevelDB: "d/<due>/<key>" in due order, "k/<key>" -> due), so that
+// millions of them cost no memory, and fires each due one into its stage's
+// queue with an ENQUEUE naming the timer. The aggregate accepts a firing
+// only for the stage's pending timer and then removes it from the topic, so
+// a timer fired twice (after a crash between the firing and the removal)
+// changes nothing; the aggregate counts it.
+//
+// The topic is the truth: the store is rebuilt from the start of the
+// partitions the service is given (the group commits nothing), and dropped
+// for partitions taken away.
+type Timers struct {
+	Brokers []string
+	Dir     string
+	Prod    *kgo.Client
+	Metrics *Metrics
+	Logger  *slog.Logger
+	// Tick is how often due timers are looked for (default 200 ms).
+	Tick time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+
+	mu sync.Mutex
+	db *leveldb.DB
+}
+
+func dueKey(due int64, key string) []byte {
+	return []byte(fmt.Sprintf("d/%020d/%s", due, key))
+}
+
+// Run keeps and fires timers until ctx is done.
+func (t *Timers) Run(ctx context.Context) error {
+	if t.Tick <= 0 {
+		t.Tick = 200 * time.Millisecond
+	}
+	if t.Now == nil {
+		t.Now = time.Now
+	}
+	if err := os.RemoveAll(t.Dir); err != nil {
+		return err
+	}
+	db, err := leveldb.OpenFile(t.Dir, nil)
+	if err != nil {
+		return fmt.Errorf("timers: %w", err)
+	}
+	t.db = db
+	defer db.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(t.Brokers...), kgo.ConsumerGroup(TimersGroup), kgo.ConsumeTopics(topics.SchedulerTimers),
+		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.OnPartitionsRevoked(t.drop), kgo.OnPartitionsLost(t.drop), kgo.ClientID("offerlog-"+TimersGroup))
+	if err != nil {
+		return fmt.Errorf("timers: %w", err)
+	}
+	defer cl.Close()
+	go t.fireLoop(ctx)
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		t.mu.Lock()
+		fs.EachRecord(func(r *kgo.Record) { t.apply(r) })
+		t.mu.Unlock()
+	}
+}
+
+// apply records a timer, or removes it for a tombstone.
+func (t *Timers) apply(r *kgo.Record) {
+	key := string(r.Key)
+	b := new(leveldb.Batch)
+	if old, err := t.db.Get([]byte("k/"+key), nil); err == nil {
+		due, _ := strconv.ParseInt(string(old), 10, 64)
+		b.Delete(dueKey(due, key))
+		b.Delete([]byte("k/" + key))
+		t.Metrics.Pending.Add(-1)
+	}
+	if r.Value != nil {
+		var tm schemas.StageTimer
+		if err := schemas.StageTimers.Decode(r.Value, &tm); err != nil || tm.DueAt <= 0 {
+			return
+		}
+		b.Put(dueKey(tm.DueAt, key), []byte(strconv.Itoa(int(r.Partition))))
+		b.Put([]byte("k/"+key), []byte(strconv.FormatInt(tm.DueAt, 10)))
+		t.Metrics.Pending.Add(1)
+	}
+	if err := t.db.Write(b, nil); err != nil {
+		t.Logger.Error("timers: store write failed", "err", err)
+	}
+}
+
+// drop forgets the timers of partitions taken away.
+func (t *Timers) drop(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	parts := map[string]bool{}
+	for _, p := range lost[topics.SchedulerTimers] {
+		parts[strconv.Itoa(int(p))] = true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	it := t.db.NewIterator(util.BytesPrefix([]byte("d/")), nil)
+	b := new(leveldb.Batch)
+	for it.Next() {
+		if parts[string(it.Value())] {
+			key := string(it.Key()[len("d/")+21:])
+			b.Delete(append([]byte(nil), it.Key()...))
+			b.Delete([]byte("k/" + key))
+			t.Metrics.Pending.Add(-1)
+		}
+	}
+	it.Release()
+	_ = t.db.Write(b, nil)
+}
+
+// fireLoop fires due timers every tick.
+func (t *Timers) fireLoop(ctx context.Context) {
+	tick := time.NewTicker(t.Tick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := t.fire(ctx); err != nil && ctx.Err() == nil {
+			t.Logger.Warn("timers: firing failed, trying again", "err", err)
+		}
+	}
+}
+
+// fire sends an ENQUEUE for every timer due now and forgets it locally (the
+// aggregate's removal from the topic follows).
+func (t *Timers) fire(ctx context.Context) error {
+	now := t.Now()
+	limit := dueKey(now.UnixMilli()+1, "")
+	t.mu.Lock()
+	it := t.db.NewIterator(&util.Range{Start: []byte("d/"), Limit: limit}, nil)
+	var cmds []*schemas.OfferCommand
+	var keys [][]byte
+	for it.Next() && len(cmds) < 10_000 {
+		k := string(it.Key())
+		due, _ := strconv.ParseInt(k[2:22], 10, 64)
+		id, stage, _ := strings.Cut(k[23:], "/")
+		cmds = append(cmds, &schemas.OfferCommand{Kind: schemas.CommandEnqueue, OfferID: id, ExpectedVersion: -1, ReadVersion: -1,
+			Stage: stage, FiredAt: due})
+		keys = append(keys, append([]byte(nil), it.Key()...))
+		t.Metrics.Lateness.With(stage).Observe(now.Sub(time.UnixMilli(due)).Seconds())
+	}
+	it.Release()
+	t.mu.Unlock()
+	if len(cmds) == 0 {
+		return nil
+	}
+	if err := send(ctx, t.Prod, cmds); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := new(leveldb.Batch)
+	for i, k := range keys {
+		if _, err := t.db.Get(k, nil); err != nil {
+			continue // replaced meanwhile
+		}
+		b.Delete(k)
+		b.Delete([]byte("k/" + cmds[i].OfferID + "/" + cmds[i].Stage))
+		t.Metrics.Pending.Add(-1)
+	}
+	t.Metrics.Fired.Add(uint64(len(cmds)))
+	return t.db.Write(b, nil)
+}

@@ -1,0 +1,249 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Group returns the consumer group of a stage's queue (low: its
+// low-priority queue).
+func Group(stage string, low bool) string {
+	if low {
+		return "scheduler-" + stage + "-low"
+	}
+	return "scheduler-" + stage
+}
+
+// limiter paces calls: at most rate per second (0: unlimited).
+type limiter struct {
+	mu   sync.Mutex
+	next time.Time
+	gap  time.Duration
+}
+
+func newLimiter(rate float64) *limiter {
+	l := &limiter{}
+	if rate > 0 {
+		l.gap = time.Duration(float64(time.Second) / rate)
+	}
+	return l
+}
+
+// wait returns when the next call may start.
+func (l *limiter) wait(ctx context.Context) error {
+	if l.gap == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	now := time.Now()
+	at := l.next
+	if at.Before(now) {
+		at = now
+	}
+	l.next = at.Add(l.gap)
+	l.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Until(at)):
+		return nil
+	}
+}
+
+type worker struct {
+	cfg     StageConfig
+	stage   Stage
+	view    *goka.View
+	offers  *offers.Client
+	prod    *kgo.Client
+	m       *Metrics
+	log     *slog.Logger
+	limit   *limiter
+	slots   chan struct{}
+	backoff time.Duration
+}
+
+func newWorker(cfg StageConfig, stage Stage, view *goka.View, oc *offers.Client, prod *kgo.Client, m *Metrics, log *slog.Logger) *worker {
+	return &worker{cfg: cfg, stage: stage, view: view, offers: oc, prod: prod, m: m, log: log,
+		limit: newLimiter(cfg.RateLimit), slots: make(chan struct{}, cfg.MaxParallelism), backoff: 100 * time.Millisecond}
+}
+
+// run reads the stage's queue, and its low-priority queue whenever the
+// queue has nothing, until ctx is done.
+func (w *worker) run(ctx context.Context, brokers []string) error {
+	open := func(low bool) (*kgo.Client, error) {
+		return kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(Group(w.cfg.Name, low)),
+			kgo.ConsumeTopics(topics.QueueTopic(w.cfg.Name, low)), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
+			kgo.ClientID("offerlog-"+Group(w.cfg.Name, low)))
+	}
+	main, err := open(false)
+	if err != nil {
+		return err
+	}
+	defer func() { main.AllowRebalance(); main.Close() }()
+	low, err := open(true)
+	if err != nil {
+		return err
+	}
+	defer func() { low.AllowRebalance(); low.Close() }()
+	for ctx.Err() == nil {
+		if err := w.poll(ctx, main, 200*time.Millisecond); err != nil || ctx.Err() != nil {
+			return err
+		}
+		// The low-priority queue only when the queue is drained.
+		if w.idle(main) {
+			if err := w.poll(ctx, low, 100*time.Millisecond); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// idle reports whether the client has nothing buffered.
+func (w *worker) idle(cl *kgo.Client) bool { return cl.BufferedFetchRecords() == 0 }
+
+// poll handles one poll of cl: every item, in parallel up to the stage's
+// limit, then the commit.
+func (w *worker) poll(ctx context.Context, cl *kgo.Client, wait time.Duration) error {
+	pctx, cancel := context.WithTimeout(ctx, wait)
+	fs := cl.PollFetches(pctx)
+	cancel()
+	defer cl.AllowRebalance()
+	recs := fs.Records()
+	if len(recs) == 0 {
+		return nil
+	}
+	latest := map[string]*kgo.Record{}
+	for _, r := range recs {
+		latest[string(r.Key)] = r
+	}
+	var wg sync.WaitGroup
+	for _, r := range latest {
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-w.slots; wg.Done() }()
+			w.item(ctx, r)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil // not committed: the items come again
+	}
+	if err := cl.CommitRecords(ctx, recs...); err != nil && ctx.Err() == nil {
+		w.log.Warn("scheduler: commit failed", "stage", w.cfg.Name, "err", err)
+	}
+	return nil
+}
+
+// item processes one queue item.
+func (w *worker) item(ctx context.Context, r *kgo.Record) {
+	var it schemas.QueueItem
+	if err := schemas.QueueItems.Decode(r.Value, &it); err != nil {
+		w.dead(ctx, r, fmt.Sprintf("undecodable queue item: %v", err))
+		return
+	}
+	rec, err := w.at(ctx, it.OfferID, it.Version)
+	if err != nil {
+		w.m.Processed.With(w.cfg.Name, "gone").Inc()
+		return
+	}
+	st := stateOf(rec, w.cfg.Name)
+	if !st.Queued {
+		w.m.Processed.With(w.cfg.Name, "not queued").Inc() // a repeated item: its result is saved
+		return
+	}
+	var res Result
+	var perr error
+	backoff := w.backoff
+	for attempt := 1; attempt <= w.cfg.MaxFailures; attempt++ {
+		if err := w.limit.wait(ctx); err != nil {
+			return
+		}
+		cctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+		start := time.Now()
+		res, perr = w.stage.Process(cctx, &rec.Offer, rec.Version, st)
+		cancel()
+		w.m.Calls.With(w.cfg.Name).Observe(time.Since(start).Seconds())
+		if perr == nil {
+			break
+		}
+		w.m.Processed.With(w.cfg.Name, "failed call").Inc()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+	if perr != nil {
+		// Given up: the item goes to scheduler.dead, and the offer leaves
+		// the queue unchanged (its next change asks the stage again).
+		w.dead(ctx, r, fmt.Sprintf("stage %s failed %d times: %v", w.cfg.Name, w.cfg.MaxFailures, perr))
+		res = Result{}
+	}
+	c := &schemas.OfferCommand{Kind: schemas.CommandResult, OfferID: it.OfferID, SellerID: rec.Offer.SellerID,
+		ExpectedVersion: -1, Stage: w.cfg.Name, ReadVersion: rec.Version, Offer: res.Offer, State: res.State, TimerAt: res.TimerAt}
+	out, err := w.offers.Do(ctx, c)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("scheduler: result not answered; the item stays queued and is seen again", "stage", w.cfg.Name, "offer", it.OfferID, "err", err)
+		}
+		return
+	}
+	w.m.Processed.With(w.cfg.Name, string(out.Outcome)).Inc()
+}
+
+// at returns the offer from the view once it shows version (or later).
+func (w *worker) at(ctx context.Context, id string, version int64) (*schemas.OfferRecord, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, err := w.view.Get(id)
+		if err != nil {
+			return nil, err
+		}
+		if r, ok := v.(*schemas.OfferRecord); ok && r.Version >= version {
+			if r.Offer.Status == schemas.OfferDeleted {
+				return nil, errors.New("deleted")
+			}
+			return r, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("offer %s not at version %d in the view", id, version)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (w *worker) dead(ctx context.Context, r *kgo.Record, reason string) {
+	w.m.Processed.With(w.cfg.Name, "dead").Inc()
+	dl, err := streams.DeadLetterRecord(topics.SchedulerDead, Group(w.cfg.Name, false), r, reason)
+	if err == nil {
+		err = w.prod.ProduceSync(ctx, dl).FirstErr()
+	}
+	if err != nil {
+		w.log.Error("scheduler: dead letter not written", "stage", w.cfg.Name, "err", err)
+	}
+}
