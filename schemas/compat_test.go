@@ -68,7 +68,7 @@ func samples() map[string]any {
 		DraftCommandName:      &DraftCommand{Kind: DraftHand, Anon: "a", User: "u", Category: "cars", NewID: offer.ID, Draft: &draft, ReplyPartition: 2, ReplyOffset: 5},
 		DraftResultName:       &DraftResult{Owner: "user:u", SourcePartition: 2, SourceOffset: 5, Outcome: OutcomeOK, Draft: &draft},
 		DraftRecordName:       &DraftRecord{Draft: draft},
-		QueueItemName:         &QueueItem{OfferID: offer.ID, Stage: "expiry", Version: 3, Low: true, At: ts},
+		QueueItemName:         &QueueItem{OfferID: offer.ID, Stage: "expiry", Version: 3, StateVersion: 2, Low: true, At: ts},
 		StageTimerName:        &StageTimer{OfferID: offer.ID, Stage: "expiry", DueAt: 1_800_000_000_000},
 		StageEffectName:       &StageEffect{Stage: "expiry", Offer: offer, Version: 3, State: rec2.Stages[0], Changed: true, At: ts},
 		NumeratorStateName: &NumeratorState{Version: "0.0.0.7", Generation: 7, Scheme: 0, Shards: []ShardSummary{{Shard: 4, Live: 1, MaxDocID: 10, Free: 9}},

@@ -375,11 +375,13 @@ var (
 
 // QueueItem is an offer to process by a stage (scheduler.queue.<stage>).
 type QueueItem struct {
-	OfferID string    `avro:"offer_id"`
-	Stage   string    `avro:"stage"`
-	Version int64     `avro:"version"`
-	Low     bool      `avro:"low"`
-	At      time.Time `avro:"at"`
+	OfferID string `avro:"offer_id"`
+	Stage   string `avro:"stage"`
+	Version int64  `avro:"version"`
+	// StateVersion is the stage state's version when the offer was queued.
+	StateVersion int64     `avro:"state_version"`
+	Low          bool      `avro:"low"`
+	At           time.Time `avro:"at"`
 }
 
 // StageTimer is a stage's pending timer of an offer (scheduler.timers).

@@ -176,7 +176,7 @@ func (h *handler) repeatStage(ctx goka.Context, cur *schemas.OfferRecord, stage 
 		return
 	}
 	if st.Queued {
-		q := &schemas.QueueItem{OfferID: cur.Offer.ID, Stage: stage, Version: cur.Version, At: ctx.Timestamp()}
+		q := &schemas.QueueItem{OfferID: cur.Offer.ID, Stage: stage, Version: cur.Version, StateVersion: st.Version, At: ctx.Timestamp()}
 		ctx.Emit(goka.Stream(topics.QueueTopic(stage, false)), q.OfferID, q)
 	}
 	h.emitTimer(ctx, &schemas.StageTimer{OfferID: cur.Offer.ID, Stage: stage, DueAt: st.TimerAt})

@@ -81,7 +81,7 @@ func stageCommand(cur *schemas.OfferRecord, in Input) Decision {
 			}
 		} else {
 			st.Queued = true
-			d.Queue = &schemas.QueueItem{OfferID: cur.Offer.ID, Stage: c.Stage, Version: cur.Version, Low: c.Low, At: in.At}
+			d.Queue = &schemas.QueueItem{OfferID: cur.Offer.ID, Stage: c.Stage, Version: cur.Version, StateVersion: st.Version, Low: c.Low, At: in.At}
 		}
 		setStage(next, st)
 		return stateWritten(next, in, d, st.Version)
@@ -116,7 +116,7 @@ func stageCommand(cur *schemas.OfferRecord, in Input) Decision {
 		if c.ReadVersion != cur.Version {
 			// Discarded: the stage runs again on the new version.
 			d := refuse(schemas.OutcomeConflict, cur, "read_version", "offer is at version %d, the stage read %d", cur.Version, c.ReadVersion)
-			d.Queue = &schemas.QueueItem{OfferID: cur.Offer.ID, Stage: c.Stage, Version: cur.Version, At: in.At}
+			d.Queue = &schemas.QueueItem{OfferID: cur.Offer.ID, Stage: c.Stage, Version: cur.Version, StateVersion: st.Version, At: in.At}
 			return d
 		}
 		st.Queued = false

@@ -161,12 +161,12 @@ func (w *worker) item(ctx context.Context, r *kgo.Record) {
 		w.dead(ctx, r, fmt.Sprintf("undecodable queue item: %v", err))
 		return
 	}
-	rec, err := w.at(ctx, it.OfferID, it.Version)
+	rec, st, err := w.at(ctx, &it)
 	if err != nil {
 		w.m.Processed.With(w.cfg.Name, "gone").Inc()
+		w.log.Warn("scheduler: queue item skipped", "stage", w.cfg.Name, "offer", it.OfferID, "err", err)
 		return
 	}
-	st := stateOf(rec, w.cfg.Name)
 	if !st.Queued {
 		w.m.Processed.With(w.cfg.Name, "not queued").Inc() // a repeated item: its result is saved
 		return
@@ -212,26 +212,31 @@ func (w *worker) item(ctx context.Context, r *kgo.Record) {
 	w.m.Processed.With(w.cfg.Name, string(out.Outcome)).Inc()
 }
 
-// at returns the offer from the view once it shows version (or later).
-func (w *worker) at(ctx context.Context, id string, version int64) (*schemas.OfferRecord, error) {
+// at returns the offer and the stage's state from the view once it shows
+// the item's offer version (or later) and the offer queued at the item's
+// state version, or a later state (the item's result saved already).
+func (w *worker) at(ctx context.Context, it *schemas.QueueItem) (*schemas.OfferRecord, schemas.StageState, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		v, err := w.view.Get(id)
+		v, err := w.view.Get(it.OfferID)
 		if err != nil {
-			return nil, err
+			return nil, schemas.StageState{}, err
 		}
-		if r, ok := v.(*schemas.OfferRecord); ok && r.Version >= version {
-			if r.Offer.Status == schemas.OfferDeleted {
-				return nil, errors.New("deleted")
+		if r, ok := v.(*schemas.OfferRecord); ok && r.Version >= it.Version {
+			st := stateOf(r, w.cfg.Name)
+			switch {
+			case r.Offer.Status == schemas.OfferDeleted:
+				return nil, st, errors.New("deleted")
+			case st.Queued || st.Version > it.StateVersion:
+				return r, st, nil
 			}
-			return r, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("offer %s not at version %d in the view", id, version)
+			return nil, schemas.StageState{}, fmt.Errorf("offer %s not at version %d, queued, in the view", it.OfferID, it.Version)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, schemas.StageState{}, ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -1,0 +1,311 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/offerlog/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/internal/platform/platformtest"
+	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/processors/scheduler"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/schemas/proto/stagev1"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// attrStage adds attribute attr=done to every offer without it, after a
+// pause, counting its calls in its state; it records when each Process
+// call ran and how many ran at once.
+type attrStage struct {
+	attr  string
+	pause time.Duration
+
+	mu       sync.Mutex
+	running  int
+	maxConc  int
+	starts   []time.Time
+	perOffer map[string]int
+}
+
+func (s *attrStage) ShouldProcess(_ context.Context, o *schemas.Offer, _ int64, _ schemas.StageState) (scheduler.Should, error) {
+	return scheduler.Should{Process: o.Attributes.Get(s.attr) == ""}, nil
+}
+
+func (s *attrStage) Process(_ context.Context, o *schemas.Offer, _ int64, st schemas.StageState) (scheduler.Result, error) {
+	s.mu.Lock()
+	s.running++
+	s.maxConc = max(s.maxConc, s.running)
+	s.starts = append(s.starts, time.Now())
+	s.perOffer[o.ID]++
+	s.mu.Unlock()
+	time.Sleep(s.pause)
+	s.mu.Lock()
+	s.running--
+	s.mu.Unlock()
+	next := *o
+	m := o.Attributes.Map()
+	m[s.attr] = "done"
+	next.Attributes = schemas.AttributesOf(m)
+	return scheduler.Result{Offer: &next, State: &schemas.StageState{TypeURL: "count", Value: append(st.Value, 'x')}}, nil
+}
+
+// timerStage asks to be woken 2 s after an offer's creation, once.
+type timerStage struct {
+	mu    sync.Mutex
+	calls map[string][]time.Time
+}
+
+func due(o *schemas.Offer) int64 { return o.CreatedAt.Add(2 * time.Second).UnixMilli() }
+
+func (s *timerStage) ShouldProcess(_ context.Context, o *schemas.Offer, _ int64, st schemas.StageState) (scheduler.Should, error) {
+	if st.TypeURL == "done" || !strings.HasPrefix(o.Title, "timer") {
+		return scheduler.Should{}, nil
+	}
+	if due(o) <= time.Now().UnixMilli() {
+		return scheduler.Should{Process: true}, nil
+	}
+	return scheduler.Should{TimerAt: due(o)}, nil
+}
+
+func (s *timerStage) Process(_ context.Context, o *schemas.Offer, _ int64, _ schemas.StageState) (scheduler.Result, error) {
+	s.mu.Lock()
+	s.calls[o.ID] = append(s.calls[o.ID], time.Now())
+	s.mu.Unlock()
+	return scheduler.Result{State: &schemas.StageState{TypeURL: "done"}, TimerAt: -1}, nil
+}
+
+// serve serves stage over gRPC for the test and returns its address.
+func serve(t *testing.T, stage scheduler.Stage) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	stagev1.RegisterStageServer(g, scheduler.Serve(stage))
+	go func() { _ = g.Serve(ln) }()
+	t.Cleanup(g.Stop)
+	return ln.Addr().String()
+}
+
+func create(t *testing.T, prod *kgo.Client, seller, title string, at time.Time) string {
+	t.Helper()
+	id := offers.NewID()
+	p := int64(100)
+	c := &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: seller, ExpectedVersion: -1, DraftID: id,
+		Offer: &schemas.Offer{Category: "cars", Title: title, Price: &p, Currency: "RUB"}}
+	data, err := schemas.OfferCommands.Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.ProduceSync(testkit.Context(t, 30*time.Second), &kgo.Record{Topic: topics.OffersCommands, Key: []byte(id), Value: data, Timestamp: at}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// offer reads an offer's record through the aggregate's changelog.
+func offer(t *testing.T, brokers []string, id string) *schemas.OfferRecord {
+	t.Helper()
+	var last *schemas.OfferRecord
+	for _, r := range testkit.ReadAll(t, brokers, topics.OffersTable) {
+		if string(r.Key) == id {
+			var rec schemas.OfferRecord
+			if err := schemas.OfferRecords.Decode(r.Value, &rec); err != nil {
+				t.Fatal(err)
+			}
+			last = &rec
+		}
+	}
+	return last
+}
+
+func TestStagesEndToEnd(t *testing.T) {
+	b := testkit.Broker(t, "")
+	brokers := b.Addrs()
+	a := &attrStage{attr: "a", pause: 30 * time.Millisecond, perOffer: map[string]int{}}
+	bb := &attrStage{attr: "b", pause: 30 * time.Millisecond, perOffer: map[string]int{}}
+	cfg := platformtest.Config(t.TempDir())
+	cfg.Brokers = brokers
+	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler, platform.ComponentAPI}
+	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{
+		{Name: "expiry", Builtin: "expiry", Days: 180},
+		{Name: "stage-a", Address: serve(t, a), MaxParallelism: 2, RateLimit: 20},
+		{Name: "stage-b", Address: serve(t, bb), Fields: []string{"title", "attributes"}},
+	}}
+	n := platformtest.Start(t, cfg)
+	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+
+	// Two stages race on the same offers: both results land, none is lost.
+	var ids []string
+	for i := range 30 {
+		ids = append(ids, create(t, prod, "s", fmt.Sprint("offer ", i), time.Now()))
+	}
+	// An offer created 200 days ago expires.
+	old := create(t, prod, "s", "old offer", time.Now().Add(-200*24*time.Hour))
+	testkit.Eventually(t, 60*time.Second, "both stages' attributes on every offer, the old one expired", func() bool {
+		seen := map[string]*schemas.OfferRecord{}
+		for _, r := range testkit.ReadAll(t, brokers, topics.OffersTable) {
+			var rec schemas.OfferRecord
+			if schemas.OfferRecords.Decode(r.Value, &rec) == nil {
+				seen[string(r.Key)] = &rec
+			}
+		}
+		for _, id := range ids {
+			r := seen[id]
+			if r == nil || r.Offer.Attributes.Get("a") != "done" || r.Offer.Attributes.Get("b") != "done" {
+				return false
+			}
+		}
+		return seen[old] != nil && seen[old].Offer.Status == schemas.OfferExpired
+	})
+	for _, id := range ids[:3] {
+		r := offer(t, brokers, id)
+		if r.Version != 3 { // created, then one result of each stage
+			t.Errorf("%s at version %d, want 3", id, r.Version)
+		}
+		for _, st := range r.Stages {
+			if st.Queued {
+				t.Errorf("%s still queued for %s", id, st.Stage)
+			}
+		}
+	}
+	// Rate limit and parallelism of stage-a, measured.
+	a.mu.Lock()
+	starts := slices.Clone(a.starts)
+	maxConc := a.maxConc
+	a.mu.Unlock()
+	if maxConc > 2 {
+		t.Errorf("stage-a ran %d calls at once, its limit is 2", maxConc)
+	}
+	slices.SortFunc(starts, func(x, y time.Time) int { return x.Compare(y) })
+	if span := starts[len(starts)-1].Sub(starts[0]); len(starts) >= 30 && span < time.Duration(len(starts)-2)*time.Second/20 {
+		t.Errorf("stage-a made %d calls in %s, faster than 20/s", len(starts), span)
+	}
+	// Effects: every saved result is published.
+	testkit.Eventually(t, 30*time.Second, "effects of both stages", func() bool {
+		count := map[string]int{}
+		for _, r := range testkit.ReadAll(t, brokers, topics.SchedulerEffects) {
+			var e schemas.StageEffect
+			if schemas.StageEffects.Decode(r.Value, &e) == nil {
+				count[e.Stage]++
+			}
+		}
+		return count["stage-a"] >= 30 && count["stage-b"] >= 30 && count["expiry"] >= 1
+	})
+
+	// The stage state API: read, compare-and-set, a stale version refused.
+	conn, err := grpc.NewClient(n.Info.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	sc := stagev1.NewStageStatesClient(conn)
+	ctx := testkit.Context(t, time.Minute)
+	st, err := sc.Read(ctx, &stagev1.ReadStateRequest{OfferId: ids[0], Stage: "stage-a"})
+	if err != nil || st.TypeUrl != "count" || st.Version < 1 {
+		t.Fatalf("read: %v %v", st, err)
+	}
+	up, err := sc.Update(ctx, &stagev1.UpdateStateRequest{OfferId: ids[0], Stage: "stage-a", State: &stagev1.State{TypeUrl: "count", Value: []byte("y"), Version: st.Version}})
+	if err != nil || !up.Updated || up.Version != st.Version+1 {
+		t.Fatalf("update at the current version: %v %v", up, err)
+	}
+	up, err = sc.Update(ctx, &stagev1.UpdateStateRequest{OfferId: ids[0], Stage: "stage-a", State: &stagev1.State{Value: []byte("z"), Version: st.Version}})
+	if err != nil || up.Updated || up.Version != st.Version+1 {
+		t.Fatalf("update at a stale version: %v %v", up, err)
+	}
+
+	// Re-crawl queues into the low-priority queue only.
+	mainBefore := len(testkit.ReadAll(t, brokers, topics.QueueTopic("stage-b", false)))
+	queued, err := scheduler.Recrawl(ctx, brokers, scheduler.StageConfig{Name: "stage-b", Timeout: time.Second},
+		recrawlAll{}, testkit.Logger())
+	if err != nil || queued != len(ids)+1 {
+		t.Fatalf("recrawl queued %d (want %d): %v", queued, len(ids)+1, err)
+	}
+	testkit.Eventually(t, 30*time.Second, "the low-priority queue", func() bool {
+		return len(testkit.ReadAll(t, brokers, topics.QueueTopic("stage-b", true))) == len(ids)+1
+	})
+	if after := len(testkit.ReadAll(t, brokers, topics.QueueTopic("stage-b", false))); after != mainBefore {
+		t.Errorf("the re-crawl wrote %d items to the main queue", after-mainBefore)
+	}
+}
+
+// recrawlAll wants every offer (a re-crawl's ShouldProcess).
+type recrawlAll struct{}
+
+func (recrawlAll) ShouldProcess(context.Context, *schemas.Offer, int64, schemas.StageState) (scheduler.Should, error) {
+	return scheduler.Should{Process: true}, nil
+}
+
+func (recrawlAll) Process(context.Context, *schemas.Offer, int64, schemas.StageState) (scheduler.Result, error) {
+	return scheduler.Result{}, nil
+}
+
+// TestTimerFiresOnceAcrossRestart sets timers 2 s ahead and restarts the
+// scheduler (router, workers, timer service) before they are due: each
+// fires once, within a second of its time.
+func TestTimerFiresOnceAcrossRestart(t *testing.T) {
+	b := testkit.Broker(t, "")
+	brokers := b.Addrs()
+	ts := &timerStage{calls: map[string][]time.Time{}}
+	stages := scheduler.Config{Stages: []scheduler.StageConfig{{Name: "wake", Address: serve(t, ts)}}}
+	base := platformtest.Config(t.TempDir())
+	base.Brokers, base.Stages = brokers, stages
+	aggregate := base
+	aggregate.Components = []string{platform.ComponentOffers}
+	platformtest.Start(t, aggregate)
+	sched := base
+	sched.DataDir, sched.HTTPAddr, sched.Components = t.TempDir(), "", []string{platform.ComponentScheduler}
+	first := platformtest.Start(t, sched)
+	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, create(t, prod, "s", fmt.Sprint("timer ", i), time.Now()))
+	}
+	testkit.Eventually(t, 30*time.Second, "the timers set", func() bool {
+		return len(testkit.ReadAll(t, brokers, topics.SchedulerTimers)) >= len(ids)
+	})
+	if err := first.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	platformtest.Start(t, sched)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ts.mu.Lock()
+		n := len(ts.calls)
+		ts.mu.Unlock()
+		if n == len(ids) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d timers fired", n, len(ids))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // a second firing would come within this second; none must
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for _, id := range ids {
+		r := offer(t, brokers, id)
+		calls := ts.calls[id]
+		if len(calls) != 1 {
+			t.Errorf("%s processed %d times", id, len(calls))
+			continue
+		}
+		dueAt := r.Offer.CreatedAt.Add(2 * time.Second)
+		if late := calls[0].Sub(dueAt); late < 0 || late > time.Second {
+			t.Errorf("%s fired %s after its time", id, late)
+		}
+	}
+}

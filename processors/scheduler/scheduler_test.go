@@ -1,0 +1,208 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/topics"
+)
+
+var t0 = time.UnixMilli(1_800_000_000_000).UTC()
+
+func record(stages ...schemas.StageState) *schemas.OfferRecord {
+	p := int64(10)
+	return &schemas.OfferRecord{Offer: schemas.Offer{ID: offers.IDFrom(1), SellerID: "s", Category: "cars", Title: "t", Price: &p,
+		Currency: "RUB", Status: schemas.OfferActive, CreatedAt: t0}, Version: 3, Stages: stages}
+}
+
+func cmd(c *schemas.OfferCommand, off int64) offers.Input {
+	c.OfferID, c.ExpectedVersion = offers.IDFrom(1), -1
+	return offers.Input{Topic: topics.OffersCommands, Offset: off, At: t0.Add(time.Duration(off) * time.Second), Key: c.OfferID, Command: c}
+}
+
+func TestAggregateQueuesOnce(t *testing.T) {
+	r := record()
+	d := offers.Decide(r, cmd(&schemas.OfferCommand{Kind: schemas.CommandEnqueue, Stage: "a"}, 1))
+	if d.Outcome != schemas.OutcomeOK || d.Queue == nil || d.Queue.Version != 3 || !d.StateOnly || d.Record.Version != 3 {
+		t.Fatalf("enqueue: %+v", d)
+	}
+	if st, _ := offers.StageOf(d.Record, "a"); !st.Queued {
+		t.Fatal("not marked queued")
+	}
+	if d2 := offers.Decide(d.Record, cmd(&schemas.OfferCommand{Kind: schemas.CommandEnqueue, Stage: "a"}, 2)); d2.Outcome != schemas.OutcomeIgnored || d2.Queue != nil {
+		t.Errorf("a second enqueue: %+v", d2)
+	}
+	if d2 := offers.Decide(d.Record, cmd(&schemas.OfferCommand{Kind: schemas.CommandEnqueue, Stage: "b", Low: true}, 3)); d2.Queue == nil || !d2.Queue.Low {
+		t.Errorf("another stage's low-priority enqueue: %+v", d2)
+	}
+	del := record()
+	del.Offer.Status = schemas.OfferDeleted
+	if d := offers.Decide(del, cmd(&schemas.OfferCommand{Kind: schemas.CommandEnqueue, Stage: "a"}, 4)); d.Outcome != schemas.OutcomeNotFound {
+		t.Errorf("enqueue of a deleted offer: %+v", d)
+	}
+	if d := offers.Decide(r, cmd(&schemas.OfferCommand{Kind: schemas.CommandEnqueue, Stage: "Bad/Stage"}, 5)); d.Outcome != schemas.OutcomeInvalid {
+		t.Errorf("bad stage name: %+v", d)
+	}
+}
+
+func TestAggregateResults(t *testing.T) {
+	queued := record(schemas.StageState{Stage: "a", Queued: true, Version: 4, TimerAt: 99})
+	// A result for the version read: saved with the state, the timer and an effect.
+	upd := queued.Offer
+	upd.Title = "new title"
+	d := offers.Decide(queued, cmd(&schemas.OfferCommand{Kind: schemas.CommandResult, Stage: "a", ReadVersion: 3, Offer: &upd,
+		State: &schemas.StageState{TypeURL: "t/x", Value: []byte("v")}, TimerAt: 500}, 1))
+	st, _ := offers.StageOf(d.Record, "a")
+	if d.Outcome != schemas.OutcomeOK || d.Record.Version != 4 || d.Record.Offer.Title != "new title" || d.StateOnly ||
+		st.Queued || st.Version != 5 || string(st.Value) != "v" || st.TimerAt != 500 || d.Timer == nil || d.Timer.DueAt != 500 ||
+		d.Effect == nil || !d.Effect.Changed || d.Effect.Version != 4 || d.Change != "STAGE a" {
+		t.Fatalf("result: %+v state %+v", d, st)
+	}
+	// The offer moved since the stage read it: discarded, queued again on the new version.
+	d = offers.Decide(queued, cmd(&schemas.OfferCommand{Kind: schemas.CommandResult, Stage: "a", ReadVersion: 2, Offer: &upd}, 2))
+	if d.Outcome != schemas.OutcomeConflict || d.Record != nil || d.Queue == nil || d.Queue.Version != 3 {
+		t.Fatalf("stale result: %+v", d)
+	}
+	// A state-only result leaves the offer's version; -1 clears the timer.
+	d = offers.Decide(queued, cmd(&schemas.OfferCommand{Kind: schemas.CommandResult, Stage: "a", ReadVersion: 3, TimerAt: -1}, 3))
+	st, _ = offers.StageOf(d.Record, "a")
+	if d.Outcome != schemas.OutcomeOK || !d.StateOnly || d.Record.Version != 3 || st.TimerAt != 0 || d.Timer == nil || d.Timer.DueAt != 0 || d.Effect.Changed {
+		t.Fatalf("state-only result: %+v %+v", d, st)
+	}
+	// A result for an offer no longer queued (a repeated item) changes nothing.
+	if d := offers.Decide(record(), cmd(&schemas.OfferCommand{Kind: schemas.CommandResult, Stage: "a", ReadVersion: 3}, 4)); d.Outcome != schemas.OutcomeIgnored {
+		t.Errorf("result of an unqueued offer: %+v", d)
+	}
+}
+
+func TestAggregateTimersAndCAS(t *testing.T) {
+	r := record()
+	d := offers.Decide(r, cmd(&schemas.OfferCommand{Kind: schemas.CommandSetTimer, Stage: "a", TimerAt: 1000}, 1))
+	if d.Outcome != schemas.OutcomeOK || d.Timer == nil || d.Timer.DueAt != 1000 {
+		t.Fatalf("set timer: %+v", d)
+	}
+	r = d.Record
+	if d := offers.Decide(r, cmd(&schemas.OfferCommand{Kind: schemas.CommandSetTimer, Stage: "a", TimerAt: 1000}, 2)); d.Outcome != schemas.OutcomeIgnored {
+		t.Errorf("the same timer again: %+v", d)
+	}
+	fire := cmd(&schemas.OfferCommand{Kind: schemas.CommandEnqueue, Stage: "a", FiredAt: 1000}, 3)
+	d = offers.Decide(r, fire)
+	st, _ := offers.StageOf(d.Record, "a")
+	if d.Outcome != schemas.OutcomeOK || d.Queue == nil || st.TimerAt != 0 || !st.Queued || d.Timer == nil || d.Timer.DueAt != 0 {
+		t.Fatalf("firing: %+v %+v", d, st)
+	}
+	if d := offers.Decide(d.Record, fire); d.Outcome != schemas.OutcomeIgnored || d.Queue != nil {
+		t.Errorf("the same timer fired twice: %+v", d)
+	}
+	// Compare-and-set of the state.
+	cas := func(version int64) offers.Decision {
+		return offers.Decide(r, cmd(&schemas.OfferCommand{Kind: schemas.CommandStateCAS, Stage: "a",
+			State: &schemas.StageState{Value: []byte("x"), Version: version}}, 4))
+	}
+	if d := cas(0); d.Outcome != schemas.OutcomeOK || d.Version != 1 {
+		t.Errorf("CAS at the current version: %+v", d)
+	}
+	if d := cas(7); d.Outcome != schemas.OutcomeConflict || d.Version != 0 || d.Record != nil {
+		t.Errorf("CAS at a stale version: %+v", d)
+	}
+}
+
+func TestRoute(t *testing.T) {
+	ev := &schemas.OfferEvent{Offer: record().Offer, Version: 3, Changed: []string{"title"}}
+	yes := func() (Should, error) { return Should{Process: true}, nil }
+	kinds := func(cs []*schemas.OfferCommand) []schemas.CommandKind {
+		var out []schemas.CommandKind
+		for _, c := range cs {
+			out = append(out, c.Kind)
+		}
+		return out
+	}
+	if got := kinds(Route(StageConfig{Name: "a"}, ev, yes)); !slices.Equal(got, []schemas.CommandKind{schemas.CommandEnqueue}) {
+		t.Errorf("process: %v", got)
+	}
+	if got := Route(StageConfig{Name: "a", Fields: []string{"price"}}, ev, yes); got != nil {
+		t.Errorf("a change of no interest asked the stage: %v", got)
+	}
+	failing := func() (Should, error) { return Should{}, errors.New("down") }
+	if got := kinds(Route(StageConfig{Name: "a"}, ev, failing)); !slices.Equal(got, []schemas.CommandKind{schemas.CommandEnqueue}) {
+		t.Errorf("a failed ShouldProcess must queue: %v", got)
+	}
+	timer := func() (Should, error) { return Should{TimerAt: 77}, nil }
+	if got := Route(StageConfig{Name: "a"}, ev, timer); len(got) != 1 || got[0].Kind != schemas.CommandSetTimer || got[0].TimerAt != 77 {
+		t.Errorf("timer: %+v", got)
+	}
+	ev.Stages = []schemas.StageState{{Stage: "a", TimerAt: 77}}
+	if got := Route(StageConfig{Name: "a"}, ev, timer); got != nil {
+		t.Errorf("the same timer again: %+v", got)
+	}
+	ev.Stages = []schemas.StageState{{Stage: "a", Queued: true}}
+	if got := Route(StageConfig{Name: "a"}, ev, yes); got != nil {
+		t.Errorf("an offer in the queue asked again: %v", got)
+	}
+	ev.Stages, ev.Offer.Status = nil, schemas.OfferDeleted
+	if got := Route(StageConfig{Name: "a"}, ev, yes); got != nil {
+		t.Errorf("a deleted offer: %v", got)
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	e := Expiry{Days: 180}
+	o := record().Offer
+	due := t0.Add(180 * 24 * time.Hour)
+	if s := e.should(&o, schemas.StageState{}, t0.Add(time.Hour)); s.Process || s.TimerAt != due.UnixMilli() {
+		t.Errorf("a fresh offer: %+v", s)
+	}
+	if s := e.should(&o, schemas.StageState{TimerAt: due.UnixMilli()}, t0); s.Process || s.TimerAt != 0 {
+		t.Errorf("timer already set: %+v", s)
+	}
+	if s := e.should(&o, schemas.StageState{}, due); !s.Process {
+		t.Errorf("a due offer: %+v", s)
+	}
+	if r := e.process(&o, due.Add(-time.Second)); r.Offer != nil {
+		t.Errorf("expired early: %+v", r)
+	}
+	if r := e.process(&o, due); r.Offer == nil || r.Offer.Status != schemas.OfferExpired || r.TimerAt != -1 {
+		t.Errorf("expire: %+v", r)
+	}
+	o.Status = schemas.OfferSold
+	if s := e.should(&o, schemas.StageState{}, due); s.Process || s.TimerAt != 0 {
+		t.Errorf("a sold offer: %+v", s)
+	}
+}
+
+func TestLimiterPaces(t *testing.T) {
+	l := newLimiter(50)
+	start := time.Now()
+	for range 11 {
+		if err := l.wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d < 190*time.Millisecond {
+		t.Errorf("11 calls at 50/s took %s, under the 200 ms the rate allows", d)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	c := Config{Stages: []StageConfig{{Name: "a", Builtin: "expiry"}, {Name: "b", Address: "x:1", Fields: []string{"price"}}}}
+	if err := c.Validate(); err != nil || c.Stages[0].MaxParallelism != 4 || c.Stages[0].MaxFailures != 5 {
+		t.Fatalf("%v %+v", err, c)
+	}
+	for _, bad := range []Config{
+		{Stages: []StageConfig{{Name: "a"}}},
+		{Stages: []StageConfig{{Name: "a", Builtin: "expiry", Address: "x"}}},
+		{Stages: []StageConfig{{Name: "a", Builtin: "nope"}}},
+		{Stages: []StageConfig{{Name: "a", Builtin: "expiry"}, {Name: "a", Builtin: "expiry"}}},
+		{Stages: []StageConfig{{Name: "a", Builtin: "expiry", Fields: []string{"colour"}}}},
+		{Stages: []StageConfig{{Name: "A_b", Builtin: "expiry"}}},
+	} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
