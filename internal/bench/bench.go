@@ -101,6 +101,7 @@ var Scenarios = []Scenario{
 	{Name: "pipeline", Doc: "documents.ingest -> registry -> indexer -> saas.<client> and yt.<client>: backlog throughput, then end-to-end latency at a steady rate", Run: runPipeline},
 	{Name: "numerator", Doc: "numerator: doc_ids for new keys across 16 shards, then a generation with 5% new and 5% vanished keys", Run: runNumerator},
 	{Name: "cache", Doc: "serving cache: materialise a table of --keys keys in a server, then Gets of 10 keys from 64 callers against 2 replicas", Run: runCache},
+	{Name: "scheduler", Doc: "stage scheduler: --keys pending timers, two external stages on offers created at 5 000/s, timer lateness meanwhile", Run: runSchedulerBench},
 	{Name: "offers", Doc: "offer storage: load offers into the aggregate, API writes and reads by id, replay of the aggregate", Run: runOffers},
 }
 

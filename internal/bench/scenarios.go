@@ -60,6 +60,21 @@ func waitAsync(ctx context.Context, env *Env, n int64, topic string) <-chan erro
 // of its first stage's output to the last of its last stage's, by the
 // clocks of its producers, so start-up is left out of every figure alike.
 func stamps(ctx context.Context, env *Env, topic string) ([]time.Time, error) {
+	recs, err := records(ctx, env, topic)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]time.Time, len(recs))
+	for i, r := range recs {
+		out[i] = r.Timestamp
+	}
+	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
+	return out, nil
+}
+
+// records returns every record of topic up to its end offsets now (a
+// compacted topic's tail that holds nothing is not waited for).
+func records(ctx context.Context, env *Env, topic string) ([]*kgo.Record, error) {
 	var ends kadm.ListedOffsets
 	for {
 		var err error
@@ -89,7 +104,7 @@ func stamps(ctx context.Context, env *Env, topic string) ([]time.Time, error) {
 		return nil, err
 	}
 	defer cl.Close()
-	var out []time.Time
+	var out []*kgo.Record
 	for len(want) > 0 {
 		pollCtx, cancel := context.WithTimeout(ctx, time.Second)
 		fs := cl.PollFetches(pollCtx)
@@ -105,13 +120,12 @@ func stamps(ctx context.Context, env *Env, topic string) ([]time.Time, error) {
 			if !ok || r.Offset >= end {
 				return
 			}
-			out = append(out, r.Timestamp)
+			out = append(out, r)
 			if r.Offset == end-1 {
 				delete(want, r.Partition)
 			}
 		})
 	}
-	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
 	return out, nil
 }
 

@@ -1,0 +1,168 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/grpc"
+
+	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/processors/scheduler"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/schemas/proto/stagev1"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// markStage marks every offer with its attribute, once.
+type markStage struct{ attr string }
+
+func (s markStage) ShouldProcess(_ context.Context, o *schemas.Offer, _ int64, _ schemas.StageState) (scheduler.Should, error) {
+	return scheduler.Should{Process: o.Attributes.Get(s.attr) == ""}, nil
+}
+
+func (s markStage) Process(_ context.Context, o *schemas.Offer, _ int64, _ schemas.StageState) (scheduler.Result, error) {
+	next := *o
+	m := o.Attributes.Map()
+	m[s.attr] = "1"
+	next.Attributes = schemas.AttributesOf(m)
+	return scheduler.Result{Offer: &next}, nil
+}
+
+// runSchedulerBench loads env.Keys pending timers into the timer service,
+// then runs the scheduler with two stages (external gRPC services in the
+// process) on offers created at 5 000/s, while probe timers fire, and
+// measures the stages' throughput and the timers' lateness.
+func runSchedulerBench(ctx context.Context, env *Env) (Result, error) {
+	n := env.Keys
+	stages := scheduler.Config{Stages: []scheduler.StageConfig{{Name: "bench-a", MaxParallelism: 16}, {Name: "bench-b", MaxParallelism: 16}}}
+	if _, err := topics.Ensure(ctx, env.Admin, -1, topics.ForStages(stages.Names(), env.Partitions)); err != nil {
+		return Result{}, err
+	}
+	prod, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(200_000))
+	if err != nil {
+		return Result{}, err
+	}
+	defer prod.Close()
+	timer := func(id, stage string, due time.Time) *kgo.Record {
+		data, _ := schemas.StageTimers.Encode(&schemas.StageTimer{OfferID: id, Stage: stage, DueAt: due.UnixMilli()})
+		return &kgo.Record{Topic: topics.SchedulerTimers, Key: []byte(id + "/" + stage), Value: data}
+	}
+	later := time.Now().Add(24 * time.Hour)
+	for i := range n {
+		prod.Produce(ctx, timer(offers.IDFrom(uint64(i)), "bench-a", later.Add(time.Duration(i)*time.Millisecond)), nil)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		return Result{}, err
+	}
+
+	// 1. The timer service alone takes the pending timers in.
+	m := scheduler.NewMetrics(metrics.New())
+	tctx, cancel := context.WithCancel(ctx)
+	t := &scheduler.Timers{Brokers: env.Brokers, Dir: env.StateDir + "/timers-load", Prod: prod, Metrics: m, Logger: env.Logger}
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- t.Run(tctx) }()
+	for m.Pending.Value() < float64(n) {
+		select {
+		case err := <-done:
+			cancel()
+			return Result{}, fmt.Errorf("timer service stopped: %w", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	loaded := Result{Name: "timers-load", Records: n, Duration: time.Since(start),
+		Note: fmt.Sprintf("%d pending timers read from scheduler.timers into the timer service's on-disk store", n)}
+	cancel()
+	<-done
+
+	// 2. The scheduler with two stages, on offers created at 5 000/s,
+	// while probe timers fire.
+	var addrs []string
+	for _, attr := range []string{"a", "b"} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return Result{}, err
+		}
+		g := grpc.NewServer()
+		stagev1.RegisterStageServer(g, scheduler.Serve(markStage{attr: attr}))
+		go func() { _ = g.Serve(ln) }()
+		defer g.Stop()
+		addrs = append(addrs, ln.Addr().String())
+	}
+	stages.Stages[0].Address, stages.Stages[1].Address = addrs[0], addrs[1]
+	cfg := platform.DefaultConfig()
+	cfg.Brokers, cfg.DataDir, cfg.HTTPAddr, cfg.GRPCAddr = env.Brokers, env.StateDir, "", ""
+	cfg.Partitions, cfg.Logger, cfg.Stages = env.Partitions, env.Logger, stages
+	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
+	started := make(chan platform.Info, 1)
+	cfg.Started = func(i platform.Info) { started <- i }
+	pctx, stop := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- platform.Run(pctx, cfg) }()
+	defer func() { stop(); <-errc }()
+	select {
+	case <-started:
+	case err := <-errc:
+		return Result{}, fmt.Errorf("the platform stopped: %w", err)
+	}
+
+	offersN, probes := 20_000, 2_000
+	run0 := time.Now()
+	for i := range probes { // due over the next 8 s, for offers nobody has: their firing is what is measured
+		prod.Produce(ctx, timer(fmt.Sprintf("probe-%d", i), "bench-b", run0.Add(2*time.Second+time.Duration(i)*4*time.Millisecond)), nil)
+	}
+	const rate = 5000
+	for i := range offersN {
+		if w := time.Until(run0.Add(time.Duration(i) * time.Second / rate)); w > 0 {
+			time.Sleep(w)
+		}
+		id := offers.IDFrom(uint64(n + i))
+		p := int64(1000 + i)
+		data, err := schemas.OfferCommands.Encode(&schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "bench",
+			ExpectedVersion: -1, DraftID: id, Offer: benchOffer(i, p)})
+		if err != nil {
+			return Result{}, err
+		}
+		prod.Produce(ctx, &kgo.Record{Topic: topics.OffersCommands, Key: []byte(id), Value: data}, nil)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		return Result{}, err
+	}
+	sent := time.Since(run0)
+	select {
+	case err := <-waitAsync(ctx, env, int64(2*offersN), topics.SchedulerEffects):
+		if err != nil {
+			return Result{}, err
+		}
+	case err := <-errc:
+		return Result{}, fmt.Errorf("the platform stopped: %w", err)
+	}
+	processed := Result{Name: "", Records: 2 * offersN, Duration: time.Since(run0)}
+	processed.Note = fmt.Sprintf("%d offers created at up to %d/s (sent in %s), each processed by two external gRPC stages "+
+		"(router, queue, worker, result saved by the aggregate), timed from the first offer sent to the last effect written, "+
+		"with %d timers pending on disk", offersN, rate, sent.Round(time.Millisecond), n)
+
+	// 3. Lateness of the probe timers: when their ENQUEUE was written.
+	var lat []time.Duration
+	recs, err := records(ctx, env, topics.OffersCommands)
+	if err != nil {
+		return Result{}, err
+	}
+	for _, r := range recs {
+		var c schemas.OfferCommand
+		if schemas.OfferCommands.Decode(r.Value, &c) == nil && c.FiredAt > 0 && c.Stage == "bench-b" {
+			lat = append(lat, r.Timestamp.Sub(time.UnixMilli(c.FiredAt)))
+		}
+	}
+	lateness := Result{Name: "timer-lateness", Records: len(lat), Duration: 8 * time.Second, Latencies: lat}
+	lateness.Note = fmt.Sprintf("%d probe timers due over 8 s while the stages worked, %d pending: lateness from due time to the "+
+		"firing's ENQUEUE; max %s", probes, n, lateness.Percentile(100).Round(time.Millisecond))
+	processed.Also = []Result{loaded, lateness}
+	return processed, nil
+}
