@@ -3,6 +3,8 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -185,6 +187,30 @@ func TestLimiterPaces(t *testing.T) {
 	}
 	if d := time.Since(start); d < 190*time.Millisecond {
 		t.Errorf("11 calls at 50/s took %s, under the 200 ms the rate allows", d)
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stages.yaml")
+	yaml := "stages:\n  - name: expiry\n    builtin: expiry\n    days: 30\n  - name: price\n    address: price:9000\n" +
+		"    rate_limit: 50\n    max_parallelism: 8\n    fields: [title, price]\n    max_failures: 3\n    timeout: 2s\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Stages[1]
+	if c.Stages[0].Days != 30 || p.Address != "price:9000" || p.RateLimit != 50 || p.MaxParallelism != 8 ||
+		!slices.Equal(p.Fields, []string{"title", "price"}) || p.MaxFailures != 3 || p.Timeout != 2*time.Second {
+		t.Errorf("%+v", c)
+	}
+	if err := os.WriteFile(path, []byte("stages:\n  - name: x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(path); err == nil {
+		t.Error("a stage without builtin or address loaded")
 	}
 }
 
