@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -64,7 +65,9 @@ func runSchedulerBench(ctx context.Context, env *Env) (Result, error) {
 	// 1. The timer service alone takes the pending timers in.
 	m := scheduler.NewMetrics(metrics.New())
 	tctx, cancel := context.WithCancel(ctx)
-	t := &scheduler.Timers{Brokers: env.Brokers, Dir: env.StateDir + "/timers-load", Prod: prod, Metrics: m, Logger: env.Logger}
+	// The platform's scheduler below keeps its timers in the same place and
+	// resumes from this store.
+	t := &scheduler.Timers{Brokers: env.Brokers, Dir: filepath.Join(env.StateDir, "state", "timers"), Prod: prod, Metrics: m, Logger: env.Logger}
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- t.Run(tctx) }()

@@ -29,9 +29,11 @@ const TimersGroup = "scheduler-timers"
 // a timer fired twice (after a crash between the firing and the removal)
 // changes nothing; the aggregate counts it.
 //
-// The topic is the truth: the store is rebuilt from the start of the
-// partitions the service is given (the group commits nothing), and dropped
-// for partitions taken away.
+// The topic is the truth, the store a copy that remembers, per partition,
+// the offset it applied up to ("o/<partition>"): a restart on the same disk
+// resumes there, a partition new to the store is read from its start, and
+// a partition taken away is dropped from the store. The group commits
+// nothing; the store is its position.
 type Timers struct {
 	Brokers []string
 	Dir     string
@@ -59,7 +61,7 @@ func (t *Timers) Run(ctx context.Context) error {
 	if t.Now == nil {
 		t.Now = time.Now
 	}
-	if err := os.RemoveAll(t.Dir); err != nil {
+	if err := os.MkdirAll(t.Dir, 0o755); err != nil {
 		return err
 	}
 	db, err := leveldb.OpenFile(t.Dir, nil)
@@ -70,11 +72,13 @@ func (t *Timers) Run(ctx context.Context) error {
 	defer db.Close()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(t.Brokers...), kgo.ConsumerGroup(TimersGroup), kgo.ConsumeTopics(topics.SchedulerTimers),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
-		kgo.OnPartitionsRevoked(t.drop), kgo.OnPartitionsLost(t.drop), kgo.ClientID("offerlog-"+TimersGroup))
+		kgo.OnPartitionsRevoked(t.drop), kgo.OnPartitionsLost(t.drop), kgo.AdjustFetchOffsetsFn(t.resume),
+		kgo.ClientID("offerlog-"+TimersGroup))
 	if err != nil {
 		return fmt.Errorf("timers: %w", err)
 	}
 	defer cl.Close()
+	t.count()
 	go t.fireLoop(ctx)
 	for {
 		fs := cl.PollFetches(ctx)
@@ -82,33 +86,81 @@ func (t *Timers) Run(ctx context.Context) error {
 			return nil
 		}
 		t.mu.Lock()
-		fs.EachRecord(func(r *kgo.Record) { t.apply(r) })
+		err := t.apply(fs)
 		t.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("timers: store write: %w", err)
+		}
 	}
 }
 
-// apply records a timer, or removes it for a tombstone.
-func (t *Timers) apply(r *kgo.Record) {
-	key := string(r.Key)
-	b := new(leveldb.Batch)
-	if old, err := t.db.Get([]byte("k/"+key), nil); err == nil {
-		due, _ := strconv.ParseInt(string(old), 10, 64)
-		b.Delete(dueKey(due, key))
-		b.Delete([]byte("k/" + key))
-		t.Metrics.Pending.Add(-1)
+// count sets the pending gauge from the store.
+func (t *Timers) count() {
+	n := 0
+	it := t.db.NewIterator(util.BytesPrefix([]byte("k/")), nil)
+	for it.Next() {
+		n++
 	}
-	if r.Value != nil {
-		var tm schemas.StageTimer
-		if err := schemas.StageTimers.Decode(r.Value, &tm); err != nil || tm.DueAt <= 0 {
-			return
+	it.Release()
+	t.Metrics.Pending.Set(float64(n))
+}
+
+// resume starts each assigned partition where the store left it, or at its
+// start when the store has none of it.
+func (t *Timers) resume(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	for p := range offsets[topics.SchedulerTimers] {
+		o := kgo.NewOffset().AtStart()
+		if v, err := t.db.Get([]byte("o/"+strconv.Itoa(int(p))), nil); err == nil {
+			at, _ := strconv.ParseInt(string(v), 10, 64)
+			o = kgo.NewOffset().At(at)
 		}
-		b.Put(dueKey(tm.DueAt, key), []byte(strconv.Itoa(int(r.Partition))))
-		b.Put([]byte("k/"+key), []byte(strconv.FormatInt(tm.DueAt, 10)))
-		t.Metrics.Pending.Add(1)
+		offsets[topics.SchedulerTimers][p] = o
 	}
-	if err := t.db.Write(b, nil); err != nil {
-		t.Logger.Error("timers: store write failed", "err", err)
+	return offsets, nil
+}
+
+// apply writes a poll's timers to the store in one batch, with each
+// partition's new position: the last record of a key wins, a tombstone (or
+// a timer without a time) removes it.
+func (t *Timers) apply(fs kgo.Fetches) error {
+	type change struct {
+		due       int64 // 0: removed
+		partition int32
 	}
+	last := map[string]change{}
+	pos := map[int32]int64{}
+	fs.EachRecord(func(r *kgo.Record) {
+		pos[r.Partition] = r.Offset + 1
+		c := change{partition: r.Partition}
+		if r.Value != nil {
+			var tm schemas.StageTimer
+			if schemas.StageTimers.Decode(r.Value, &tm) == nil && tm.DueAt > 0 {
+				c.due = tm.DueAt
+			}
+		}
+		last[string(r.Key)] = c
+	})
+	if len(pos) == 0 {
+		return nil
+	}
+	b := new(leveldb.Batch)
+	for key, c := range last {
+		if old, err := t.db.Get([]byte("k/"+key), nil); err == nil {
+			due, _ := strconv.ParseInt(string(old), 10, 64)
+			b.Delete(dueKey(due, key))
+			b.Delete([]byte("k/" + key))
+			t.Metrics.Pending.Add(-1)
+		}
+		if c.due > 0 {
+			b.Put(dueKey(c.due, key), []byte(strconv.Itoa(int(c.partition))))
+			b.Put([]byte("k/"+key), []byte(strconv.FormatInt(c.due, 10)))
+			t.Metrics.Pending.Add(1)
+		}
+	}
+	for p, o := range pos {
+		b.Put([]byte("o/"+strconv.Itoa(int(p))), []byte(strconv.FormatInt(o, 10)))
+	}
+	return t.db.Write(b, nil)
 }
 
 // drop forgets the timers of partitions taken away.
@@ -130,6 +182,9 @@ func (t *Timers) drop(_ context.Context, _ *kgo.Client, lost map[string][]int32)
 		}
 	}
 	it.Release()
+	for p := range parts {
+		b.Delete([]byte("o/" + p))
+	}
 	_ = t.db.Write(b, nil)
 }
 
