@@ -217,7 +217,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Replication > 0 {
 		scfg.Replication = int(cfg.Replication)
 	}
-	registerLag(reg, adm)
+	registerLag(reg, adm, cfg.Stages.Names())
 
 	sup := &supervisor{log: log}
 	// On every return: stop the components, then wait for them (defers run
@@ -416,12 +416,15 @@ func decodeVerdict(b []byte) (schemas.Verdict, streams.RequestID, error) {
 
 // registerLag exports the consumer lag of offerlog's groups, computed at
 // scrape time.
-func registerLag(reg *metrics.Registry, adm *kadm.Client) {
+func registerLag(reg *metrics.Registry, adm *kadm.Client, stages []string) {
 	groups := []string{string(registry.Group), indexer.Group, indexer.RetryGroup, string(numerator.Group), numerator.SealerGroup,
 		string(offers.Group), offers.InboxGroup, string(drafts.Group), string(cabinet.Group), feeds.Group,
 		scheduler.RouterGroup, scheduler.TimersGroup}
 	for _, src := range ydbsink.SourceNames() {
 		groups = append(groups, ydbsink.Group(src))
+	}
+	for _, s := range stages {
+		groups = append(groups, scheduler.Group(s, false), scheduler.Group(s, true))
 	}
 	reg.GaugeFunc("offerlog_consumer_lag", "Records not yet consumed by a group, per topic and partition.",
 		[]string{"group", "topic", "partition"}, func() []metrics.Sample {
