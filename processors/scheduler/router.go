@@ -61,17 +61,21 @@ type Metrics struct {
 	Fired     *metrics.Counter
 	Lateness  *metrics.HistogramVec
 	Pending   *metrics.Gauge
+	// TimerRecords counts the scheduler.timers records the timer service
+	// read (a restart on its store reads only what came after).
+	TimerRecords *metrics.Counter
 }
 
 // NewMetrics registers the scheduler's metrics in r.
 func NewMetrics(r *metrics.Registry) *Metrics {
 	return &Metrics{
-		Routed:    r.Counter("offerlog_scheduler_routed_total", "Commands the router sent, by stage and kind.", "stage", "kind"),
-		Processed: r.Counter("offerlog_scheduler_processed_total", "Queue items by stage and outcome.", "stage", "outcome"),
-		Calls:     r.Histogram("offerlog_scheduler_process_seconds", "Time of a stage's Process call.", metrics.LatencyBuckets, "stage"),
-		Fired:     r.Counter("offerlog_scheduler_timers_fired_total", "Timers fired into their stage's queue.").With(),
-		Lateness:  r.Histogram("offerlog_scheduler_timer_lateness_seconds", "How late timers fired.", metrics.LatencyBuckets, "stage"),
-		Pending:   r.Gauge("offerlog_scheduler_timers_pending", "Timers the timer service holds.").With(),
+		Routed:       r.Counter("offerlog_scheduler_routed_total", "Commands the router sent, by stage and kind.", "stage", "kind"),
+		Processed:    r.Counter("offerlog_scheduler_processed_total", "Queue items by stage and outcome.", "stage", "outcome"),
+		Calls:        r.Histogram("offerlog_scheduler_process_seconds", "Time of a stage's Process call.", metrics.LatencyBuckets, "stage"),
+		Fired:        r.Counter("offerlog_scheduler_timers_fired_total", "Timers fired into their stage's queue.").With(),
+		Lateness:     r.Histogram("offerlog_scheduler_timer_lateness_seconds", "How late timers fired.", metrics.LatencyBuckets, "stage"),
+		Pending:      r.Gauge("offerlog_scheduler_timers_pending", "Timers the timer service holds.").With(),
+		TimerRecords: r.Counter("offerlog_scheduler_timer_records_total", "scheduler.timers records the timer service read.").With(),
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/syndtr/goleveldb/leveldb"
@@ -32,8 +33,8 @@ const TimersGroup = "scheduler-timers"
 // The topic is the truth, the store a copy that remembers, per partition,
 // the offset it applied up to ("o/<partition>"): a restart on the same disk
 // resumes there, a partition new to the store is read from its start, and
-// a partition taken away is dropped from the store. The group commits
-// nothing; the store is its position.
+// a partition taken away is dropped from the store. The group's committed
+// offsets are only what the client hands to resume; the store decides.
 type Timers struct {
 	Brokers []string
 	Dir     string
@@ -45,8 +46,9 @@ type Timers struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 
-	mu sync.Mutex
-	db *leveldb.DB
+	mu       sync.Mutex
+	db       *leveldb.DB
+	stopping atomic.Bool
 }
 
 func dueKey(due int64, key string) []byte {
@@ -77,7 +79,10 @@ func (t *Timers) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("timers: %w", err)
 	}
-	defer cl.Close()
+	defer func() {
+		t.stopping.Store(true) // leaving the group revokes everything: keep the store
+		cl.Close()
+	}()
 	t.count()
 	go t.fireLoop(ctx)
 	for {
@@ -90,6 +95,13 @@ func (t *Timers) Run(ctx context.Context) error {
 		t.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("timers: store write: %w", err)
+		}
+		// Committed offsets only make the group hand them to resume, which
+		// goes by the store: a new disk starts from the beginning anyway.
+		if recs := fs.Records(); len(recs) > 0 {
+			if err := cl.CommitRecords(ctx, recs...); err != nil && ctx.Err() == nil {
+				t.Logger.Warn("timers: commit failed", "err", err)
+			}
 		}
 	}
 }
@@ -130,6 +142,7 @@ func (t *Timers) apply(fs kgo.Fetches) error {
 	last := map[string]change{}
 	pos := map[int32]int64{}
 	fs.EachRecord(func(r *kgo.Record) {
+		t.Metrics.TimerRecords.Inc()
 		pos[r.Partition] = r.Offset + 1
 		c := change{partition: r.Partition}
 		if r.Value != nil {
@@ -163,8 +176,12 @@ func (t *Timers) apply(fs kgo.Fetches) error {
 	return t.db.Write(b, nil)
 }
 
-// drop forgets the timers of partitions taken away.
+// drop forgets the timers of partitions taken away by a rebalance (not
+// those of a shutdown: the store stays for the restart).
 func (t *Timers) drop(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	if t.stopping.Load() {
+		return
+	}
 	parts := map[string]bool{}
 	for _, p := range lost[topics.SchedulerTimers] {
 		parts[strconv.Itoa(int(p))] = true
