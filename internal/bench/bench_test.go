@@ -17,7 +17,7 @@ func TestHarnessReports(t *testing.T) {
 		t.Skip("integration")
 	}
 	var out strings.Builder
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	if err := Run(ctx, Config{Docs: 2000, Keys: 2000, Offers: 2000, Partitions: 2, Out: &out, Logger: testkit.Logger()}); err != nil {
 		t.Fatal(err)

@@ -115,10 +115,10 @@ func runSchedulerBench(ctx context.Context, env *Env) (Result, error) {
 		return Result{}, fmt.Errorf("the platform stopped: %w", err)
 	}
 
-	offersN, probes := 20_000, 2_000
+	offersN, probes := min(20_000, env.Docs), min(2_000, max(env.Docs/10, 10))
 	run0 := time.Now()
 	for i := range probes { // due over the next 8 s, for offers nobody has: their firing is what is measured
-		prod.Produce(ctx, timer(fmt.Sprintf("probe-%d", i), "bench-b", run0.Add(2*time.Second+time.Duration(i)*4*time.Millisecond)), nil)
+		prod.Produce(ctx, timer(fmt.Sprintf("probe-%d", i), "bench-b", run0.Add(2*time.Second+time.Duration(i)*8*time.Second/time.Duration(probes))), nil)
 	}
 	const rate = 5000
 	for i := range offersN {
