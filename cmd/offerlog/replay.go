@@ -60,7 +60,11 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		err = indexer.Replay(ctx, indexer.Config{Brokers: *brokers, Partitions: cfg.Partitions,
 			Replication: cfg.Replication, Logger: log})
 	case string(offers.Group):
-		err = offers.Replay(ctx, offers.Config{Streams: scfg}, cfg.Partitions, cfg.Replication)
+		// The aggregate decides stage commands only for configured stages:
+		// replay with the stages it ran with.
+		if err = cfg.Validate(); err == nil {
+			err = offers.Replay(ctx, offers.Config{Streams: scfg, Stages: cfg.Stages.Names()}, cfg.Partitions, cfg.Replication)
+		}
 	case string(drafts.Group):
 		err = drafts.Replay(ctx, drafts.Config{Streams: scfg}, cfg.Partitions, cfg.Replication)
 	case string(cabinet.Group):
