@@ -21,6 +21,7 @@ import (
 	"github.com/offerlog/offerlog/processors/scheduler"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/schemas/proto/stagev1"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -264,7 +265,7 @@ func TestTimerFiresOnceAcrossRestart(t *testing.T) {
 	base.Brokers, base.Stages = brokers, stages
 	aggregate := base
 	aggregate.Components = []string{platform.ComponentOffers}
-	platformtest.Start(t, aggregate)
+	agg := platformtest.Start(t, aggregate)
 	sched := base
 	sched.DataDir, sched.HTTPAddr, sched.Components = t.TempDir(), "", []string{platform.ComponentScheduler}
 	first := platformtest.Start(t, sched)
@@ -279,7 +280,7 @@ func TestTimerFiresOnceAcrossRestart(t *testing.T) {
 	if err := first.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	platformtest.Start(t, sched)
+	second := platformtest.Start(t, sched)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ts.mu.Lock()
@@ -306,6 +307,39 @@ func TestTimerFiresOnceAcrossRestart(t *testing.T) {
 		dueAt := r.Offer.CreatedAt.Add(2 * time.Second)
 		if late := calls[0].Sub(dueAt); late < 0 || late > time.Second {
 			t.Errorf("%s fired %s after its time", id, late)
+		}
+	}
+
+	// The scheduler's commands are in the aggregate's log: a replay of the
+	// aggregate (with its stages) gives the same table, queue flags,
+	// states and timers included.
+	if err := second.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testkit.Context(t, 2*time.Minute)
+	adm := testkit.Admin(t, brokers)
+	ends, err := adm.ListEndOffsets(ctx, topics.OffersCommands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := streams.WaitCommitted(ctx, adm, string(offers.Group), ends.Offsets()); err != nil {
+		t.Fatal(err)
+	}
+	before := testkit.Table(t, brokers, topics.OffersTable)
+	if err := agg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	scfg := streams.Config{Brokers: brokers, StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
+	if err := offers.Replay(ctx, offers.Config{Streams: scfg, Stages: stages.Names()}, base.Partitions, -1); err != nil {
+		t.Fatal(err)
+	}
+	after := testkit.Table(t, brokers, topics.OffersTable)
+	if len(after) != len(before) {
+		t.Fatalf("%d offers after the replay, %d before", len(after), len(before))
+	}
+	for k, v := range before {
+		if string(after[k]) != string(v) {
+			t.Errorf("offer %s differs after the replay", k)
 		}
 	}
 }
