@@ -96,10 +96,7 @@ func Run(ctx context.Context, cfg Config) error {
 	case <-ctx.Done():
 		return nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Streams.Brokers...), kgo.ConsumerGroup(Group),
-		kgo.ConsumeTopics(topics.FeedsIngest), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(200*time.Millisecond), kgo.ClientID("offerlog-feeds"))
+	cl, err := streams.NewConsumer(cfg.Streams.Brokers, Group, []string{topics.FeedsIngest}, 200*time.Millisecond)
 	if err != nil {
 		return fmt.Errorf("feeds: %w", err)
 	}

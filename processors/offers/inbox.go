@@ -25,11 +25,7 @@ const InboxGroup = "offers-inbox"
 // after a crash a record may be copied twice, which the aggregate ignores
 // (the second finds its effect already there).
 func RunInbox(ctx context.Context, brokers []string, log *slog.Logger) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(InboxGroup),
-		kgo.ConsumeTopics(topics.PhotosResults, topics.ModerationOpinions), kgo.DisableAutoCommit(),
-		kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
-		kgo.FetchMaxWait(200*time.Millisecond), kgo.ClientID("offerlog-offers-inbox"))
+	cl, err := streams.NewConsumer(brokers, InboxGroup, []string{topics.PhotosResults, topics.ModerationOpinions}, 200*time.Millisecond)
 	if err != nil {
 		return fmt.Errorf("offers inbox: %w", err)
 	}

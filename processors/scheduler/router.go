@@ -12,6 +12,7 @@ import (
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -90,9 +91,7 @@ type router struct {
 // runRouter reads offers.events until ctx is done and routes each change
 // to the stages.
 func (r *router) run(ctx context.Context, brokers []string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(RouterGroup), kgo.ConsumeTopics(topics.OffersEvents),
-		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(100*time.Millisecond), kgo.ClientID("offerlog-"+RouterGroup))
+	cl, err := streams.NewConsumer(brokers, RouterGroup, []string{topics.OffersEvents}, 100*time.Millisecond)
 	if err != nil {
 		return fmt.Errorf("scheduler router: %w", err)
 	}

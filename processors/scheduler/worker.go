@@ -84,10 +84,7 @@ func newWorker(cfg StageConfig, stage Stage, view *goka.View, oc *offers.Client,
 // queue has nothing, until ctx is done.
 func (w *worker) run(ctx context.Context, brokers []string) error {
 	open := func(low bool) (*kgo.Client, error) {
-		return kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(Group(w.cfg.Name, low)),
-			kgo.ConsumeTopics(topics.QueueTopic(w.cfg.Name, low)), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
-			kgo.ClientID("offerlog-"+Group(w.cfg.Name, low)))
+		return streams.NewConsumer(brokers, Group(w.cfg.Name, low), []string{topics.QueueTopic(w.cfg.Name, low)}, 100*time.Millisecond)
 	}
 	main, err := open(false)
 	if err != nil {

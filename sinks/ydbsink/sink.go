@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
 	"github.com/ydb-platform/ydb-go-sdk/v3/types"
@@ -178,10 +177,7 @@ func Run(ctx context.Context, cfg Config) error {
 	for _, t := range src.Tables {
 		tables[t.Name] = t
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumerGroup(Group(cfg.Source)),
-		kgo.ConsumeTopics(cfg.Source), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.FetchMaxWait(500*time.Millisecond), kgo.ClientID("offerlog-"+Group(cfg.Source)))
+	cl, err := streams.NewConsumer(cfg.Brokers, Group(cfg.Source), []string{cfg.Source}, 500*time.Millisecond)
 	if err != nil {
 		return fmt.Errorf("ydbsink: %w", err)
 	}
