@@ -115,6 +115,9 @@ func TestRestartAndReplayGiveTheSameState(t *testing.T) {
 	erin := n.byExternal(t, "erin", "all", 12)
 	n.want(t, 202, "POST", "/v1/sellers/erin/feeds/2", feed(1, 8, "t2"), nil)
 	n.want(t, 202, "POST", "/v1/sellers/erin/feeds/2/finish", "", nil)
+	// Task 2 done (vin-9..12 deleted) before the writes below: a feed item
+	// applied after them would make an offer ACTIVE again.
+	n.eventuallyCounters(t, "erin", 8, [5]int64{8, 0, 0, 0, 0})
 	for i, status := range []string{"SOLD", "INACTIVE", "EXPIRED", "SOLD"} {
 		o := erin[fmt.Sprint("vin-", i+1)].Offer
 		body := fmt.Sprintf(`{"seller_id":"erin","expected_version":-1,"offer":{"category":"cars","title":"x","price":%d,"currency":"RUB","status":%q}}`, 100*(i+1), status)
