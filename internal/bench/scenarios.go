@@ -75,58 +75,9 @@ func stamps(ctx context.Context, env *Env, topic string) ([]time.Time, error) {
 // records returns every record of topic up to its end offsets now (a
 // compacted topic's tail that holds nothing is not waited for).
 func records(ctx context.Context, env *Env, topic string) ([]*kgo.Record, error) {
-	var ends kadm.ListedOffsets
-	for {
-		var err error
-		ends, err = env.Admin.ListEndOffsets(ctx, topic)
-		if err == nil {
-			err = ends.Error()
-		}
-		if err == nil {
-			break
-		}
-		// A topic created a moment ago may not be in the admin's metadata.
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("bench: end offsets of %s: %w", topic, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	want := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			want[o.Partition] = o.Offset
-		}
-	})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
 	var out []*kgo.Record
-	for len(want) > 0 {
-		pollCtx, cancel := context.WithTimeout(ctx, time.Second)
-		fs := cl.PollFetches(pollCtx)
-		cancel()
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if fs.NumRecords() == 0 && pollCtx.Err() != nil {
-			break // idle: the rest of a compacted topic is gone
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			end, ok := want[r.Partition]
-			if !ok || r.Offset >= end {
-				return
-			}
-			out = append(out, r)
-			if r.Offset == end-1 {
-				delete(want, r.Partition)
-			}
-		})
-	}
-	return out, nil
+	err := streams.ReadToEnd(ctx, env.Brokers, topic, time.Second, func(r *kgo.Record) { out = append(out, r) })
+	return out, err
 }
 
 // spanOf returns the time from the first record of from to the last of to.

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/broker"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -92,46 +93,12 @@ func Eventually(t testing.TB, d time.Duration, msg string, cond func() bool) {
 // without a record (one second proved too short on a loaded machine).
 func ReadAll(t testing.TB, brokers []string, topic string) []*kgo.Record {
 	t.Helper()
-	ctx := Context(t, 60*time.Second)
-	adm := Admin(t, brokers)
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	byPart := map[int32][]*kgo.Record{}
+	err := streams.ReadToEnd(Context(t, 60*time.Second), brokers, topic, 3*time.Second, func(r *kgo.Record) {
+		byPart[r.Partition] = append(byPart[r.Partition], r)
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	want := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			want[o.Partition] = o.Offset
-		}
-	})
-	byPart := map[int32][]*kgo.Record{}
-	if len(want) > 0 {
-		cl := Client(t, brokers, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-		const idle = 3 * time.Second
-		last := time.Now()
-		for len(want) > 0 {
-			pollCtx, cancel := context.WithTimeout(ctx, time.Second)
-			fs := cl.PollFetches(pollCtx)
-			cancel()
-			if ctx.Err() != nil {
-				t.Fatalf("read %s: %v (still waiting for %v)", topic, ctx.Err(), want)
-			}
-			if fs.NumRecords() > 0 {
-				last = time.Now()
-			} else if time.Since(last) > idle {
-				break // idle: the rest holds no records
-			}
-			fs.EachRecord(func(r *kgo.Record) {
-				end, ok := want[r.Partition]
-				if !ok || r.Offset >= end {
-					return
-				}
-				byPart[r.Partition] = append(byPart[r.Partition], r)
-				if r.Offset == end-1 {
-					delete(want, r.Partition)
-				}
-			})
-		}
 	}
 	var out []*kgo.Record
 	for p := int32(0); len(byPart) > 0; p++ {

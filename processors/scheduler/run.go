@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
@@ -127,49 +126,19 @@ func Recrawl(ctx context.Context, brokers []string, sc StageConfig, stage Stage,
 		return 0, err
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics.OffersTable)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return 0, fmt.Errorf("recrawl: %w", err)
-	}
-	want := map[int32]int64{}
-	start := map[string]map[int32]kgo.Offset{topics.OffersTable: {}}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			want[o.Partition] = o.Offset
-			start[topics.OffersTable][o.Partition] = kgo.NewOffset().AtStart()
+	latest := map[string]*schemas.OfferRecord{}
+	err = streams.ReadToEnd(ctx, brokers, topics.OffersTable, 3*time.Second, func(r *kgo.Record) {
+		if r.Value == nil {
+			delete(latest, string(r.Key))
+			return
+		}
+		var rec schemas.OfferRecord
+		if err := schemas.OfferRecords.Decode(r.Value, &rec); err == nil {
+			latest[string(r.Key)] = &rec
 		}
 	})
-	rd, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(start))
 	if err != nil {
-		return 0, err
-	}
-	defer rd.Close()
-	latest := map[string]*schemas.OfferRecord{}
-	quiet := time.Now()
-	for len(want) > 0 && time.Since(quiet) < 3*time.Second { // a compacted tail may hold nothing
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		fs := rd.PollFetches(pctx)
-		cancel()
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			quiet = time.Now()
-			if end := want[r.Partition]; r.Offset >= end-1 {
-				delete(want, r.Partition)
-			}
-			if r.Value == nil {
-				delete(latest, string(r.Key))
-				return
-			}
-			var rec schemas.OfferRecord
-			if err := schemas.OfferRecords.Decode(r.Value, &rec); err == nil {
-				latest[string(r.Key)] = &rec
-			}
-		})
+		return 0, fmt.Errorf("recrawl: %w", err)
 	}
 	var cmds []*schemas.OfferCommand
 	for _, rec := range latest {
