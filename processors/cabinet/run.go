@@ -7,7 +7,6 @@ import (
 
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/streams"
-	"github.com/offerlog/offerlog/topics"
 )
 
 // Config of the cabinet group.
@@ -27,14 +26,11 @@ func (c *Config) graph() *goka.GroupGraph {
 
 // Run runs the cabinet group until ctx is done.
 func Run(ctx context.Context, cfg Config) error {
-	if err := cfg.Streams.Validate(); err != nil {
-		return err
-	}
 	return streams.RunProcessor(ctx, cfg.Streams, cfg.graph(), cfg.OnReady)
 }
 
 // Replay recounts every cabinet from cabinet.changes. The group must not
 // be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
-	return streams.ReplayGroup(ctx, cfg.Streams, cfg.graph, topics.Find(string(Table), partitions).Configs(), partitions, replication)
+	return streams.ReplayGroup(ctx, cfg.Streams, cfg.graph, partitions, replication)
 }

@@ -175,16 +175,13 @@ func (c *Config) graph() *goka.GroupGraph {
 
 // Run runs the drafts group until ctx is done.
 func Run(ctx context.Context, cfg Config) error {
-	if err := cfg.Streams.Validate(); err != nil {
-		return err
-	}
 	return streams.RunProcessor(ctx, cfg.Streams, cfg.graph(), cfg.OnReady)
 }
 
 // Replay rebuilds the drafts table from drafts.commands. The group must not
 // be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
-	return streams.ReplayGroup(ctx, cfg.Streams, cfg.graph, topics.Find(string(Table), partitions).Configs(), partitions, replication)
+	return streams.ReplayGroup(ctx, cfg.Streams, cfg.graph, partitions, replication)
 }
 
 // NewResults returns the matcher of the drafts group's answers; run it

@@ -10,13 +10,10 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/streams"
-	"github.com/offerlog/offerlog/topics"
 )
 
 // Config of a numerator: the group, a view of its table and the sealer.
@@ -132,28 +129,5 @@ func Replay(ctx context.Context, cfg Config, partitions int32, replication int16
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(metrics.New())
 	}
-	if err := cfg.Streams.Validate(); err != nil {
-		return err
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Streams.Brokers...), kgo.ClientID("offerlog-replay"))
-	if err != nil {
-		return fmt.Errorf("replay: %w", err)
-	}
-	defer cl.Close()
-	var tableConfigs map[string]string
-	for _, t := range topics.Catalogue(partitions) {
-		if t.Name == string(Table) {
-			tableConfigs = t.Configs()
-		}
-	}
-	spec := streams.Replay{Group: string(Group), Inputs: []string{topics.NumeratorOffers, topics.NumeratorResults},
-		Table: string(Table), TableConfigs: tableConfigs, Partitions: partitions, Replication: replication,
-		StateDir: cfg.Streams.StateDirOf(string(Group))}
-	return spec.Run(ctx, kadm.NewClient(cl), func(ctx context.Context) error {
-		proc, err := goka.NewProcessor(cfg.Streams.Brokers, Graph(cfg.Metrics), cfg.Streams.ProcessorOptions(Group)...)
-		if err != nil {
-			return err
-		}
-		return proc.Run(ctx)
-	})
+	return streams.ReplayGroup(ctx, cfg.Streams, func() *goka.GroupGraph { return Graph(cfg.Metrics) }, partitions, replication)
 }

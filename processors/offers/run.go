@@ -9,7 +9,6 @@ import (
 
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/streams"
-	"github.com/offerlog/offerlog/topics"
 )
 
 // Config of the offer aggregate.
@@ -61,5 +60,5 @@ func Run(ctx context.Context, cfg Config) error {
 // are idempotent: the cabinet skips changes it applied, the compacted
 // topics get the same values). The group must not be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
-	return streams.ReplayGroup(ctx, cfg.Streams, cfg.graph, topics.Find(string(Table), partitions).Configs(), partitions, replication)
+	return streams.ReplayGroup(ctx, cfg.Streams, cfg.graph, partitions, replication)
 }
