@@ -1,6 +1,8 @@
 package streams
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -26,4 +28,23 @@ func DeadLetterRecord(deadTopic, group string, r *kgo.Record, reason string) (*k
 		return nil, err
 	}
 	return &kgo.Record{Topic: deadTopic, Key: r.Key, Value: data}, nil
+}
+
+// SyncProducer is what SendDeadLetter writes with: a client, or a
+// transaction session.
+type SyncProducer interface {
+	ProduceSync(ctx context.Context, rs ...*kgo.Record) kgo.ProduceResults
+}
+
+// SendDeadLetter writes r, which group could not handle, to deadTopic with
+// the reason, and waits for the write.
+func SendDeadLetter(ctx context.Context, p SyncProducer, deadTopic, group string, r *kgo.Record, reason string) error {
+	rec, err := DeadLetterRecord(deadTopic, group, r, reason)
+	if err != nil {
+		return err
+	}
+	if err := p.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		return fmt.Errorf("dead letter to %s: %w", deadTopic, err)
+	}
+	return nil
 }

@@ -194,12 +194,8 @@ func check(it *schemas.FeedItem, key string) error {
 }
 
 func (l *loader) dead(ctx context.Context, r *kgo.Record, reason string) error {
-	rec, err := streams.DeadLetterRecord(topics.OffersDead, Group, r, reason)
-	if err != nil {
-		return err
-	}
-	if err := l.cfg.Producer.ProduceSync(ctx, rec).FirstErr(); err != nil {
-		return fmt.Errorf("feeds: dead letter: %w", err)
+	if err := streams.SendDeadLetter(ctx, l.cfg.Producer, topics.OffersDead, Group, r, reason); err != nil {
+		return fmt.Errorf("feeds: %w", err)
 	}
 	l.cfg.Metrics.DeadLetters.Inc()
 	return nil

@@ -232,11 +232,7 @@ func (s *sealer) current(ctx context.Context) (Version, error) {
 // transaction. It returns the new state, or nil for a rejected marker.
 func (s *sealer) carryOut(ctx context.Context, sess *kgo.GroupTransactSession, r *kgo.Record, lock coordinator.Lock) (*schemas.NumeratorState, error) {
 	dead := func(reason string) (*schemas.NumeratorState, error) {
-		rec, err := streams.DeadLetterRecord(topics.NumeratorDead, SealerGroup, r, reason)
-		if err != nil {
-			return nil, err
-		}
-		return nil, sess.ProduceSync(ctx, rec).FirstErr()
+		return nil, streams.SendDeadLetter(ctx, sess, topics.NumeratorDead, SealerGroup, r, reason)
 	}
 	var m schemas.GenerationMarker
 	if err := schemas.GenerationMarkers.Decode(r.Value, &m); err != nil {

@@ -241,11 +241,7 @@ func (w *worker) at(ctx context.Context, it *schemas.QueueItem) (*schemas.OfferR
 
 func (w *worker) dead(ctx context.Context, r *kgo.Record, reason string) {
 	w.m.Processed.With(w.cfg.Name, "dead").Inc()
-	dl, err := streams.DeadLetterRecord(topics.SchedulerDead, Group(w.cfg.Name, false), r, reason)
-	if err == nil {
-		err = w.prod.ProduceSync(ctx, dl).FirstErr()
-	}
-	if err != nil {
+	if err := streams.SendDeadLetter(ctx, w.prod, topics.SchedulerDead, Group(w.cfg.Name, false), r, reason); err != nil {
 		w.log.Error("scheduler: dead letter not written", "stage", w.cfg.Name, "err", err)
 	}
 }

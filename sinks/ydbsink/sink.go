@@ -199,12 +199,8 @@ func Run(ctx context.Context, cfg Config) error {
 		for _, r := range recs {
 			rs, err := src.Map(string(r.Key), r.Value)
 			if err != nil {
-				dl, derr := streams.DeadLetterRecord(topics.OffersDead, Group(cfg.Source), r, "unmappable: "+err.Error())
-				if derr == nil {
-					derr = cl.ProduceSync(ctx, dl).FirstErr()
-				}
-				if derr != nil {
-					return fmt.Errorf("ydbsink: dead letter: %w", derr)
+				if err := streams.SendDeadLetter(ctx, cl, topics.OffersDead, Group(cfg.Source), r, "unmappable: "+err.Error()); err != nil {
+					return fmt.Errorf("ydbsink: %w", err)
 				}
 				cfg.Metrics.Dead.Inc()
 				continue
