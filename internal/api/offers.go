@@ -15,16 +15,24 @@ import (
 
 // routeOffers adds the offer API's routes.
 func (s *Server) routeOffers() {
-	s.route("POST /v1/drafts/current", s.currentDraft)
-	s.route("PUT /v1/drafts/{id}", s.saveDraft)
-	s.route("POST /v1/drafts/{id}/publish", s.publishDraft)
-	s.route("GET /v1/offers/{id}", s.getOffer)
-	s.route("PUT /v1/offers/{id}", s.updateOffer)
-	s.route("DELETE /v1/offers/{id}", s.deleteOffer)
-	s.route("GET /v1/sellers/{seller}/offers", s.listOffers)
-	s.route("GET /v1/sellers/{seller}/counters", s.counters)
-	s.route("POST /v1/sellers/{seller}/feeds/{task}", s.feedItems)
-	s.route("POST /v1/sellers/{seller}/feeds/{task}/finish", s.finishFeed)
+	// Every route answers 503 where the offer API does not run.
+	route := func(pattern string, h http.HandlerFunc) {
+		s.route(pattern, func(w http.ResponseWriter, r *http.Request) {
+			if s.offersOn(w) {
+				h(w, r)
+			}
+		})
+	}
+	route("POST /v1/drafts/current", s.currentDraft)
+	route("PUT /v1/drafts/{id}", s.saveDraft)
+	route("POST /v1/drafts/{id}/publish", s.publishDraft)
+	route("GET /v1/offers/{id}", s.getOffer)
+	route("PUT /v1/offers/{id}", s.updateOffer)
+	route("DELETE /v1/offers/{id}", s.deleteOffer)
+	route("GET /v1/sellers/{seller}/offers", s.listOffers)
+	route("GET /v1/sellers/{seller}/counters", s.counters)
+	route("POST /v1/sellers/{seller}/feeds/{task}", s.feedItems)
+	route("POST /v1/sellers/{seller}/feeds/{task}/finish", s.finishFeed)
 }
 
 // offerError writes a service error with its status.
@@ -63,9 +71,6 @@ type draftOwner struct {
 }
 
 func (s *Server) currentDraft(w http.ResponseWriter, r *http.Request) {
-	if !s.offersOn(w) {
-		return
-	}
 	var body draftOwner
 	if status, err := decodeBody(w, r, 1<<16, &body); err != nil {
 		writeError(w, status, err)
@@ -80,9 +85,6 @@ func (s *Server) currentDraft(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) saveDraft(w http.ResponseWriter, r *http.Request) {
-	if !s.offersOn(w) {
-		return
-	}
 	var body struct {
 		Anon  string         `json:"anon"`
 		User  string         `json:"user"`
@@ -101,9 +103,6 @@ func (s *Server) saveDraft(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) publishDraft(w http.ResponseWriter, r *http.Request) {
-	if !s.offersOn(w) {
-		return
-	}
 	var body struct {
 		User    string `json:"user"`
 		Version int64  `json:"version"`
@@ -121,9 +120,6 @@ func (s *Server) publishDraft(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getOffer(w http.ResponseWriter, r *http.Request) {
-	if !s.offersOn(w) {
-		return
-	}
 	o, err := s.cfg.Offers.Offer(r.Context(), r.PathValue("id"))
 	if err != nil {
 		offerError(w, err)
@@ -133,9 +129,6 @@ func (s *Server) getOffer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateOffer(w http.ResponseWriter, r *http.Request) {
-	if !s.offersOn(w) {
-		return
-	}
 	var body struct {
 		SellerID        string         `json:"seller_id"`
 		ExpectedVersion *int64         `json:"expected_version"`
@@ -158,9 +151,6 @@ func (s *Server) updateOffer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteOffer(w http.ResponseWriter, r *http.Request) {
-	if !s.offersOn(w) {
-		return
-	}
 	q := r.URL.Query()
 	expected := int64(-1)
 	if v := q.Get("expected_version"); v != "" {
@@ -180,9 +170,6 @@ func (s *Server) deleteOffer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listOffers(w http.ResponseWriter, r *http.Request) {
-	if !s.offersOn(w) {
-		return
-	}
 	q := r.URL.Query()
 	limit := 0
 	if v := q.Get("limit"); v != "" {
@@ -202,9 +189,6 @@ func (s *Server) listOffers(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) counters(w http.ResponseWriter, r *http.Request) {
-	if !s.offersOn(w) {
-		return
-	}
 	c, err := s.cfg.Offers.Counters(r.Context(), r.PathValue("seller"))
 	if err != nil {
 		offerError(w, err)
@@ -228,9 +212,6 @@ const maxFeedBody = 64 << 20
 // feedItems takes NDJSON lines {"external_id": ..., "offer": {...}}; a bad
 // line fails the request with its number and nothing is appended.
 func (s *Server) feedItems(w http.ResponseWriter, r *http.Request) {
-	if !s.offersOn(w) {
-		return
-	}
 	task, ok := taskOf(w, r)
 	if !ok {
 		return
@@ -267,9 +248,6 @@ func (s *Server) feedItems(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) finishFeed(w http.ResponseWriter, r *http.Request) {
-	if !s.offersOn(w) {
-		return
-	}
 	task, ok := taskOf(w, r)
 	if !ok {
 		return

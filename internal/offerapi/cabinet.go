@@ -69,8 +69,8 @@ func (s *Service) List(_ context.Context, seller, preset, pageToken string, limi
 		key := it.Key()
 		id := key[strings.LastIndexByte(key, '/')+1:]
 		last = key
-		if o, err := s.Offer(context.Background(), id); err == nil {
-			page.Offers = append(page.Offers, o)
+		if r, err := s.record(id); err == nil {
+			page.Offers = append(page.Offers, versionOf(r))
 		}
 	}
 	if c, err := s.counters(seller); err == nil {

@@ -129,6 +129,15 @@ func answerErr(err error) error {
 
 // Offer returns offer id as the aggregate's view holds it.
 func (s *Service) Offer(_ context.Context, id string) (*OfferVersion, error) {
+	r, err := s.record(id)
+	if err != nil {
+		return nil, err
+	}
+	return versionOf(r), nil
+}
+
+// record returns the aggregate's record of a live offer id, from the view.
+func (s *Service) record(id string) (*schemas.OfferRecord, error) {
 	if !offers.ValidID(id) {
 		return nil, errorf(NotFound, "id", "%q is not an offer id", id)
 	}
@@ -140,7 +149,7 @@ func (s *Service) Offer(_ context.Context, id string) (*OfferVersion, error) {
 	if !ok || r.Offer.Status == schemas.OfferDeleted {
 		return nil, errorf(NotFound, "id", "no offer %s", id)
 	}
-	return versionOf(r), nil
+	return r, nil
 }
 
 // await returns offer id once the view shows version or later; after the

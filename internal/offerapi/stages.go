@@ -13,19 +13,14 @@ import (
 )
 
 // StageState returns a stage's state of offer id and its version.
-func (s *Service) StageState(ctx context.Context, id, stage string) (*schemas.StageState, error) {
+func (s *Service) StageState(_ context.Context, id, stage string) (*schemas.StageState, error) {
 	if err := offers.ValidStage(stage); err != nil {
 		return nil, errorf(Invalid, "stage", "%v", err)
 	}
-	o, err := s.Offer(ctx, id)
+	r, err := s.record(id)
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.cfg.OffersView.Get(o.Offer.ID)
-	if err != nil {
-		return nil, &Error{Kind: Unavailable, Reason: err.Error()}
-	}
-	r, _ := v.(*schemas.OfferRecord)
 	st, _ := offers.StageOf(r, stage)
 	return &st, nil
 }

@@ -50,9 +50,13 @@ type gost struct {
 	closers []func()
 }
 
-func (g *gost) readyFunc() func() {
+func (g *gost) readyFunc() func() { return readySignal(&g.ready) }
+
+// readySignal adds a channel to ready and returns the function that closes
+// it (once, however often a restarted component calls it).
+func readySignal(ready *[]<-chan struct{}) func() {
 	r := make(chan struct{})
-	g.ready = append(g.ready, r)
+	*ready = append(*ready, r)
 	var once sync.Once
 	return func() { once.Do(func() { close(r) }) }
 }

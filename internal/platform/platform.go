@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -241,13 +240,10 @@ func Run(ctx context.Context, cfg Config) error {
 	has := func(c string) bool { return slices.Contains(cfg.Components, c) }
 	if has(ComponentRegistry) {
 		m := registry.NewMetrics(reg)
-		r := make(chan struct{})
-		ready = append(ready, r)
-		var once sync.Once
+		onReady := readySignal(&ready)
 		sup.Go(runCtx, ComponentRegistry, true, func(ctx context.Context) error {
 			return registry.Run(ctx, registry.Config{Streams: scfg, Rules: cfg.Rules, Epochs: epochs,
-				SweepInterval: cfg.SweepInterval, Metrics: m, Logger: log,
-				OnReady: func() { once.Do(func() { close(r) }) }})
+				SweepInterval: cfg.SweepInterval, Metrics: m, Logger: log, OnReady: onReady})
 		})
 	}
 

@@ -148,9 +148,9 @@ func stageCommand(cur *schemas.OfferRecord, in Input) Decision {
 			o.Photos = mergePhotos(cur.Offer.Photos, o.Photos)
 			next.Offer = o
 			sell(next)
-			timer, queue := d.Timer, d.Queue
+			timer := d.Timer
 			d = written(next, cur, in, "")
-			d.Timer, d.Queue = timer, queue
+			d.Timer = timer
 		}
 		d.Effect = &schemas.StageEffect{Stage: c.Stage, Offer: next.Offer, Version: next.Version, State: st,
 			Changed: c.Offer != nil, At: in.At}
