@@ -336,7 +336,8 @@ type DraftCommand struct {
 	NewID      string    `avro:"new_id"`
 	Draft      *Draft    `avro:"draft"`
 	ExpectedID string    `avro:"expected_id"`
-	// ReplyPartition and ReplyOffset name the request a HAND answers.
+	// ReplyPartition and ReplyOffset are unused since the hand-over became
+	// three commands from the API; they stay for the released schema.
 	ReplyPartition int32 `avro:"reply_partition"`
 	ReplyOffset    int64 `avro:"reply_offset"`
 }

@@ -257,8 +257,7 @@ func (s *Service) draftCommand(ctx context.Context, c *schemas.DraftCommand) (*s
 // CurrentDraft returns the visitor's draft (anonymous id, logged-in id, or
 // both) for category (optional), by the seed's rules.
 func (s *Service) CurrentDraft(ctx context.Context, anon, user, category string) (*schemas.Draft, error) {
-	c := &schemas.DraftCommand{Kind: schemas.DraftCurrent, Anon: anon, User: user, Category: category, NewID: offers.NewID(),
-		ReplyPartition: -1, ReplyOffset: -1}
+	c := &schemas.DraftCommand{Kind: schemas.DraftCurrent, Anon: anon, User: user, Category: category, NewID: offers.NewID()}
 	if anon == "" || user == "" {
 		return s.draftCommand(ctx, c)
 	}
@@ -272,8 +271,7 @@ func (s *Service) CurrentDraft(ctx context.Context, anon, user, category string)
 	if err != nil || taken == nil {
 		return d, err
 	}
-	if _, err := s.draftCommand(ctx, &schemas.DraftCommand{Kind: schemas.DraftDiscard, Anon: anon, ExpectedID: taken.ID,
-		ReplyPartition: -1, ReplyOffset: -1}); err != nil && !isKind(err, NotFound) {
+	if _, err := s.draftCommand(ctx, &schemas.DraftCommand{Kind: schemas.DraftDiscard, Anon: anon, ExpectedID: taken.ID}); err != nil && !isKind(err, NotFound) {
 		s.cfg.Logger.Warn("offerapi: handed anonymous draft not dropped", "anon", anon, "draft", taken.ID, "err", err)
 	}
 	return d, nil
@@ -285,8 +283,7 @@ func (s *Service) SaveDraft(ctx context.Context, anon, user, id string, o *schem
 	if o == nil {
 		return nil, errorf(Invalid, "offer", "required")
 	}
-	c := &schemas.DraftCommand{Kind: schemas.DraftSave, User: user, Draft: &schemas.Draft{ID: id, Offer: *o},
-		ReplyPartition: -1, ReplyOffset: -1}
+	c := &schemas.DraftCommand{Kind: schemas.DraftSave, User: user, Draft: &schemas.Draft{ID: id, Offer: *o}}
 	if user == "" {
 		c.Anon = anon
 	}
@@ -328,8 +325,7 @@ func (s *Service) PublishDraft(ctx context.Context, user, id string, version int
 		if err := outcomeErr(res); err != nil {
 			return nil, err
 		}
-		if _, err := s.draftCommand(ctx, &schemas.DraftCommand{Kind: schemas.DraftDiscard, User: user, ExpectedID: d.ID,
-			ReplyPartition: -1, ReplyOffset: -1}); err != nil && !isKind(err, NotFound) {
+		if _, err := s.draftCommand(ctx, &schemas.DraftCommand{Kind: schemas.DraftDiscard, User: user, ExpectedID: d.ID}); err != nil && !isKind(err, NotFound) {
 			s.cfg.Logger.Warn("offerapi: published draft not dropped", "user", user, "draft", d.ID, "err", err)
 		}
 		return s.await(ctx, c.OfferID, res.Version), nil
