@@ -217,6 +217,30 @@ type DeadLetter struct {
 	Reason    string    `avro:"reason"`
 	Group     string    `avro:"group"`
 	Timestamp time.Time `avro:"timestamp"`
+	// ValueSize is the size of the original value; more than len(Value)
+	// when the value was cut to the dead letter's bound.
+	ValueSize int64 `avro:"value_size"`
+	// ValueSHA256 is the SHA-256 of the whole original value.
+	ValueSHA256 []byte `avro:"value_sha256"`
+	// KeySize is the size of the original key; more than len(Key) when the
+	// key was cut.
+	KeySize int64 `avro:"key_size"`
+	// Headers are the original record's headers (cut like the value).
+	Headers []DeadLetterHeader `avro:"headers"`
+	// NullValue says the original value was null (a tombstone), not empty.
+	NullValue bool `avro:"null_value"`
+}
+
+// DeadLetterHeader is one header of a dead-lettered record.
+type DeadLetterHeader struct {
+	Key   string `avro:"key"`
+	Value []byte `avro:"value"`
+}
+
+// Complete reports whether the dead letter holds the whole original key and
+// value, so that it can be put back on its topic as it was.
+func (d *DeadLetter) Complete() bool {
+	return int64(len(d.Value)) >= d.ValueSize && int64(len(d.Key)) >= d.KeySize
 }
 
 // SaasDocument is one record of a client's search feed (saas.<client>).

@@ -2,77 +2,114 @@ package streams
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// ReadToEnd calls fn with every record of topic up to its end offsets as
-// of the call, in offset order per partition. Offsets that hold no record
-// (compacted away, transaction markers) are not waited for: reading ends
-// once every partition reached its end offset, or idle passed without a
-// record.
-func ReadToEnd(ctx context.Context, brokers []string, topic string, idle time.Duration, fn func(*kgo.Record)) error {
+// EndOffsets returns the end offset of every partition of topic, retrying
+// while the topic is too new to be known to every broker (retriable errors)
+// until ctx ends. A topic that does not exist is an error at once.
+func EndOffsets(ctx context.Context, adm *kadm.Client, topic string) (map[int32]int64, error) {
+	for {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil {
+			out := map[int32]int64{}
+			ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+			if len(out) > 0 {
+				return out, nil
+			}
+			err = kerr.UnknownTopicOrPartition
+		}
+		if !kerr.IsRetriable(err) && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("end offsets of %s: %w (%w)", topic, ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// ReadToEnd calls fn with every record of topic below its end offsets as of
+// the call, in offset order per partition. It decides it is done by offsets
+// alone, never by a silence: a partition is done once its read position
+// reached the end offset listed at the start (transaction markers are read
+// as the positions they take, and not passed to fn). It returns ctx's error
+// if ctx ends first.
+func ReadToEnd(ctx context.Context, brokers []string, topic string, fn func(*kgo.Record)) error {
 	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		return err
 	}
 	defer adm.Close()
-	var ends kadm.ListedOffsets
-	for {
-		ends, err = kadm.NewClient(adm).ListEndOffsets(ctx, topic)
-		if err == nil {
-			err = ends.Error()
-		}
-		if err == nil {
-			break
-		}
-		// A topic created a moment ago may not be in the metadata yet.
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("read %s: end offsets: %w", topic, err)
-		case <-time.After(20 * time.Millisecond):
-		}
+	ends, err := EndOffsets(ctx, kadm.NewClient(adm), topic)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", topic, err)
 	}
+	return ReadRange(ctx, brokers, topic, nil, ends, fn)
+}
+
+// ReadRange calls fn with the records of topic from the offsets from (the
+// start of a partition when missing) up to, not including, the offsets ends
+// (a partition not in ends is not read), in offset order per partition. Done
+// is decided by offsets, as ReadToEnd does.
+func ReadRange(ctx context.Context, brokers []string, topic string, from, ends map[int32]int64, fn func(*kgo.Record)) error {
 	want := map[int32]int64{}
 	start := map[string]map[int32]kgo.Offset{topic: {}}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			want[o.Partition] = o.Offset
-			start[topic][o.Partition] = kgo.NewOffset().AtStart()
+	for p, end := range ends {
+		o := kgo.NewOffset().AtStart()
+		if at, ok := from[p]; ok {
+			if at >= end {
+				continue
+			}
+			o = kgo.NewOffset().At(at)
 		}
-	})
+		if end > 0 {
+			want[p] = end
+			start[topic][p] = o
+		}
+	}
 	if len(want) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(start))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(start),
+		kgo.KeepControlRecords(), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	last := time.Now()
 	for len(want) > 0 {
-		pollCtx, cancel := context.WithTimeout(ctx, time.Second)
-		fs := cl.PollFetches(pollCtx)
-		cancel()
+		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return fmt.Errorf("read %s: %w (still waiting for %v)", topic, ctx.Err(), want)
 		}
-		if fs.NumRecords() > 0 {
-			last = time.Now()
-		} else if time.Since(last) >= idle {
-			return nil // idle: the rest holds no records
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			end, ok := want[r.Partition]
-			if !ok || r.Offset >= end {
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			end, ok := want[p.Partition]
+			if !ok {
 				return
 			}
-			fn(r)
-			if r.Offset == end-1 {
-				delete(want, r.Partition)
+			for _, r := range p.Records {
+				if r.Offset >= end {
+					break
+				}
+				if !r.Attrs.IsControl() {
+					fn(r)
+				}
+			}
+			// Everything below the log start offset is gone (retention,
+			// compaction): a partition whose remaining records were all
+			// removed is done too.
+			if n := len(p.Records); (n > 0 && p.Records[n-1].Offset >= end-1) || p.LogStartOffset >= end {
+				delete(want, p.Partition)
 			}
 		})
 	}

@@ -76,7 +76,7 @@ func stamps(ctx context.Context, env *Env, topic string) ([]time.Time, error) {
 // compacted topic's tail that holds nothing is not waited for).
 func records(ctx context.Context, env *Env, topic string) ([]*kgo.Record, error) {
 	var out []*kgo.Record
-	err := streams.ReadToEnd(ctx, env.Brokers, topic, time.Second, func(r *kgo.Record) { out = append(out, r) })
+	err := streams.ReadToEnd(ctx, env.Brokers, topic, func(r *kgo.Record) { out = append(out, r) })
 	return out, err
 }
 

@@ -30,16 +30,22 @@ type family interface {
 // New returns an empty registry.
 func New() *Registry { return &Registry{names: map[string]bool{}} }
 
-func (r *Registry) add(f family) {
+// add registers f, or returns the family already registered under its
+// name: registering a name again shares the first family (a second call
+// with other labels or another kind still gets the first).
+func (r *Registry) add(f family) family {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.names[f.name()] {
-		// Registering a name twice is a programming error: the second
-		// family still works for its caller but is not exported.
-		return
+		for _, old := range r.families {
+			if old.name() == f.name() {
+				return old
+			}
+		}
 	}
 	r.names[f.name()] = true
 	r.families = append(r.families, f)
+	return f
 }
 
 // Write writes every family in the Prometheus text format.
@@ -152,7 +158,9 @@ type CounterVec struct{ v *vec[Counter] }
 func (r *Registry) Counter(name, help string, labels ...string) *CounterVec {
 	v := &vec[Counter]{fam: name, help: help, kind: "counter", labels: labels,
 		children: map[string]*Counter{}, keys: map[string][]string{}, mk: func() *Counter { return new(Counter) }}
-	r.add(CounterVec{v})
+	if old, ok := r.add(CounterVec{v}).(CounterVec); ok {
+		return &old
+	}
 	return &CounterVec{v}
 }
 
@@ -191,7 +199,9 @@ type GaugeVec struct{ v *vec[Gauge] }
 func (r *Registry) Gauge(name, help string, labels ...string) *GaugeVec {
 	v := &vec[Gauge]{fam: name, help: help, kind: "gauge", labels: labels,
 		children: map[string]*Gauge{}, keys: map[string][]string{}, mk: func() *Gauge { return new(Gauge) }}
-	r.add(GaugeVec{v})
+	if old, ok := r.add(GaugeVec{v}).(GaugeVec); ok {
+		return &old
+	}
 	return &GaugeVec{v}
 }
 
@@ -236,7 +246,9 @@ func (r *Registry) Histogram(name, help string, buckets []float64, labels ...str
 	v := &vec[Histogram]{fam: name, help: help, kind: "histogram", labels: labels,
 		children: map[string]*Histogram{}, keys: map[string][]string{},
 		mk: func() *Histogram { return &Histogram{bounds: b, counts: make([]atomic.Uint64, len(b))} }}
-	r.add(HistogramVec{v})
+	if old, ok := r.add(HistogramVec{v}).(HistogramVec); ok {
+		return &old
+	}
 	return &HistogramVec{v}
 }
 

@@ -87,14 +87,12 @@ func Eventually(t testing.TB, d time.Duration, msg string, cond func() bool) {
 }
 
 // ReadAll returns every record of topic up to its end offsets at the time
-// of the call, in partition then offset order. Offsets that hold no record
-// (compacted away, or a transaction marker) are not waited for: reading ends
-// once every partition reached its end offset, or three seconds passed
-// without a record (one second proved too short on a loaded machine).
+// of the call, in partition then offset order (streams.ReadToEnd: done by
+// offsets, never by a silence).
 func ReadAll(t testing.TB, brokers []string, topic string) []*kgo.Record {
 	t.Helper()
 	byPart := map[int32][]*kgo.Record{}
-	err := streams.ReadToEnd(Context(t, 60*time.Second), brokers, topic, 3*time.Second, func(r *kgo.Record) {
+	err := streams.ReadToEnd(Context(t, 60*time.Second), brokers, topic, func(r *kgo.Record) {
 		byPart[r.Partition] = append(byPart[r.Partition], r)
 	})
 	if err != nil {

@@ -127,7 +127,7 @@ func Recrawl(ctx context.Context, brokers []string, sc StageConfig, stage Stage,
 	}
 	defer cl.Close()
 	latest := map[string]*schemas.OfferRecord{}
-	err = streams.ReadToEnd(ctx, brokers, topics.OffersTable, 3*time.Second, func(r *kgo.Record) {
+	err = streams.ReadToEnd(ctx, brokers, topics.OffersTable, func(r *kgo.Record) {
 		if r.Value == nil {
 			delete(latest, string(r.Key))
 			return

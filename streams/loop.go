@@ -1,0 +1,585 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/metrics"
+)
+
+// Batch is the records of one partition that one poll returned, handed to a
+// BatchHandler in offset order.
+type Batch struct {
+	Topic     string
+	Partition int32
+	Records   []*kgo.Record
+
+	dead []deadLetter
+}
+
+type deadLetter struct {
+	r      *kgo.Record
+	reason string
+}
+
+// Dead marks r, a record of the batch that can never be handled, for the
+// dead-letter topic with the reason. The loop writes the dead letters of a
+// batch once its handler returned nil, before the batch's offsets are
+// committed; a batch that is tried again forgets the marks of the failed try.
+func (b *Batch) Dead(r *kgo.Record, reason string) {
+	b.dead = append(b.dead, deadLetter{r: r, reason: reason})
+}
+
+// BatchHandler handles a batch of one partition's records. Its errors mean
+// what a Handler's mean; a batch that fails permanently, or whose retries are
+// spent, is handled again one record at a time, so that only the records that
+// fail on their own are dead-lettered.
+type BatchHandler func(ctx context.Context, b *Batch) error
+
+// LoopConfig configures a Loop. Brokers, Topics (or Partitions), one of
+// Handler and BatchHandler are required; so is DeadTopic for a loop whose
+// records can fail.
+type LoopConfig struct {
+	// Name names the loop in logs and metrics; default Group.
+	Name string
+	// Brokers are the seed brokers.
+	Brokers []string
+	// Group is the consumer group. Its offsets are committed only for
+	// records whose handler returned nil or that were dead-lettered. ""
+	// consumes without a group (Partitions, or Topics from Start) and
+	// commits nothing.
+	Group string
+	// Topics are consumed (by the group, or whole without one).
+	Topics []string
+	// Partitions, without a group, are consumed from the offsets given.
+	Partitions map[string]map[int32]kgo.Offset
+	// Start is where a group without committed offsets, or a groupless
+	// consumer of Topics, starts: default the start of each partition.
+	Start *kgo.Offset
+
+	// Handler handles one record at a time per partition.
+	Handler Handler
+	// BatchHandler handles each partition's part of a poll at once.
+	BatchHandler BatchHandler
+	// Middleware wraps Handler, outermost first, outside the loop's own
+	// retry, timeout and recovery.
+	Middleware []Middleware
+
+	// DeadTopic receives the records that fail permanently or too often,
+	// as bounded dead letters. Without one such records are logged and
+	// skipped (only for loops that read, never for those that decide).
+	DeadTopic string
+	// Producer writes the dead letters; default the loop's own client.
+	Producer SyncProducer
+	// Backoff is how a failing record (or batch) is retried; the zero
+	// value is DefaultBackoff.
+	Backoff Backoff
+	// Timeout bounds one call of the handler (0: none).
+	Timeout time.Duration
+	// Queue is how many polled batches a partition's worker may have
+	// waiting before its partition is paused (back-pressure); default 2.
+	Queue int
+	// MaxPollRecords bounds one poll; default 10 000.
+	MaxPollRecords int
+	// CommitInterval is how often the offsets of handled records are
+	// committed; default 500 ms. They are committed on every revocation
+	// and on shutdown too.
+	CommitInterval time.Duration
+	// ClientOptions are added last to the client's options.
+	ClientOptions []kgo.Opt
+	// OnRevoked, if set, is called with the partitions taken from this
+	// member after their workers stopped and their offsets were committed
+	// (not on shutdown).
+	OnRevoked func(map[string][]int32)
+
+	Metrics *LoopMetrics
+	Logger  *slog.Logger
+}
+
+func (c *LoopConfig) setDefaults() {
+	if c.Name == "" {
+		c.Name = c.Group
+	}
+	if c.Queue <= 0 {
+		c.Queue = 2
+	}
+	if c.MaxPollRecords <= 0 {
+		c.MaxPollRecords = 10_000
+	}
+	if c.CommitInterval <= 0 {
+		c.CommitInterval = 500 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Backoff == (Backoff{}) {
+		c.Backoff = DefaultBackoff
+	}
+}
+
+// Validate returns every problem of c joined, or nil.
+func (c *LoopConfig) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("no brokers"))
+	}
+	if len(c.Topics) == 0 && len(c.Partitions) == 0 {
+		errs = append(errs, errors.New("no topics or partitions"))
+	}
+	if c.Group != "" && len(c.Partitions) > 0 {
+		errs = append(errs, errors.New("a group consumes topics, not given partitions"))
+	}
+	if (c.Handler == nil) == (c.BatchHandler == nil) {
+		errs = append(errs, errors.New("want exactly one of Handler and BatchHandler"))
+	}
+	if c.Name == "" {
+		errs = append(errs, errors.New("no name"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("streams loop %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// LoopMetrics are the loops' metrics. Safe for concurrent use.
+type LoopMetrics struct {
+	// Records counts records by loop and outcome: handled, dead (written
+	// to the dead-letter topic), skipped (failed, no dead-letter topic).
+	Records *metrics.CounterVec
+	// Retries counts failed calls that were tried again, by loop.
+	Retries *metrics.CounterVec
+	// Seconds times the handling of a batch or record, by loop.
+	Seconds *metrics.HistogramVec
+	// Paused counts partitions paused for back-pressure, by loop.
+	Paused *metrics.CounterVec
+}
+
+// NewLoopMetrics registers the loops' metrics in r (once per registry:
+// registering again returns the same families).
+func NewLoopMetrics(r *metrics.Registry) *LoopMetrics {
+	return &LoopMetrics{
+		Records: r.Counter("offerlog_loop_records_total", "Records the consume loops finished with, by loop and outcome (handled, dead, skipped).", "loop", "outcome"),
+		Retries: r.Counter("offerlog_loop_retries_total", "Failed handler calls that were tried again, by loop.", "loop"),
+		Seconds: r.Histogram("offerlog_loop_handle_seconds", "Time to handle one batch (or record) of a partition, retries included.", metrics.LatencyBuckets, "loop"),
+		Paused:  r.Counter("offerlog_loop_paused_total", "Times a partition was paused because its worker was behind, by loop.", "loop"),
+	}
+}
+
+// Loop is the one way offerlog consumes outside goka processors: a client
+// (of a consumer group, or of given partitions), a goroutine per partition
+// that hands its records in order to the handler with retries, timeouts and
+// recovery, dead letters for what cannot be handled, pausing of partitions
+// whose worker is behind, and commits of exactly what was handled.
+type Loop struct {
+	cfg     LoopConfig
+	handler Handler
+
+	mu        sync.Mutex
+	workers   map[tp]*worker
+	runCancel context.CancelFunc // stops Run after a failure
+
+	failOnce sync.Once
+	failErr  error
+	failed   chan struct{}
+}
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// NewLoop checks cfg and returns a loop; Run starts it.
+func NewLoop(cfg LoopConfig) (*Loop, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	l := &Loop{cfg: cfg, workers: map[tp]*worker{}, failed: make(chan struct{})}
+	if cfg.Handler != nil {
+		mw := append(append([]Middleware{}, cfg.Middleware...), Retry(cfg.Backoff), l.countRetries(), Timeout(cfg.Timeout), Recover())
+		l.handler = Chain(cfg.Handler, mw...)
+	}
+	return l, nil
+}
+
+// RunLoop is NewLoop(cfg) then Run(ctx).
+func RunLoop(ctx context.Context, cfg LoopConfig) error {
+	l, err := NewLoop(cfg)
+	if err != nil {
+		return err
+	}
+	return l.Run(ctx)
+}
+
+func (l *Loop) countRetries() Middleware {
+	return func(h Handler) Handler {
+		return func(ctx context.Context, r *kgo.Record) error {
+			err := h(ctx, r)
+			if err != nil && !IsPermanent(err) && !IsFatal(err) && ctx.Err() == nil {
+				l.retried(err, r.Topic, r.Partition, r.Offset)
+			}
+			return err
+		}
+	}
+}
+
+func (l *Loop) retried(err error, topic string, partition int32, offset int64) {
+	if l.cfg.Metrics != nil {
+		l.cfg.Metrics.Retries.With(l.cfg.Name).Inc()
+	}
+	l.cfg.Logger.Warn("handler failed, retrying", "loop", l.cfg.Name, "topic", topic, "partition", partition, "offset", offset, "err", err)
+}
+
+func (l *Loop) count(outcome string, n int) {
+	if l.cfg.Metrics != nil && n > 0 {
+		l.cfg.Metrics.Records.With(l.cfg.Name, outcome).Add(uint64(n))
+	}
+}
+
+func (l *Loop) clientOptions() []kgo.Opt {
+	start := kgo.NewOffset().AtStart()
+	if l.cfg.Start != nil {
+		start = *l.cfg.Start
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(l.cfg.Brokers...), kgo.ClientID("offerlog-" + l.cfg.Name),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
+		kgo.FetchMaxWait(200 * time.Millisecond), kgo.ConsumeResetOffset(start)}
+	switch {
+	case l.cfg.Group != "":
+		opts = append(opts, kgo.ConsumerGroup(l.cfg.Group), kgo.ConsumeTopics(l.cfg.Topics...),
+			kgo.BlockRebalanceOnPoll(), kgo.AutoCommitMarks(), kgo.AutoCommitInterval(l.cfg.CommitInterval),
+			kgo.OnPartitionsAssigned(l.assigned), kgo.OnPartitionsRevoked(l.revoked), kgo.OnPartitionsLost(l.lost))
+	case len(l.cfg.Partitions) > 0:
+		opts = append(opts, kgo.ConsumePartitions(l.cfg.Partitions))
+	default:
+		opts = append(opts, kgo.ConsumeTopics(l.cfg.Topics...))
+	}
+	return append(opts, l.cfg.ClientOptions...)
+}
+
+// Run consumes until ctx is done and returns nil, or until a handler failed
+// fatally (or dead letters could not be written) and returns that error.
+// Handled records are committed before it returns. Run may be called once.
+func (l *Loop) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	l.mu.Lock()
+	l.runCancel = cancel
+	l.mu.Unlock()
+	cl, err := kgo.NewClient(l.clientOptions()...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", l.cfg.Name, err)
+	}
+	defer func() {
+		l.stopAll()
+		if l.cfg.Group != "" {
+			cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := cl.CommitMarkedOffsets(cctx); err != nil {
+				l.cfg.Logger.Warn("commit on shutdown failed", "loop", l.cfg.Name, "err", err)
+			}
+			ccancel()
+			cl.AllowRebalance()
+		}
+		cl.Close()
+	}()
+	for {
+		fs := cl.PollRecords(ctx, l.cfg.MaxPollRecords)
+		if ctx.Err() != nil {
+			return l.err()
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed) {
+				l.cfg.Logger.Warn("fetch failed", "loop", l.cfg.Name, "topic", t, "partition", p, "err", err)
+			}
+		})
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) == 0 {
+				return
+			}
+			w := l.worker(cl, p.Topic, p.Partition)
+			if w == nil {
+				return // revoked meanwhile: its new owner reads these again
+			}
+			select {
+			case w.queue <- p.Records:
+			case <-ctx.Done():
+				return
+			}
+			if len(w.queue) == cap(w.queue) && w.paused.CompareAndSwap(false, true) {
+				cl.PauseFetchPartitions(map[string][]int32{p.Topic: {p.Partition}})
+				if l.cfg.Metrics != nil {
+					l.cfg.Metrics.Paused.With(l.cfg.Name).Inc()
+				}
+			}
+		})
+		if l.cfg.Group != "" {
+			cl.AllowRebalance()
+		}
+	}
+}
+
+func (l *Loop) err() error {
+	select {
+	case <-l.failed:
+		return l.failErr
+	default:
+		return nil
+	}
+}
+
+func (l *Loop) fail(err error) {
+	l.failOnce.Do(func() {
+		l.failErr = fmt.Errorf("%s: %w", l.cfg.Name, err)
+		close(l.failed)
+		l.cfg.Logger.Error("consume loop stopped", "loop", l.cfg.Name, "err", err)
+	})
+	l.mu.Lock()
+	stop := l.runCancel
+	l.mu.Unlock()
+	stop() // Run's poll returns, Run stops the workers and returns the error
+}
+
+// worker returns the worker of a partition: created on first use without a
+// group, on assignment with one (nil when not assigned).
+func (l *Loop) worker(cl *kgo.Client, topic string, partition int32) *worker {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := tp{topic, partition}
+	if w, ok := l.workers[k]; ok {
+		return w
+	}
+	if l.cfg.Group != "" {
+		return nil
+	}
+	return l.startLocked(cl, k)
+}
+
+// startLocked starts a partition's worker. Its context is its own, ended by
+// stop (on revocation and when Run returns).
+func (l *Loop) startLocked(cl *kgo.Client, k tp) *worker {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &worker{tp: k, cl: cl, queue: make(chan []*kgo.Record, l.cfg.Queue), cancel: cancel, done: make(chan struct{})}
+	l.workers[k] = w
+	go func() {
+		defer close(w.done)
+		l.work(ctx, w)
+	}()
+	return w
+}
+
+func (l *Loop) assigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for t, ps := range assigned {
+		for _, p := range ps {
+			if _, ok := l.workers[tp{t, p}]; !ok {
+				l.startLocked(cl, tp{t, p})
+			}
+		}
+	}
+}
+
+// stop stops the workers of the partitions given (all when nil) and waits
+// for them; it resumes those partitions, in case they come back.
+func (l *Loop) stop(ps map[string][]int32) {
+	l.mu.Lock()
+	var stopped []*worker
+	for k, w := range l.workers {
+		if ps != nil && !contains(ps[k.topic], k.partition) {
+			continue
+		}
+		w.cancel()
+		stopped = append(stopped, w)
+		delete(l.workers, k)
+	}
+	l.mu.Unlock()
+	for _, w := range stopped {
+		<-w.done
+		if w.paused.Load() {
+			w.cl.ResumeFetchPartitions(map[string][]int32{w.topic: {w.partition}})
+		}
+	}
+}
+
+func (l *Loop) stopAll() { l.stop(nil) }
+
+func contains(ps []int32, p int32) bool {
+	for _, x := range ps {
+		if x == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *Loop) revoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	l.stop(revoked)
+	if err := cl.CommitMarkedOffsets(ctx); err != nil {
+		l.cfg.Logger.Warn("commit on revocation failed", "loop", l.cfg.Name, "err", err)
+	}
+	if l.cfg.OnRevoked != nil && ctx.Err() == nil {
+		l.cfg.OnRevoked(revoked)
+	}
+}
+
+func (l *Loop) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	l.stop(lost) // nothing to commit: the partitions are someone else's now
+}
+
+type worker struct {
+	tp
+	cl     *kgo.Client
+	queue  chan []*kgo.Record
+	paused atomic.Bool
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// work handles the partition's batches in order until ctx ends.
+func (l *Loop) work(ctx context.Context, w *worker) {
+	for {
+		var recs []*kgo.Record
+		select {
+		case <-ctx.Done():
+			return
+		case recs = <-w.queue:
+		}
+		start := time.Now()
+		err := l.handle(ctx, w, recs)
+		if l.cfg.Metrics != nil {
+			l.cfg.Metrics.Seconds.With(l.cfg.Name).Observe(time.Since(start).Seconds())
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				l.fail(err)
+			}
+			return // not marked: read again after the restart
+		}
+		if w.paused.CompareAndSwap(true, false) {
+			w.cl.ResumeFetchPartitions(map[string][]int32{w.topic: {w.partition}})
+		}
+	}
+}
+
+// handle handles recs of one partition: every record is handled or
+// dead-lettered when it returns nil; an error is fatal (or ctx's).
+func (l *Loop) handle(ctx context.Context, w *worker, recs []*kgo.Record) error {
+	if l.cfg.BatchHandler != nil {
+		return l.handleBatch(ctx, w, recs)
+	}
+	for _, r := range recs {
+		err := l.handler(ctx, r)
+		switch {
+		case err == nil:
+			l.count("handled", 1)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case IsFatal(err):
+			return err
+		default:
+			if err := l.dead(ctx, w, r, reason(err)); err != nil {
+				return err
+			}
+		}
+		l.done(w, r)
+	}
+	return nil
+}
+
+// done marks r, and every record before it in its partition, for commit.
+func (l *Loop) done(w *worker, r *kgo.Record) {
+	if l.cfg.Group != "" {
+		w.cl.MarkCommitRecords(r)
+	}
+}
+
+func (l *Loop) handleBatch(ctx context.Context, w *worker, recs []*kgo.Record) error {
+	var b *Batch
+	call := func(ctx context.Context) (err error) {
+		b = &Batch{Topic: w.topic, Partition: w.partition, Records: recs}
+		defer func() {
+			if p := recover(); p != nil {
+				err = Permanentf("handler panicked: %v", p)
+			}
+		}()
+		if l.cfg.Timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, l.cfg.Timeout)
+			defer cancel()
+		}
+		return l.cfg.BatchHandler(ctx, b)
+	}
+	err := retry(ctx, l.cfg.Backoff, func(_ int, err error) { l.retried(err, w.topic, w.partition, recs[0].Offset) }, call)
+	switch {
+	case err == nil:
+		for _, d := range b.dead {
+			if err := l.dead(ctx, w, d.r, d.reason); err != nil {
+				return err
+			}
+		}
+		l.count("handled", len(recs)-len(b.dead))
+		l.done(w, recs[len(recs)-1])
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case IsFatal(err):
+		return err
+	case len(recs) > 1:
+		// Find the records at fault: each alone.
+		for _, r := range recs {
+			if err := l.handleBatch(ctx, w, []*kgo.Record{r}); err != nil {
+				return err
+			}
+		}
+		return nil
+	default:
+		if err := l.dead(ctx, w, recs[0], reason(err)); err != nil {
+			return err
+		}
+		l.done(w, recs[0])
+		return nil
+	}
+}
+
+func reason(err error) string {
+	var p *PermanentError
+	if errors.As(err, &p) {
+		return p.Err.Error()
+	}
+	return err.Error()
+}
+
+// dead writes r's dead letter, retrying until it is written or ctx ends.
+func (l *Loop) dead(ctx context.Context, w *worker, r *kgo.Record, why string) error {
+	if l.cfg.DeadTopic == "" {
+		l.count("skipped", 1)
+		l.cfg.Logger.Warn("record skipped", "loop", l.cfg.Name, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", why)
+		return nil
+	}
+	rec, err := DeadLetterRecord(l.cfg.DeadTopic, l.cfg.Name, r, why)
+	if err != nil {
+		return Fatal(fmt.Errorf("build dead letter: %w", err))
+	}
+	err = retry(ctx, Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}, func(_ int, err error) {
+		l.cfg.Logger.Warn("dead letter not written, retrying", "loop", l.cfg.Name, "topic", l.cfg.DeadTopic, "err", err)
+	}, func(ctx context.Context) error {
+		var p SyncProducer = w.cl
+		if l.cfg.Producer != nil {
+			p = l.cfg.Producer
+		}
+		return p.ProduceSync(ctx, rec).FirstErr()
+	})
+	if err != nil {
+		return err
+	}
+	l.count("dead", 1)
+	l.cfg.Logger.Warn("record dead-lettered", "loop", l.cfg.Name, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", why)
+	return nil
+}
