@@ -17,6 +17,7 @@ import (
 
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/schemas/proto/servingv1"
+	"github.com/offerlog/offerlog/streams"
 )
 
 // ServerConfig configures a cache server.
@@ -111,36 +112,29 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 		return err
 	}
 	defer adm.Close()
-	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, s.cfg.Table)
+	endsOf, err := kadm.NewClient(adm).ListEndOffsets(ctx, s.cfg.Table)
 	if err == nil {
-		err = ends.Error()
+		err = endsOf.Error()
 	}
 	if err != nil {
 		return fmt.Errorf("end offsets of %s: %w", s.cfg.Table, err)
 	}
-	partitions := int32(len(ends[s.cfg.Table]))
+	partitions := int32(len(endsOf[s.cfg.Table]))
 	lo, hi, err := Range(i, s.cfg.Shards, partitions)
 	if err != nil {
 		return err
 	}
 	shard := &servingv1.Shard{Table: s.cfg.Table, Lo: lo, Hi: hi, Partitions: partitions, Dc: s.cfg.DC, Host: s.cfg.Host, Generation: gen}
-	want := map[int32]int64{}
-	start := map[string]map[int32]kgo.Offset{s.cfg.Table: {}}
+	ends := map[int32]int64{}
+	follow := map[string]map[int32]kgo.Offset{s.cfg.Table: {}}
 	for p := lo; p < hi; p++ {
-		start[s.cfg.Table][p] = kgo.NewOffset().AtStart()
-		if o, ok := ends.Lookup(s.cfg.Table, p); ok && o.Offset > 0 {
-			want[p] = o.Offset
-		}
+		o, _ := endsOf.Lookup(s.cfg.Table, p)
+		ends[p] = o.Offset
+		follow[s.cfg.Table][p] = kgo.NewOffset().At(o.Offset)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Brokers...), kgo.ConsumePartitions(start),
-		kgo.FetchMaxWait(100*time.Millisecond), kgo.ClientID("offerlog-cache-"+s.cfg.Host))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	store := make(map[string][]byte)
 	s.mu.Lock()
-	s.shard, s.ready, s.store = shard, len(want) == 0, store
+	s.shard, s.ready, s.store = shard, false, store
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -161,47 +155,45 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 		case <-ctx.Done():
 		}
 	}()
-	quiet := time.Now()
-	for {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			select {
-			case <-lost:
-				return errors.New("the shard was lost")
-			default:
-				return nil
-			}
-		}
-		fs.EachError(func(t string, p int32, err error) {
-			s.cfg.Logger.Warn("serving: fetch failed", "topic", t, "partition", p, "err", err)
-		})
-		n := 0
+	apply := func(recs ...*kgo.Record) {
 		s.mu.Lock()
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
+		defer s.mu.Unlock()
+		for _, r := range recs {
+			if s.store == nil {
+				return
+			}
 			if r.Value == nil {
 				delete(s.store, string(r.Key))
 			} else {
 				s.store[string(r.Key)] = r.Value
 			}
-			if end, ok := want[r.Partition]; ok && r.Offset >= end-1 {
-				delete(want, r.Partition)
-			}
-		})
-		// A compacted topic may no longer hold the records before its end
-		// offsets (kfake compacts the tail): a second without records
-		// counts as caught up.
-		if n > 0 {
-			quiet = time.Now()
-		} else if len(want) > 0 && time.Since(quiet) > time.Second {
-			clear(want)
 		}
-		if !s.ready && len(want) == 0 && s.shard != nil {
+		s.loaded.Add(uint64(len(recs)))
+	}
+	// Load to the end offsets found (decided by offsets), then answer and
+	// follow from there.
+	err = streams.ReadRange(ctx, s.cfg.Brokers, s.cfg.Table, nil, ends, func(r *kgo.Record) { apply(r) })
+	if err == nil {
+		s.mu.Lock()
+		if s.shard != nil {
 			s.ready = true
 			s.cfg.Logger.Info("serving: shard loaded", "table", s.cfg.Table, "shard", i, "keys", len(s.store))
 		}
 		s.mu.Unlock()
-		s.loaded.Add(uint64(n))
+		err = streams.RunLoop(ctx, streams.LoopConfig{Name: "cache-" + s.cfg.Host, Brokers: s.cfg.Brokers, Partitions: follow,
+			Logger: s.cfg.Logger, BatchHandler: func(_ context.Context, b *streams.Batch) error {
+				apply(b.Records...)
+				return nil
+			}})
+	}
+	select {
+	case <-lost:
+		return errors.New("the shard was lost")
+	default:
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
 	}
 }
 

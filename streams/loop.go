@@ -95,8 +95,8 @@ type LoopConfig struct {
 	// ClientOptions are added last to the client's options.
 	ClientOptions []kgo.Opt
 	// OnRevoked, if set, is called with the partitions taken from this
-	// member after their workers stopped and their offsets were committed
-	// (not on shutdown).
+	// member (revoked or lost) after their workers stopped and the offsets
+	// of revoked ones were committed; not on shutdown.
 	OnRevoked func(map[string][]int32)
 
 	Metrics *LoopMetrics
@@ -429,8 +429,11 @@ func (l *Loop) revoked(ctx context.Context, cl *kgo.Client, revoked map[string][
 	}
 }
 
-func (l *Loop) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+func (l *Loop) lost(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
 	l.stop(lost) // nothing to commit: the partitions are someone else's now
+	if l.cfg.OnRevoked != nil && ctx.Err() == nil {
+		l.cfg.OnRevoked(lost)
+	}
 }
 
 type worker struct {

@@ -68,37 +68,37 @@ func (r *Replies[T]) Run(ctx context.Context, brokers []string) error {
 	}
 	start := map[string]map[int32]kgo.Offset{r.topic: {}}
 	ends.Each(func(o kadm.ListedOffset) { start[r.topic][o.Partition] = kgo.NewOffset().At(o.Offset) })
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(start),
-		kgo.FetchMaxWait(100*time.Millisecond), kgo.ClientID("offerlog-replies"))
-	if err != nil {
-		return fmt.Errorf("replies: %w", err)
-	}
-	defer cl.Close()
 	close(r.ready)
-	ticker := time.NewTicker(r.keep)
-	defer ticker.Stop()
-	for {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		fs.EachError(func(t string, p int32, err error) {
-			r.log.Warn("replies fetch failed", "topic", t, "partition", p, "err", err)
-		})
-		fs.EachRecord(func(rec *kgo.Record) {
-			v, id, err := r.decode(rec.Value)
-			if err != nil {
-				r.log.Warn("undecodable reply skipped", "topic", rec.Topic, "offset", rec.Offset, "err", err)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	expired := make(chan struct{})
+	go func() {
+		defer close(expired)
+		ticker := time.NewTicker(r.keep)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
 				return
+			case <-ticker.C:
+				r.expire()
 			}
-			r.deliver(id, v)
-		})
-		select {
-		case <-ticker.C:
-			r.expire()
-		default:
 		}
-	}
+	}()
+	defer func() { cancel(); <-expired }()
+	return RunLoop(ctx, LoopConfig{Name: "replies-" + r.topic, Brokers: brokers, Partitions: start, Logger: r.log,
+		ClientOptions: []kgo.Opt{kgo.FetchMaxWait(100 * time.Millisecond)},
+		BatchHandler: func(_ context.Context, b *Batch) error {
+			for _, rec := range b.Records {
+				v, id, err := r.decode(rec.Value)
+				if err != nil {
+					b.Dead(rec, fmt.Sprintf("undecodable reply: %v", err))
+					continue
+				}
+				r.deliver(id, v)
+			}
+			return nil
+		}})
 }
 
 // Ready is closed when Run has joined the topic.

@@ -38,14 +38,9 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	switch group {
 	case string(registry.Group):
 		epochs := registry.NewCatalogue(cfg.EpochGrace)
-		fc, err := registry.NewFollowClient(*brokers)
-		if err != nil {
-			return err
-		}
-		defer fc.Close()
 		fctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
-		go func() { defer close(done); _ = epochs.Follow(fctx, fc, log) }()
+		go func() { defer close(done); _ = epochs.Follow(fctx, *brokers, log) }()
 		defer func() { cancel(); <-done }()
 		err = registry.Replay(ctx, registry.Config{Streams: scfg, Rules: cfg.Rules, Epochs: epochs, Logger: log},
 			cfg.Partitions, cfg.Replication)

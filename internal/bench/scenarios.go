@@ -203,18 +203,13 @@ func runPipeline(ctx context.Context, env *Env) (Result, error) {
 	}
 
 	epochs := registry.NewCatalogue(registry.DefaultEpochGrace)
-	fc, err := registry.NewFollowClient(env.Brokers)
-	if err != nil {
-		return Result{}, err
-	}
-	defer fc.Close()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 	wg.Add(1)
-	go func() { defer wg.Done(); _ = epochs.Follow(runCtx, fc, env.Logger) }()
+	go func() { defer wg.Done(); _ = epochs.Follow(runCtx, env.Brokers, env.Logger) }()
 
 	scfg := streams.Config{Brokers: env.Brokers, StateDir: env.StateDir, Replication: 1, Logger: env.Logger}
 	errc := make(chan error, 2)

@@ -226,12 +226,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancel()
 
 	epochs := registry.NewCatalogue(cfg.EpochGrace)
-	followCl, err := registry.NewFollowClient(brokers)
-	if err != nil {
-		return err
-	}
-	defer followCl.Close()
-	sup.Go(runCtx, "epochs", false, func(ctx context.Context) error { return epochs.Follow(ctx, followCl, log) })
+	sup.Go(runCtx, "epochs", false, func(ctx context.Context) error { return epochs.Follow(ctx, brokers, log) })
 	if err := epochs.Sync(ctx, adm); err != nil {
 		return fmt.Errorf("epochs: %w", err)
 	}

@@ -37,14 +37,10 @@ func RegisterEpoch(t testing.TB, brokers []string, client string) {
 func FollowEpochs(t testing.TB, brokers []string) *registry.Catalogue {
 	t.Helper()
 	epochs := registry.NewCatalogue(registry.DefaultEpochGrace)
-	fc, err := registry.NewFollowClient(brokers)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = epochs.Follow(ctx, fc, Logger()) }()
-	t.Cleanup(func() { cancel(); <-done; fc.Close() })
+	go func() { defer close(done); _ = epochs.Follow(ctx, brokers, Logger()) }()
+	t.Cleanup(func() { cancel(); <-done })
 	return epochs
 }
 

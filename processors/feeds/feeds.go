@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -42,19 +43,20 @@ var IndexCodec goka.Codec = streams.Avro[schemas.FeedEntry]{C: schemas.FeedEntri
 
 // Metrics of the loader.
 type Metrics struct {
-	Items       *metrics.CounterVec // by outcome
-	Deleted     *metrics.Counter
-	Finished    *metrics.Counter
-	DeadLetters *metrics.Counter
+	Items    *metrics.CounterVec // by outcome
+	Deleted  *metrics.Counter
+	Finished *metrics.Counter
+	// Loop counts the loader's records by outcome (dead letters included).
+	Loop *streams.LoopMetrics
 }
 
 // NewMetrics registers the loader's metrics in r.
 func NewMetrics(r *metrics.Registry) *Metrics {
 	return &Metrics{
-		Items:       r.Counter("offerlog_feeds_items_total", "Feed items by outcome.", "outcome"),
-		Deleted:     r.Counter("offerlog_feeds_deleted_total", "Offers deleted because a finished feed did not have them.").With(),
-		Finished:    r.Counter("offerlog_feeds_finished_total", "Feed tasks finished.").With(),
-		DeadLetters: r.Counter("offerlog_feeds_dead_letters_total", "Feed items sent to offers.dead.").With(),
+		Items:    r.Counter("offerlog_feeds_items_total", "Feed items by outcome.", "outcome"),
+		Deleted:  r.Counter("offerlog_feeds_deleted_total", "Offers deleted because a finished feed did not have them.").With(),
+		Finished: r.Counter("offerlog_feeds_finished_total", "Feed tasks finished.").With(),
+		Loop:     streams.NewLoopMetrics(r),
 	}
 }
 
@@ -96,43 +98,23 @@ func Run(ctx context.Context, cfg Config) error {
 	case <-ctx.Done():
 		return nil
 	}
-	cl, err := streams.NewConsumer(cfg.Streams.Brokers, Group, []string{topics.FeedsIngest}, 200*time.Millisecond)
-	if err != nil {
-		return fmt.Errorf("feeds: %w", err)
-	}
-	defer func() { cl.AllowRebalance(); cl.Close() }()
-	l := &loader{cfg: cfg, known: map[string]schemas.FeedEntry{}}
-	for {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		fs.EachError(func(t string, p int32, err error) {
-			cfg.Logger.Warn("feeds: fetch failed", "topic", t, "partition", p, "err", err)
-		})
-		recs := fs.Records()
-		for len(recs) > 0 {
-			if err := l.batch(ctx, recs); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				cfg.Logger.Warn("feeds: batch failed, trying again", "err", err)
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(cfg.Retry):
-				}
-				continue
+	// A seller's items are on one partition: each partition has a loader
+	// of its own, and partitions load concurrently.
+	var mu sync.Mutex
+	loaders := map[int32]*loader{}
+	return streams.RunLoop(ctx, streams.LoopConfig{Brokers: cfg.Streams.Brokers, Group: Group, Topics: []string{topics.FeedsIngest},
+		DeadTopic: topics.OffersDead, Producer: cfg.Producer, Logger: cfg.Logger, Metrics: cfg.Metrics.Loop,
+		Backoff: streams.Backoff{Initial: cfg.Retry, Max: 30 * cfg.Retry},
+		BatchHandler: func(ctx context.Context, b *streams.Batch) error {
+			mu.Lock()
+			l, ok := loaders[b.Partition]
+			if !ok {
+				l = &loader{cfg: cfg, known: map[string]schemas.FeedEntry{}}
+				loaders[b.Partition] = l
 			}
-			break
-		}
-		if len(recs) > 0 {
-			if err := cl.CommitRecords(ctx, recs...); err != nil && ctx.Err() == nil {
-				cfg.Logger.Warn("feeds: commit failed", "err", err)
-			}
-		}
-		cl.AllowRebalance()
-	}
+			mu.Unlock()
+			return l.batch(ctx, b)
+		}})
 }
 
 type loader struct {
@@ -144,9 +126,9 @@ type loader struct {
 
 // batch handles records in order: runs of items are sent together, an end
 // marker waits for the items before it.
-func (l *loader) batch(ctx context.Context, recs []*kgo.Record) error {
+func (l *loader) batch(ctx context.Context, b *streams.Batch) error {
 	var run []schemas.FeedItem
-	for _, r := range recs {
+	for _, r := range b.Records {
 		var it schemas.FeedItem
 		err := schemas.FeedItems.Decode(r.Value, &it)
 		if err != nil {
@@ -155,9 +137,7 @@ func (l *loader) batch(ctx context.Context, recs []*kgo.Record) error {
 			err = check(&it, string(r.Key))
 		}
 		if err != nil {
-			if err := l.dead(ctx, r, err.Error()); err != nil {
-				return err
-			}
+			b.Dead(r, err.Error())
 			continue
 		}
 		if !it.End {
@@ -190,14 +170,6 @@ func check(it *schemas.FeedItem, key string) error {
 	case it.Offer == nil:
 		return errors.New("offer: missing")
 	}
-	return nil
-}
-
-func (l *loader) dead(ctx context.Context, r *kgo.Record, reason string) error {
-	if err := streams.SendDeadLetter(ctx, l.cfg.Producer, topics.OffersDead, Group, r, reason); err != nil {
-		return fmt.Errorf("feeds: %w", err)
-	}
-	l.cfg.Metrics.DeadLetters.Inc()
 	return nil
 }
 

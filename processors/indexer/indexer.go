@@ -84,7 +84,8 @@ type Metrics struct {
 	Delivered *metrics.CounterVec // by feed: saas, yt
 	Failed    *metrics.Counter
 	Retried   *metrics.CounterVec // by outcome: delivered, superseded, failed
-	Dead      *metrics.Counter
+	// Loop counts the consume loops' records (dead letters included).
+	Loop *streams.LoopMetrics
 }
 
 // NewMetrics registers the indexer's metrics in r.
@@ -93,7 +94,7 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 		Delivered: r.Counter("offerlog_indexer_delivered_total", "Records delivered to client feeds.", "feed"),
 		Failed:    r.Counter("offerlog_indexer_failed_total", "Changes sent to documents.failed.").With(),
 		Retried:   r.Counter("offerlog_indexer_retries_total", "Retries of failed changes by outcome.", "outcome"),
-		Dead:      r.Counter("offerlog_indexer_dead_letters_total", "Undecodable changes sent to documents.dead.").With(),
+		Loop:      streams.NewLoopMetrics(r),
 	}
 }
 
@@ -104,7 +105,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	ix := &indexer{cfg: cfg, clients: map[string]bool{}}
+	prod, err := streams.NewProducer(cfg.Brokers, Group, kgo.ProducerLinger(2*time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("indexer: %w", err)
+	}
+	defer prod.Close()
+	ix := &indexer{cfg: cfg, prod: prod, clients: map[string]bool{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -123,100 +129,46 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 type indexer struct {
-	cfg Config
+	cfg  Config
+	prod *kgo.Client // feeds, failed queue and dead letters (acks=all)
 
 	mu      sync.Mutex
 	clients map[string]bool // clients whose topics exist
 }
 
-func (ix *indexer) client(group, topic string) (*kgo.Client, error) {
-	return kgo.NewClient(
-		kgo.SeedBrokers(ix.cfg.Brokers...),
-		kgo.ClientID("offerlog-"+group),
-		kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.DisableAutoCommit(),
-		kgo.BlockRebalanceOnPoll(),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(2*time.Millisecond),
-		kgo.FetchMaxWait(250*time.Millisecond),
-	)
-}
-
-// consume polls group on topic, hands each poll to handle and commits after
-// handle succeeded.
-func (ix *indexer) consume(ctx context.Context, group, topic string, handle func(context.Context, *kgo.Client, []*kgo.Record) error) error {
-	cl, err := ix.client(group, topic)
-	if err != nil {
-		return fmt.Errorf("%s: %w", group, err)
-	}
-	defer cl.Close()
-	// Close leaves the group, which waits for the rebalance that
-	// BlockRebalanceOnPoll holds until AllowRebalance: allow it first.
-	defer cl.AllowRebalance()
-	for {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		fs.EachError(func(t string, p int32, err error) {
-			ix.cfg.Logger.Warn("fetch failed", "group", group, "topic", t, "partition", p, "err", err)
-		})
-		recs := fs.Records()
-		if len(recs) > 0 {
-			if err := handle(ctx, cl, recs); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("%s: %w", group, err)
-			}
-			if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
-				return fmt.Errorf("%s: commit: %w", group, err)
-			}
-		}
-		cl.AllowRebalance()
-	}
+// consume runs the loop of group on topic: handle gets each partition's
+// part of a poll, and its offsets are committed once handle returned nil.
+func (ix *indexer) consume(ctx context.Context, group, topic string, handle streams.BatchHandler) error {
+	return streams.RunLoop(ctx, streams.LoopConfig{Brokers: ix.cfg.Brokers, Group: group, Topics: []string{topic},
+		DeadTopic: topics.DocumentsDead, Producer: ix.prod, Logger: ix.cfg.Logger, Metrics: ix.cfg.Metrics.Loop,
+		Backoff: streams.Backoff{Initial: ix.cfg.RetryMin, Max: ix.cfg.RetryMax}, BatchHandler: handle})
 }
 
 func (ix *indexer) runChanges(ctx context.Context) error {
-	return ix.consume(ctx, Group, topics.DocumentsChanges, func(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) error {
-		jobs := make([]job, 0, len(recs))
-		var side []*kgo.Record // dead letters
-		for _, r := range recs {
+	return ix.consume(ctx, Group, topics.DocumentsChanges, func(ctx context.Context, b *streams.Batch) error {
+		jobs := make([]job, 0, len(b.Records))
+		for _, r := range b.Records {
 			var rec schemas.RegistryRecord
 			if err := schemas.RegistryRecords.Decode(r.Value, &rec); err != nil {
-				dead, err := streams.DeadLetterRecord(topics.DocumentsDead, Group, r, err.Error())
-				if err != nil {
-					return err
-				}
-				side = append(side, dead)
-				ix.cfg.Metrics.Dead.Inc()
+				b.Dead(r, err.Error())
 				continue
 			}
 			jobs = append(jobs, job{key: r.Key, rec: &rec, saas: true})
 		}
-		failed, err := ix.deliver(ctx, cl, jobs)
+		failed, err := ix.deliver(ctx, ix.prod, jobs)
 		if err != nil {
 			return err
 		}
-		return produceAll(ctx, cl, append(side, failed...))
+		return produceAll(ctx, ix.prod, failed)
 	})
 }
 
 func (ix *indexer) runRetries(ctx context.Context) error {
-	return ix.consume(ctx, RetryGroup, topics.DocumentsFailed, func(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) error {
-		for _, r := range recs {
+	return ix.consume(ctx, RetryGroup, topics.DocumentsFailed, func(ctx context.Context, b *streams.Batch) error {
+		for _, r := range b.Records {
 			var f schemas.FailedConversion
 			if err := schemas.FailedConversions.Decode(r.Value, &f); err != nil {
-				dead, err := streams.DeadLetterRecord(topics.DocumentsDead, RetryGroup, r, err.Error())
-				if err != nil {
-					return err
-				}
-				if err := produceAll(ctx, cl, []*kgo.Record{dead}); err != nil {
-					return err
-				}
-				ix.cfg.Metrics.Dead.Inc()
+				b.Dead(r, err.Error())
 				continue
 			}
 			due := f.FailedAt.Add(Backoff(int(f.Attempts), ix.cfg.RetryMin, ix.cfg.RetryMax))
@@ -238,7 +190,7 @@ func (ix *indexer) runRetries(ctx context.Context) error {
 				j.saas = cur != nil && cur.Status == f.Change.Status &&
 					registry.Compare(registry.StampOf(cur), registry.StampOf(&f.Change)) == 0
 			}
-			failed, err := ix.deliver(ctx, cl, []job{j})
+			failed, err := ix.deliver(ctx, ix.prod, []job{j})
 			if err != nil {
 				return err
 			}
@@ -250,7 +202,7 @@ func (ix *indexer) runRetries(ctx context.Context) error {
 			default:
 				ix.cfg.Metrics.Retried.With("delivered").Inc()
 			}
-			if err := produceAll(ctx, cl, failed); err != nil {
+			if err := produceAll(ctx, ix.prod, failed); err != nil {
 				return err
 			}
 		}
@@ -275,7 +227,12 @@ func Replay(ctx context.Context, cfg Config) error {
 	}
 	defer cl.Close()
 	spec := streams.Replay{Group: Group, Inputs: []string{topics.DocumentsChanges}}
-	ix := &indexer{cfg: cfg, clients: map[string]bool{}}
+	prod, err := streams.NewProducer(cfg.Brokers, Group, kgo.ProducerLinger(2*time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	defer prod.Close()
+	ix := &indexer{cfg: cfg, prod: prod, clients: map[string]bool{}}
 	return spec.Run(ctx, kadm.NewClient(cl), ix.runChanges)
 }
 

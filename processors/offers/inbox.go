@@ -25,59 +25,25 @@ const InboxGroup = "offers-inbox"
 // after a crash a record may be copied twice, which the aggregate ignores
 // (the second finds its effect already there).
 func RunInbox(ctx context.Context, brokers []string, log *slog.Logger) error {
-	cl, err := streams.NewConsumer(brokers, InboxGroup, []string{topics.PhotosResults, topics.ModerationOpinions}, 200*time.Millisecond)
+	prod, err := streams.NewProducer(brokers, InboxGroup)
 	if err != nil {
 		return fmt.Errorf("offers inbox: %w", err)
 	}
-	defer func() { cl.AllowRebalance(); cl.Close() }()
-	for {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		fs.EachError(func(t string, p int32, err error) {
-			log.Warn("offers inbox: fetch failed", "topic", t, "partition", p, "err", err)
-		})
-		recs := fs.Records()
-		out := make([]*kgo.Record, 0, len(recs))
-		for _, r := range recs {
+	defer prod.Close()
+	return streams.RunLoop(ctx, streams.LoopConfig{Brokers: brokers, Group: InboxGroup,
+		Topics: []string{topics.PhotosResults, topics.ModerationOpinions}, DeadTopic: topics.OffersDead,
+		Backoff: streams.Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second}, Logger: log,
+		Handler: func(ctx context.Context, r *kgo.Record) error {
 			c, err := inboxCommand(r)
 			if err != nil {
-				dl, derr := streams.DeadLetterRecord(topics.OffersDead, InboxGroup, r, err.Error())
-				if derr != nil {
-					return derr
-				}
-				out = append(out, dl)
-				continue
+				return streams.Permanent(err)
 			}
 			data, err := schemas.OfferCommands.Encode(c)
 			if err != nil {
-				return fmt.Errorf("offers inbox: encode: %w", err)
+				return streams.Permanent(fmt.Errorf("encode: %w", err))
 			}
-			out = append(out, &kgo.Record{Topic: topics.OffersCommands, Key: []byte(c.OfferID), Value: data, Timestamp: r.Timestamp})
-		}
-		for len(out) > 0 {
-			if err := cl.ProduceSync(ctx, out...).FirstErr(); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				log.Warn("offers inbox: copy failed, trying again", "err", err)
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(time.Second):
-				}
-				continue
-			}
-			break
-		}
-		if len(recs) > 0 {
-			if err := cl.CommitRecords(ctx, recs...); err != nil && ctx.Err() == nil {
-				log.Warn("offers inbox: commit failed", "err", err)
-			}
-		}
-		cl.AllowRebalance()
-	}
+			return prod.ProduceSync(ctx, &kgo.Record{Topic: topics.OffersCommands, Key: []byte(c.OfferID), Value: data, Timestamp: r.Timestamp}).FirstErr()
+		}})
 }
 
 // inboxCommand returns the command a photo result or opinion becomes.

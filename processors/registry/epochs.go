@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -157,51 +158,29 @@ func (c *Catalogue) List(client string) []*schemas.EpochSchema {
 
 // Follow reads the epochs topic from its start and keeps the catalogue up to
 // date until ctx is done. It returns nil when ctx is cancelled, or the error
-// that stopped it.
-func (c *Catalogue) Follow(ctx context.Context, cl *kgo.Client, log *slog.Logger) error {
-	for {
-		fetches := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
+// that stopped it. A record that is not an epoch schema is logged and
+// skipped (every reader of the catalogue reads it; the registry's API
+// refuses such records before they are written).
+func (c *Catalogue) Follow(ctx context.Context, brokers []string, log *slog.Logger, opts ...kgo.Opt) error {
+	return streams.RunLoop(ctx, streams.LoopConfig{Name: "epochs", Brokers: brokers, Topics: []string{topics.Epochs}, Logger: log,
+		ClientOptions: opts, BatchHandler: func(_ context.Context, b *streams.Batch) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			for _, r := range b.Records {
+				c.consumed[r.Partition] = r.Offset + 1
+				if r.Value == nil {
+					continue // a deleted key: epochs are never deleted by offerlog
+				}
+				var s schemas.EpochSchema
+				if err := schemas.EpochSchemas.Decode(r.Value, &s); err != nil {
+					b.Dead(r, fmt.Sprintf("undecodable epoch schema: %v", err))
+					continue
+				}
+				c.put(&s)
+			}
+			c.notify()
 			return nil
-		}
-		var errs []error
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, kgo.ErrClientClosed) && !errors.Is(err, context.Canceled) {
-				errs = append(errs, fmt.Errorf("epochs: fetch %s[%d]: %w", t, p, err))
-			}
-		})
-		for _, err := range errs {
-			log.Warn("epoch catalogue fetch failed, retrying", "err", err)
-		}
-		c.mu.Lock()
-		fetches.EachRecord(func(r *kgo.Record) {
-			c.consumed[r.Partition] = r.Offset + 1
-			if r.Value == nil {
-				return // a deleted key: epochs are never deleted by offerlog
-			}
-			var s schemas.EpochSchema
-			if err := schemas.EpochSchemas.Decode(r.Value, &s); err != nil {
-				log.Error("undecodable epoch schema skipped", "key", string(r.Key), "offset", r.Offset, "err", err)
-				return
-			}
-			c.put(&s)
-		})
-		c.notify()
-		c.mu.Unlock()
-	}
-}
-
-// NewFollowClient returns a franz-go client that reads the epochs topic from
-// its start, for Follow.
-func NewFollowClient(brokers []string, opts ...kgo.Opt) (*kgo.Client, error) {
-	base := []kgo.Opt{
-		kgo.SeedBrokers(brokers...),
-		kgo.ConsumeTopics(topics.Epochs),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(200 * time.Millisecond),
-		kgo.ClientID("offerlog-epochs"),
-	}
-	return kgo.NewClient(append(base, opts...)...)
+		}})
 }
 
 // Sync waits until the catalogue has read the epochs topic up to its end

@@ -65,6 +65,8 @@ type Metrics struct {
 	// TimerRecords counts the scheduler.timers records the timer service
 	// read (a restart on its store reads only what came after).
 	TimerRecords *metrics.Counter
+	// Loop counts the router's, workers' and timer service's records.
+	Loop *streams.LoopMetrics
 }
 
 // NewMetrics registers the scheduler's metrics in r.
@@ -77,6 +79,7 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 		Lateness:     r.Histogram("offerlog_scheduler_timer_lateness_seconds", "How late timers fired.", metrics.LatencyBuckets, "stage"),
 		Pending:      r.Gauge("offerlog_scheduler_timers_pending", "Timers the timer service holds.").With(),
 		TimerRecords: r.Counter("offerlog_scheduler_timer_records_total", "scheduler.timers records the timer service read.").With(),
+		Loop:         streams.NewLoopMetrics(r),
 	}
 }
 
@@ -91,66 +94,49 @@ type router struct {
 // runRouter reads offers.events until ctx is done and routes each change
 // to the stages.
 func (r *router) run(ctx context.Context, brokers []string) error {
-	cl, err := streams.NewConsumer(brokers, RouterGroup, []string{topics.OffersEvents}, 100*time.Millisecond)
-	if err != nil {
-		return fmt.Errorf("scheduler router: %w", err)
+	return streams.RunLoop(ctx, streams.LoopConfig{Brokers: brokers, Group: RouterGroup, Topics: []string{topics.OffersEvents},
+		DeadTopic: topics.SchedulerDead, Producer: r.prod, Logger: r.log, Metrics: r.m.Loop,
+		Backoff: streams.Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second}, BatchHandler: r.batch})
+}
+
+// batch routes a partition's part of a poll: the last change of each offer
+// stands for all of them (stages look at the offer as it is).
+func (r *router) batch(ctx context.Context, b *streams.Batch) error {
+	last := map[string]*kgo.Record{}
+	for _, rec := range b.Records {
+		last[string(rec.Key)] = rec
 	}
-	defer func() { cl.AllowRebalance(); cl.Close() }()
-	for {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil
+	var mu sync.Mutex
+	var cmds []*schemas.OfferCommand
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for _, rec := range last {
+		var ev schemas.OfferEvent
+		if err := schemas.OfferEvents.Decode(rec.Value, &ev); err != nil {
+			b.Dead(rec, fmt.Sprintf("undecodable offer event: %v", err))
+			continue
 		}
-		recs := fs.Records()
-		// The last change of each offer in the poll stands for all of them:
-		// stages look at the offer as it is.
-		last := map[string]*kgo.Record{}
-		for _, rec := range recs {
-			last[string(rec.Key)] = rec
-		}
-		var mu sync.Mutex
-		var cmds []*schemas.OfferCommand
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 16)
-		for _, rec := range last {
-			var ev schemas.OfferEvent
-			if err := schemas.OfferEvents.Decode(rec.Value, &ev); err != nil {
-				r.log.Warn("scheduler router: undecodable event skipped", "offset", rec.Offset, "err", err)
-				continue
-			}
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				for _, sc := range r.stages {
-					out := Route(sc, &ev, func() (Should, error) {
-						cctx, cancel := context.WithTimeout(ctx, sc.Timeout)
-						defer cancel()
-						return r.impls[sc.Name].ShouldProcess(cctx, &ev.Offer, ev.Version, stageIn(ev.Stages, sc.Name))
-					})
-					mu.Lock()
-					cmds = append(cmds, out...)
-					mu.Unlock()
-					for _, c := range out {
-						r.m.Routed.With(sc.Name, string(c.Kind)).Inc()
-					}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			for _, sc := range r.stages {
+				out := Route(sc, &ev, func() (Should, error) {
+					cctx, cancel := context.WithTimeout(ctx, sc.Timeout)
+					defer cancel()
+					return r.impls[sc.Name].ShouldProcess(cctx, &ev.Offer, ev.Version, stageIn(ev.Stages, sc.Name))
+				})
+				mu.Lock()
+				cmds = append(cmds, out...)
+				mu.Unlock()
+				for _, c := range out {
+					r.m.Routed.With(sc.Name, string(c.Kind)).Inc()
 				}
-			}()
-		}
-		wg.Wait()
-		if err := send(ctx, r.prod, cmds); err != nil {
-			if ctx.Err() != nil {
-				return nil
 			}
-			return err
-		}
-		if len(recs) > 0 {
-			if err := cl.CommitRecords(ctx, recs...); err != nil && ctx.Err() == nil {
-				r.log.Warn("scheduler router: commit failed", "err", err)
-			}
-		}
-		cl.AllowRebalance()
+		}()
 	}
+	wg.Wait()
+	return send(ctx, r.prod, cmds)
 }
 
 func stageIn(sts []schemas.StageState, stage string) schemas.StageState {

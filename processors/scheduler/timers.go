@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -72,38 +74,29 @@ func (t *Timers) Run(ctx context.Context) error {
 	}
 	t.db = db
 	defer db.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(t.Brokers...), kgo.ConsumerGroup(TimersGroup), kgo.ConsumeTopics(topics.SchedulerTimers),
-		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
-		kgo.OnPartitionsRevoked(t.drop), kgo.OnPartitionsLost(t.drop), kgo.AdjustFetchOffsetsFn(t.resume),
-		kgo.ClientID("offerlog-"+TimersGroup))
-	if err != nil {
-		return fmt.Errorf("timers: %w", err)
-	}
-	defer func() {
-		t.stopping.Store(true) // leaving the group revokes everything: keep the store
-		cl.Close()
-	}()
 	t.count()
-	go t.fireLoop(ctx)
-	for {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		t.mu.Lock()
-		err := t.apply(fs)
-		t.mu.Unlock()
-		if err != nil {
-			return fmt.Errorf("timers: store write: %w", err)
-		}
-		// Committed offsets only make the group hand them to resume, which
-		// goes by the store: a new disk starts from the beginning anyway.
-		if recs := fs.Records(); len(recs) > 0 {
-			if err := cl.CommitRecords(ctx, recs...); err != nil && ctx.Err() == nil {
-				t.Logger.Warn("timers: commit failed", "err", err)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Leaving the group on shutdown revokes everything: keep the store.
+	stop := context.AfterFunc(ctx, func() { t.stopping.Store(true) })
+	defer stop()
+	fired := make(chan error, 1)
+	go func() { fired <- t.fireLoop(ctx) }()
+	err = streams.RunLoop(ctx, streams.LoopConfig{Brokers: t.Brokers, Group: TimersGroup, Topics: []string{topics.SchedulerTimers},
+		Logger: t.Logger, Metrics: t.Metrics.Loop, OnRevoked: t.drop,
+		// Positions come from the store: the group's committed offsets
+		// only make the group hand the partitions to resume.
+		ClientOptions: []kgo.Opt{kgo.AdjustFetchOffsetsFn(t.resume)},
+		BatchHandler: func(_ context.Context, b *streams.Batch) error {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if err := t.apply(b.Records); err != nil {
+				return streams.Fatal(fmt.Errorf("timers: store write: %w", err))
 			}
-		}
-	}
+			return nil
+		}})
+	cancel()
+	return errors.Join(err, <-fired)
 }
 
 // count sets the pending gauge from the store.
@@ -134,14 +127,14 @@ func (t *Timers) resume(_ context.Context, offsets map[string]map[int32]kgo.Offs
 // apply writes a poll's timers to the store in one batch, with each
 // partition's new position: the last record of a key wins, a tombstone (or
 // a timer without a time) removes it.
-func (t *Timers) apply(fs kgo.Fetches) error {
+func (t *Timers) apply(recs []*kgo.Record) error {
 	type change struct {
 		due       int64 // 0: removed
 		partition int32
 	}
 	last := map[string]change{}
 	pos := map[int32]int64{}
-	fs.EachRecord(func(r *kgo.Record) {
+	for _, r := range recs {
 		t.Metrics.TimerRecords.Inc()
 		pos[r.Partition] = r.Offset + 1
 		c := change{partition: r.Partition}
@@ -152,7 +145,7 @@ func (t *Timers) apply(fs kgo.Fetches) error {
 			}
 		}
 		last[string(r.Key)] = c
-	})
+	}
 	if len(pos) == 0 {
 		return nil
 	}
@@ -178,7 +171,7 @@ func (t *Timers) apply(fs kgo.Fetches) error {
 
 // drop forgets the timers of partitions taken away by a rebalance (not
 // those of a shutdown: the store stays for the restart).
-func (t *Timers) drop(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+func (t *Timers) drop(lost map[string][]int32) {
 	if t.stopping.Load() {
 		return
 	}
@@ -205,14 +198,14 @@ func (t *Timers) drop(_ context.Context, _ *kgo.Client, lost map[string][]int32)
 	_ = t.db.Write(b, nil)
 }
 
-// fireLoop fires due timers every tick.
-func (t *Timers) fireLoop(ctx context.Context) {
+// fireLoop fires due timers every tick until ctx is done.
+func (t *Timers) fireLoop(ctx context.Context) error {
 	tick := time.NewTicker(t.Tick)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-tick.C:
 		}
 		if err := t.fire(ctx); err != nil && ctx.Err() == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -80,100 +81,77 @@ func newWorker(cfg StageConfig, stage Stage, view *goka.View, oc *offers.Client,
 		limit: newLimiter(cfg.RateLimit), slots: make(chan struct{}, cfg.MaxParallelism), backoff: 100 * time.Millisecond}
 }
 
-// run reads the stage's queue, and its low-priority queue whenever the
-// queue has nothing, until ctx is done.
+// run reads the stage's queue and its low-priority queue until ctx is done.
+// An item of the low-priority queue waits while the queue has had work in
+// the last quiet period, so fresh changes go first.
 func (w *worker) run(ctx context.Context, brokers []string) error {
-	open := func(low bool) (*kgo.Client, error) {
-		return streams.NewConsumer(brokers, Group(w.cfg.Name, low), []string{topics.QueueTopic(w.cfg.Name, low)}, 100*time.Millisecond)
-	}
-	main, err := open(false)
-	if err != nil {
-		return err
-	}
-	defer func() { main.AllowRebalance(); main.Close() }()
-	low, err := open(true)
-	if err != nil {
-		return err
-	}
-	defer func() { low.AllowRebalance(); low.Close() }()
-	for ctx.Err() == nil {
-		if err := w.poll(ctx, main, 200*time.Millisecond); err != nil || ctx.Err() != nil {
-			return err
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var lastMain atomic.Int64
+	const quiet = 200 * time.Millisecond
+	loop := func(low bool) func() error {
+		return func() error {
+			return streams.RunLoop(ctx, streams.LoopConfig{Brokers: brokers, Group: Group(w.cfg.Name, low),
+				Topics: []string{topics.QueueTopic(w.cfg.Name, low)}, DeadTopic: topics.SchedulerDead, Producer: w.prod,
+				Logger: w.log, Metrics: w.m.Loop, Backoff: streams.Backoff{Initial: w.backoff, Max: 10 * time.Second},
+				Handler: func(ctx context.Context, r *kgo.Record) error {
+					if !low {
+						lastMain.Store(time.Now().UnixNano())
+					}
+					for low && time.Since(time.Unix(0, lastMain.Load())) < quiet {
+						select {
+						case <-ctx.Done():
+							return ctx.Err()
+						case <-time.After(quiet):
+						}
+					}
+					select {
+					case w.slots <- struct{}{}:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+					defer func() { <-w.slots }()
+					return w.item(ctx, r)
+				}})
 		}
-		// The low-priority queue only when the queue is drained.
-		if w.idle(main) {
-			if err := w.poll(ctx, low, 100*time.Millisecond); err != nil {
-				return err
-			}
-		}
 	}
-	return nil
-}
-
-// idle reports whether the client has nothing buffered.
-func (w *worker) idle(cl *kgo.Client) bool { return cl.BufferedFetchRecords() == 0 }
-
-// poll handles one poll of cl: every item, in parallel up to the stage's
-// limit, then the commit.
-func (w *worker) poll(ctx context.Context, cl *kgo.Client, wait time.Duration) error {
-	pctx, cancel := context.WithTimeout(ctx, wait)
-	fs := cl.PollFetches(pctx)
+	errs := make(chan error, 2)
+	go func() { errs <- loop(false)() }()
+	go func() { errs <- loop(true)() }()
+	err := <-errs
 	cancel()
-	defer cl.AllowRebalance()
-	recs := fs.Records()
-	if len(recs) == 0 {
-		return nil
-	}
-	latest := map[string]*kgo.Record{}
-	for _, r := range recs {
-		latest[string(r.Key)] = r
-	}
-	var wg sync.WaitGroup
-	for _, r := range latest {
-		select {
-		case w.slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-w.slots; wg.Done() }()
-			w.item(ctx, r)
-		}()
-	}
-	wg.Wait()
-	if ctx.Err() != nil {
-		return nil // not committed: the items come again
-	}
-	if err := cl.CommitRecords(ctx, recs...); err != nil && ctx.Err() == nil {
-		w.log.Warn("scheduler: commit failed", "stage", w.cfg.Name, "err", err)
-	}
-	return nil
+	return errors.Join(err, <-errs)
 }
 
 // item processes one queue item.
-func (w *worker) item(ctx context.Context, r *kgo.Record) {
+// It returns nil once the item's result is saved (or the item is moot), a
+// permanent error for an undecodable item, and another error when the
+// result was not answered (the item is tried again).
+func (w *worker) item(ctx context.Context, r *kgo.Record) error {
 	var it schemas.QueueItem
 	if err := schemas.QueueItems.Decode(r.Value, &it); err != nil {
-		w.dead(ctx, r, fmt.Sprintf("undecodable queue item: %v", err))
-		return
+		w.m.Processed.With(w.cfg.Name, "dead").Inc()
+		return streams.Permanentf("undecodable queue item: %w", err)
 	}
 	rec, st, err := w.at(ctx, &it)
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		w.m.Processed.With(w.cfg.Name, "gone").Inc()
 		w.log.Warn("scheduler: queue item skipped", "stage", w.cfg.Name, "offer", it.OfferID, "err", err)
-		return
+		return nil
 	}
 	if !st.Queued {
 		w.m.Processed.With(w.cfg.Name, "not queued").Inc() // a repeated item: its result is saved
-		return
+		return nil
 	}
 	var res Result
 	var perr error
 	backoff := w.backoff
 	for attempt := 1; attempt <= w.cfg.MaxFailures; attempt++ {
 		if err := w.limit.wait(ctx); err != nil {
-			return
+			return err
 		}
 		cctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
 		start := time.Now()
@@ -186,7 +164,7 @@ func (w *worker) item(ctx context.Context, r *kgo.Record) {
 		w.m.Processed.With(w.cfg.Name, "failed call").Inc()
 		select {
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 10*time.Second)
@@ -201,12 +179,11 @@ func (w *worker) item(ctx context.Context, r *kgo.Record) {
 		ExpectedVersion: -1, Stage: w.cfg.Name, ReadVersion: rec.Version, Offer: res.Offer, State: res.State, TimerAt: res.TimerAt}
 	out, err := w.offers.Do(ctx, c)
 	if err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("scheduler: result not answered; the item stays queued and is seen again", "stage", w.cfg.Name, "offer", it.OfferID, "err", err)
-		}
-		return
+		// Not committed: the loop tries the item again.
+		return fmt.Errorf("stage %s: result for offer %s not answered: %w", w.cfg.Name, it.OfferID, err)
 	}
 	w.m.Processed.With(w.cfg.Name, string(out.Outcome)).Inc()
+	return nil
 }
 
 // at returns the offer and the stage's state from the view once it shows

@@ -118,8 +118,9 @@ type Metrics struct {
 	Rows    *metrics.CounterVec // by table and op (upsert, delete)
 	Batches *metrics.Counter
 	Errors  *metrics.Counter
-	Dead    *metrics.Counter
 	Seconds *metrics.HistogramVec
+	// Loop counts the sink's records by outcome (dead letters included).
+	Loop *streams.LoopMetrics
 }
 
 // NewMetrics registers a sink's metrics in r.
@@ -128,8 +129,8 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 		Rows:    r.Counter("offerlog_sink_rows_total", "Rows written by the YDB sink, by table and operation.", "table", "op"),
 		Batches: r.Counter("offerlog_sink_batches_total", "Batches the YDB sink committed.").With(),
 		Errors:  r.Counter("offerlog_sink_errors_total", "Failed batch writes, retried.").With(),
-		Dead:    r.Counter("offerlog_sink_dead_letters_total", "Records the YDB sink could not map, sent to offers.dead.").With(),
 		Seconds: r.Histogram("offerlog_sink_batch_seconds", "Time to write a batch to YDB.", metrics.LatencyBuckets, "source"),
+		Loop:    streams.NewLoopMetrics(r),
 	}
 }
 
@@ -177,66 +178,30 @@ func Run(ctx context.Context, cfg Config) error {
 	for _, t := range src.Tables {
 		tables[t.Name] = t
 	}
-	cl, err := streams.NewConsumer(cfg.Brokers, Group(cfg.Source), []string{cfg.Source}, 500*time.Millisecond)
-	if err != nil {
-		return fmt.Errorf("ydbsink: %w", err)
-	}
-	defer func() { cl.AllowRebalance(); cl.Close() }()
-	for {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		fs.EachError(func(t string, p int32, err error) {
-			cfg.Logger.Warn("ydbsink: fetch failed", "topic", t, "partition", p, "err", err)
-		})
-		recs := fs.Records()
-		if len(recs) == 0 {
-			cl.AllowRebalance()
-			continue
-		}
-		var rows []Row
-		for _, r := range recs {
-			rs, err := src.Map(string(r.Key), r.Value)
-			if err != nil {
-				if err := streams.SendDeadLetter(ctx, cl, topics.OffersDead, Group(cfg.Source), r, "unmappable: "+err.Error()); err != nil {
-					return fmt.Errorf("ydbsink: %w", err)
+	// Nothing is skipped: a write that fails is retried until it succeeds
+	// (or the component stops); only unmappable records go to offers.dead.
+	return streams.RunLoop(ctx, streams.LoopConfig{Brokers: cfg.Brokers, Group: Group(cfg.Source), Topics: []string{cfg.Source},
+		DeadTopic: topics.OffersDead, Logger: cfg.Logger, Metrics: cfg.Metrics.Loop,
+		Backoff: streams.Backoff{Initial: time.Second, Max: cfg.MaxBackoff},
+		BatchHandler: func(ctx context.Context, b *streams.Batch) error {
+			var rows []Row
+			for _, r := range b.Records {
+				rs, err := src.Map(string(r.Key), r.Value)
+				if err != nil {
+					b.Dead(r, "unmappable: "+err.Error())
+					continue
 				}
-				cfg.Metrics.Dead.Inc()
-				continue
+				rows = append(rows, rs...)
 			}
-			rows = append(rows, rs...)
-		}
-		if err := write(ctx, cfg, tables, Collapse(tables, rows)); err != nil {
-			return nil // ctx ended while retrying
-		}
-		if err := cl.CommitRecords(ctx, recs...); err != nil && ctx.Err() == nil {
-			cfg.Logger.Warn("ydbsink: commit failed (the batch will be written again, harmlessly)", "err", err)
-		}
-		cfg.Metrics.Batches.Inc()
-		cl.AllowRebalance()
-	}
-}
-
-// write writes a collapsed batch, retrying until it succeeds or ctx ends.
-func write(ctx context.Context, cfg Config, tables map[string]Table, rows []Row) error {
-	start := time.Now()
-	backoff := time.Second
-	for {
-		err := writeOnce(ctx, cfg, tables, rows)
-		if err == nil {
+			start := time.Now()
+			if err := writeOnce(ctx, cfg, tables, Collapse(tables, rows)); err != nil {
+				cfg.Metrics.Errors.Inc()
+				return fmt.Errorf("ydbsink %s: write: %w", cfg.Source, err)
+			}
 			cfg.Metrics.Seconds.With(cfg.Source).Observe(time.Since(start).Seconds())
+			cfg.Metrics.Batches.Inc()
 			return nil
-		}
-		cfg.Metrics.Errors.Inc()
-		cfg.Logger.Warn("ydbsink: write failed, retrying", "source", cfg.Source, "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, cfg.MaxBackoff)
-	}
+		}})
 }
 
 func writeOnce(ctx context.Context, cfg Config, tables map[string]Table, rows []Row) error {
