@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
 )
 
 // consumed is one line of `offerlog consume`.
@@ -46,44 +50,60 @@ func runConsume(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if *fromBeginning {
 		start = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(*brokers...), kgo.ConsumeTopics(f.Arg(0)), kgo.ConsumeResetOffset(start),
-		kgo.FetchMaxWait(250*time.Millisecond))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	enc := json.NewEncoder(stdout)
+	var mu sync.Mutex
 	n := 0
-	for {
-		pollCtx, cancel := ctx, context.CancelFunc(func() {})
-		if *timeout > 0 {
-			pollCtx, cancel = context.WithTimeout(ctx, *timeout)
-		}
-		fs := cl.PollFetches(pollCtx)
-		cancel()
-		if ctx.Err() != nil || (pollCtx.Err() != nil && fs.NumRecords() == 0) {
-			return nil
-		}
-		var ferr error
-		fs.EachError(func(t string, p int32, err error) {
-			if err != context.DeadlineExceeded && err != context.Canceled {
-				ferr = fmt.Errorf("fetch %s[%d]: %w", t, p, err)
+	last := time.Now()
+	if *timeout > 0 {
+		// Stop when no record came for the timeout.
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			t := time.NewTicker(min(*timeout/4, 100*time.Millisecond) + time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+				}
+				mu.Lock()
+				idle := time.Since(last) >= *timeout
+				mu.Unlock()
+				if idle {
+					cancel()
+					return
+				}
 			}
-		})
-		if ferr != nil {
-			return ferr
-		}
-		for _, r := range fs.Records() {
-			if err := enc.Encode(consumedOf(r)); err != nil {
-				return err
+		}()
+	}
+	var werr error
+	err := streams.RunLoop(ctx, streams.LoopConfig{Name: "consume", Brokers: *brokers, Topics: []string{f.Arg(0)}, Start: &start,
+		Logger: discardLogger(), Handler: func(_ context.Context, r *kgo.Record) error {
+			mu.Lock()
+			defer mu.Unlock()
+			last = time.Now()
+			if werr != nil || (*maxN > 0 && n >= *maxN) {
+				return nil
+			}
+			if werr = enc.Encode(consumedOf(r)); werr != nil {
+				cancel()
+				return nil
 			}
 			n++
 			if *maxN > 0 && n >= *maxN {
-				return nil
+				cancel()
 			}
-		}
-	}
+			return nil
+		}})
+	return errors.Join(err, werr)
 }
+
+// discardLogger is the logger of the CLI's loops: their warnings are not
+// the command's output.
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func consumedOf(r *kgo.Record) consumed {
 	c := consumed{Key: string(r.Key), Partition: r.Partition, Offset: r.Offset,

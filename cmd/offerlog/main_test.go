@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -237,5 +238,53 @@ func kcat(t *testing.T, addr string) {
 	p := kgo.StickyKeyPartitioner(nil).ForTopic(topics.DocumentsResults).Partition(&kgo.Record{Key: []byte("shop/7")}, 2)
 	if int(c.Partition) != p {
 		t.Fatalf("kcat put shop/7 in partition %d, offerlog's clients use %d", c.Partition, p)
+	}
+}
+
+// TestDeadLettersListAndRedrive: `deadletters list` shows where each dead
+// letter came from and why; `redrive` puts a complete one back on its topic
+// and partition as it was, and refuses one that kept only part of its value.
+func TestDeadLettersListAndRedrive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	b := testkit.Broker(t, "")
+	addr := strings.Join(b.Addrs(), ",")
+	testkit.EnsureTopics(t, b.Addrs(), []topics.Topic{{Name: "in", Partitions: 3}, {Name: "in.dead", Partitions: 1}})
+	small := &kgo.Record{Topic: "in", Partition: 2, Offset: 5, Key: []byte("k1"), Value: []byte("garbage"),
+		Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("t1")}}}
+	big := &kgo.Record{Topic: "in", Partition: 1, Offset: 9, Key: []byte("k2"), Value: bytes.Repeat([]byte("x"), 1<<20)}
+	var dead []*kgo.Record
+	for _, r := range []*kgo.Record{small, big} {
+		d, err := streams.DeadLetterRecord("in.dead", "g", r, "undecodable")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead = append(dead, d)
+	}
+	if err := testkit.Client(t, b.Addrs()).ProduceSync(testkit.Context(t, 30*time.Second), dead...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := offerlog(t, "", "deadletters", "list", "--brokers", addr, "in.dead")
+	if code != 0 || !strings.Contains(out, `"source_partition":2,"source_offset":5,"key":"k1","group":"g","reason":"undecodable","value_size":7`) ||
+		!strings.Contains(out, `"value_size":1048576`) || !strings.Contains(out, `"complete":false`) {
+		t.Fatalf("list: %d\n%s%s", code, out, stderr)
+	}
+	code, _, stderr = offerlog(t, "", "deadletters", "redrive", "--brokers", addr, "in.dead")
+	if code != 2 {
+		t.Fatalf("redrive without --offset or --all: %d %s", code, stderr)
+	}
+	code, out, stderr = offerlog(t, "", "deadletters", "redrive", "--brokers", addr, "in.dead", "--all")
+	if code != 1 || !strings.Contains(out, "redriven 1 of 2") || !strings.Contains(stderr, "cannot be put back") {
+		t.Fatalf("redrive --all: %d\n%s%s", code, out, stderr)
+	}
+	got := testkit.ReadAll(t, b.Addrs(), "in")
+	if len(got) != 1 || got[0].Partition != 2 || string(got[0].Key) != "k1" || string(got[0].Value) != "garbage" ||
+		len(got[0].Headers) != 2 || got[0].Headers[0].Key != "trace" || got[0].Headers[1].Key != streams.RedrivenHeader {
+		t.Fatalf("redriven records %+v", got)
+	}
+	code, out, stderr = offerlog(t, "", "deadletters", "redrive", "--brokers", addr, "in.dead", "--offset", "0")
+	if code != 0 || !strings.Contains(out, "redriven 1 of 1") {
+		t.Fatalf("redrive --offset 0: %d\n%s%s", code, out, stderr)
 	}
 }
