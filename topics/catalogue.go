@@ -141,8 +141,8 @@ type Topic struct {
 	Partitions int32
 	// Compacted selects cleanup.policy=compact instead of delete.
 	Compacted bool
-	// Retention is retention.ms; 0 leaves the broker default, Forever keeps
-	// everything.
+	// Retention is retention.ms; 0 leaves the broker default (for a
+	// compacted topic: keeps every key for ever), Forever keeps everything.
 	Retention time.Duration
 	// Schema is the full name of the Avro schema of the values.
 	Schema string
@@ -157,7 +157,9 @@ func (t Topic) Configs() map[string]string {
 		c["cleanup.policy"] = "compact"
 	}
 	switch {
-	case t.Retention == Forever:
+	case t.Retention == Forever, t.Compacted && t.Retention == 0:
+		// A compacted topic keeps every key's last record for ever: with
+		// the broker's default retention (7 days) keys would vanish.
 		c["retention.ms"] = "-1"
 	case t.Retention > 0:
 		c["retention.ms"] = strconv.FormatInt(t.Retention.Milliseconds(), 10)

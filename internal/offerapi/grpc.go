@@ -43,7 +43,7 @@ func (g *grpcServer) CurrentDraft(ctx context.Context, r *offerv1.CurrentDraftRe
 }
 
 func (g *grpcServer) SaveDraft(ctx context.Context, r *offerv1.SaveDraftRequest) (*offerv1.Draft, error) {
-	d, err := g.s.SaveDraft(ctx, r.Anon, r.User, r.DraftId, OfferOf(r.Offer))
+	d, err := g.s.SaveDraft(ctx, r.Anon, r.User, r.DraftId, offerv1.ToOffer(r.Offer))
 	if err != nil {
 		return nil, grpcErr(err)
 	}
@@ -70,7 +70,7 @@ func (g *grpcServer) UpdateOffer(ctx context.Context, r *offerv1.UpdateOfferRequ
 	if r.Offer == nil {
 		return nil, status.Error(codes.InvalidArgument, "offer: required")
 	}
-	o, err := g.s.Update(ctx, r.SellerId, r.Id, r.ExpectedVersion, OfferOf(r.Offer))
+	o, err := g.s.Update(ctx, r.SellerId, r.Id, r.ExpectedVersion, offerv1.ToOffer(r.Offer))
 	if err != nil {
 		return nil, grpcErr(err)
 	}
@@ -106,44 +106,14 @@ func (g *grpcServer) GetCounters(ctx context.Context, r *offerv1.GetCountersRequ
 		Banned: c.Banned, Sold: c.Sold, MoneyEarned: c.MoneyEarned}, nil
 }
 
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-// OfferPB returns the protobuf form of an offer.
-func OfferPB(o *schemas.Offer) *offerv1.Offer {
-	out := &offerv1.Offer{Id: o.ID, SellerId: o.SellerID, Category: o.Category, Title: o.Title, Description: o.Description,
-		Price: o.Price, Currency: o.Currency, Attributes: o.Attributes.Map(), Status: string(o.Status), ExternalId: o.ExternalID,
-		CreatedAtMs: ms(o.CreatedAt), UpdatedAtMs: ms(o.UpdatedAt)}
-	for _, p := range o.Photos {
-		out.Photos = append(out.Photos, &offerv1.Photo{SourceUrl: p.SourceURL, Url: p.URL, Status: string(p.Status), Error: p.Error})
-	}
-	return out
-}
-
-// OfferOf returns the content of a written offer; server-kept fields (ids,
-// times, photo processing) are not taken from the request.
-func OfferOf(o *offerv1.Offer) *schemas.Offer {
-	if o == nil {
-		return nil
-	}
-	out := &schemas.Offer{Category: o.Category, Title: o.Title, Description: o.Description, Price: o.Price,
-		Currency: o.Currency, Attributes: schemas.AttributesOf(o.Attributes), Status: schemas.OfferStatus(o.Status), Photos: []schemas.Photo{}}
-	for _, p := range o.Photos {
-		out.Photos = append(out.Photos, schemas.Photo{SourceURL: p.SourceUrl})
-	}
-	return out
-}
+func ms(t time.Time) int64 { return offerv1.Millis(t) }
 
 func versionPB(o *OfferVersion) *offerv1.OfferVersion {
-	return &offerv1.OfferVersion{Offer: OfferPB(&o.Offer), Version: o.Version, Banned: o.Banned, BanReasons: o.BanReasons}
+	return &offerv1.OfferVersion{Offer: offerv1.FromOffer(&o.Offer), Version: o.Version, Banned: o.Banned, BanReasons: o.BanReasons}
 }
 
 func draftPB(d *schemas.Draft) *offerv1.Draft {
-	return &offerv1.Draft{Id: d.ID, Owner: d.Owner, Category: d.Category, Offer: OfferPB(&d.Offer),
+	return &offerv1.Draft{Id: d.ID, Owner: d.Owner, Category: d.Category, Offer: offerv1.FromOffer(&d.Offer),
 		UpdatedAtMs: ms(d.UpdatedAt), Version: d.Version}
 }
 

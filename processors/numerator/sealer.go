@@ -188,44 +188,46 @@ func (s *sealer) handle(ctx context.Context, sess *kgo.GroupTransactSession, rec
 	return nil
 }
 
-// current returns the last state written, or the empty state.
+// current returns the last state written that decodes, or the empty state.
+// A record of numerator.states that does not decode is passed over (and
+// logged): it cannot be a state this sealer wrote, and must not stop it.
 func (s *sealer) current(ctx context.Context) (Version, error) {
-	ends, err := s.adm.ListEndOffsets(ctx, topics.NumeratorStates)
+	ends, err := streams.EndOffsets(ctx, s.adm, topics.NumeratorStates)
 	if err != nil {
 		return Version{}, err
 	}
-	end, ok := ends.Lookup(topics.NumeratorStates, 0)
-	if !ok || end.Err != nil || end.Offset == 0 {
-		return Version{T: s.cfg.Type, S: s.cfg.Scheme}, nil
+	empty := Version{T: s.cfg.Type, S: s.cfg.Scheme}
+	end := ends[0]
+	if end == 0 {
+		return empty, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Brokers...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topics.NumeratorStates: {0: kgo.NewOffset().At(max(0, end.Offset-20))}}))
-	if err != nil {
-		return Version{}, err
-	}
-	defer cl.Close()
-	var last *kgo.Record
-	for last == nil || last.Offset < end.Offset-1 {
-		pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		if ctx.Err() != nil {
-			return Version{}, ctx.Err()
+	// The last states are at the end; read back further only when none of
+	// the last ones decodes.
+	for back := int64(20); ; back *= 4 {
+		from := max(0, end-back)
+		var last *schemas.NumeratorState
+		err := streams.ReadRange(ctx, s.cfg.Brokers, topics.NumeratorStates, map[int32]int64{0: from}, map[int32]int64{0: end}, func(r *kgo.Record) {
+			var st schemas.NumeratorState
+			if err := schemas.NumeratorStates.Decode(r.Value, &st); err != nil {
+				s.cfg.Logger.Warn("sealer: undecodable state passed over", "offset", r.Offset, "err", err)
+				return
+			}
+			if _, err := ParseVersion(st.Version); err != nil {
+				s.cfg.Logger.Warn("sealer: state with a bad version passed over", "offset", r.Offset, "version", st.Version)
+				return
+			}
+			last = &st
+		})
+		if err != nil {
+			return Version{}, err
 		}
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) { last, n = r, n+1 })
-		if n == 0 {
-			break // the end is a transaction marker
+		if last != nil {
+			return ParseVersion(last.Version)
+		}
+		if from == 0 {
+			return empty, nil
 		}
 	}
-	if last == nil {
-		return Version{T: s.cfg.Type, S: s.cfg.Scheme}, nil
-	}
-	var st schemas.NumeratorState
-	if err := schemas.NumeratorStates.Decode(last.Value, &st); err != nil {
-		return Version{}, err
-	}
-	return ParseVersion(st.Version)
 }
 
 // carryOut decides one marker and produces its records in the open

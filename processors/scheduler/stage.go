@@ -23,8 +23,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/offerlog/offerlog/internal/offerapi"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/schemas/proto/offerv1"
 	"github.com/offerlog/offerlog/schemas/proto/stagev1"
 )
 
@@ -122,7 +122,7 @@ func DialRemote(name, addr string) (*Remote, error) {
 func (r *Remote) Close() error { return r.conn.Close() }
 
 func request(stage string, o *schemas.Offer, version int64, st schemas.StageState) *stagev1.StageRequest {
-	return &stagev1.StageRequest{Offer: offerapi.OfferPB(o), OfferVersion: version, Stage: stage,
+	return &stagev1.StageRequest{Offer: offerv1.FromOffer(o), OfferVersion: version, Stage: stage,
 		State: &stagev1.State{TypeUrl: st.TypeURL, Value: st.Value, Version: st.Version}}
 }
 
@@ -143,7 +143,7 @@ func (r *Remote) Process(ctx context.Context, o *schemas.Offer, version int64, s
 	}
 	res := Result{TimerAt: resp.TimerAtMs}
 	if resp.Offer != nil {
-		res.Offer = offerapi.OfferOf(resp.Offer)
+		res.Offer = offerv1.ToOffer(resp.Offer)
 	}
 	if resp.State != nil {
 		res.State = &schemas.StageState{TypeURL: resp.State.TypeUrl, Value: resp.State.Value}
@@ -160,7 +160,7 @@ type stageServer struct {
 }
 
 func fromRequest(r *stagev1.StageRequest) (*schemas.Offer, schemas.StageState) {
-	o := offerapi.OfferOf(r.Offer)
+	o := offerv1.ToOffer(r.Offer)
 	if r.Offer != nil {
 		o.ID, o.SellerID, o.ExternalID = r.Offer.Id, r.Offer.SellerId, r.Offer.ExternalId
 		o.CreatedAt, o.UpdatedAt = time.UnixMilli(r.Offer.CreatedAtMs).UTC(), time.UnixMilli(r.Offer.UpdatedAtMs).UTC()
@@ -189,7 +189,7 @@ func (s *stageServer) Process(ctx context.Context, r *stagev1.StageRequest) (*st
 	}
 	out := &stagev1.ProcessResponse{TimerAtMs: res.TimerAt}
 	if res.Offer != nil {
-		out.Offer = offerapi.OfferPB(res.Offer)
+		out.Offer = offerv1.FromOffer(res.Offer)
 	}
 	if res.State != nil {
 		out.State = &stagev1.State{TypeUrl: res.State.TypeURL, Value: res.State.Value}
