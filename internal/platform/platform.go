@@ -218,7 +218,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	registerLag(reg, adm, cfg.Stages.Names())
 
-	sup := &supervisor{log: log}
+	sup := &supervisor{log: log, restarts: reg.Counter("offerlog_component_restarts_total", "Restarts of a component after it failed, by component.", "component")}
 	// On every return: stop the components, then wait for them (defers run
 	// last first).
 	defer sup.Wait()
@@ -324,7 +324,7 @@ func Run(ctx context.Context, cfg Config) error {
 					return errors.New("starting")
 				}
 			}
-			return sup.Err()
+			return errors.Join(sup.Err(), sup.Restarting())
 		}
 		// Every process serves its metrics and probes; the api also its routes.
 		probes := http.NewServeMux()

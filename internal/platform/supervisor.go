@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/offerlog/offerlog/internal/metrics"
 )
 
 // supervisor starts every background goroutine of the platform, so that
@@ -14,10 +16,13 @@ import (
 // started again with backoff; any other failure stops the platform.
 type supervisor struct {
 	log *slog.Logger
+	// restarts counts restarts by component (nil: not counted).
+	restarts *metrics.CounterVec
 
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	err    error
+	down   map[string]error // components waiting to be restarted
 	failed chan struct{}
 	once   sync.Once
 }
@@ -40,6 +45,31 @@ func (s *supervisor) fail(name string, err error) {
 	ch := s.failed
 	s.mu.Unlock()
 	s.once.Do(func() { close(ch) })
+}
+
+// Restarting returns an error naming the components waiting for their
+// restart, or nil.
+func (s *supervisor) Restarting() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for name, err := range s.down {
+		errs = append(errs, fmt.Errorf("%s restarting after: %w", name, err))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *supervisor) setDown(name string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		delete(s.down, name)
+		return
+	}
+	if s.down == nil {
+		s.down = map[string]error{}
+	}
+	s.down[name] = err
 }
 
 // Err returns the joined errors of the goroutines that failed.
@@ -75,11 +105,16 @@ func (s *supervisor) Go(ctx context.Context, name string, restart bool, fn func(
 				backoff = time.Second
 			}
 			s.log.Error("component failed, restarting", "component", name, "in", backoff, "err", err)
+			if s.restarts != nil {
+				s.restarts.With(name).Inc()
+			}
+			s.setDown(name, err)
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(backoff):
 			}
+			s.setDown(name, nil)
 			backoff = min(2*backoff, 30*time.Second)
 		}
 	}()
