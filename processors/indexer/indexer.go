@@ -237,16 +237,9 @@ func Replay(ctx context.Context, cfg Config) error {
 }
 
 // Backoff returns the wait before retry number attempts: min doubled per
-// earlier attempt, at most max.
+// earlier attempt, at most max (streams.Backoff's rule).
 func Backoff(attempts int, min, max time.Duration) time.Duration {
-	d := min
-	for i := 1; i < attempts && d < max; i++ {
-		d *= 2
-	}
-	if d > max {
-		d = max
-	}
-	return d
+	return streams.Backoff{Initial: min, Max: max}.Wait(attempts)
 }
 
 type job struct {
