@@ -68,8 +68,8 @@ type LoopConfig struct {
 	Handler Handler
 	// BatchHandler handles each partition's part of a poll at once.
 	BatchHandler BatchHandler
-	// Middleware wraps Handler, outermost first, outside the loop's own
-	// retry, timeout and recovery.
+	// Middleware wraps Handler, outermost first, inside the loop's own
+	// retry, timeout and recovery (it runs on every attempt).
 	Middleware []Middleware
 
 	// DeadTopic receives the records that fail permanently or too often,
@@ -183,11 +183,7 @@ type Loop struct {
 
 	mu        sync.Mutex
 	workers   map[tp]*worker
-	runCancel context.CancelFunc // stops Run after a failure
-
-	failOnce sync.Once
-	failErr  error
-	failed   chan struct{}
+	runCancel context.CancelCauseFunc // stops Run with the failure as its cause
 }
 
 type tp struct {
@@ -201,10 +197,9 @@ func NewLoop(cfg LoopConfig) (*Loop, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l := &Loop{cfg: cfg, workers: map[tp]*worker{}, failed: make(chan struct{})}
+	l := &Loop{cfg: cfg, workers: map[tp]*worker{}}
 	if cfg.Handler != nil {
-		mw := append(append([]Middleware{}, cfg.Middleware...), Retry(cfg.Backoff), l.countRetries(), Timeout(cfg.Timeout), Recover())
-		l.handler = Chain(cfg.Handler, mw...)
+		l.handler = Chain(cfg.Handler, cfg.Middleware...)
 	}
 	return l, nil
 }
@@ -218,23 +213,19 @@ func RunLoop(ctx context.Context, cfg LoopConfig) error {
 	return l.Run(ctx)
 }
 
-func (l *Loop) countRetries() Middleware {
-	return func(h Handler) Handler {
-		return func(ctx context.Context, r *kgo.Record) error {
-			err := h(ctx, r)
-			if err != nil && !IsPermanent(err) && !IsFatal(err) && ctx.Err() == nil {
-				l.retried(err, r.Topic, r.Partition, r.Offset)
-			}
-			return err
+// try calls fn with the loop's timeout and panic recovery, and again with
+// its backoff while it fails with an error neither permanent nor fatal; at is
+// the (first) record fn handles, for the log.
+func (l *Loop) try(ctx context.Context, at *kgo.Record, fn func(context.Context) error) error {
+	onRetry := func(_ int, err error) {
+		if l.cfg.Metrics != nil {
+			l.cfg.Metrics.Retries.With(l.cfg.Name).Inc()
 		}
+		l.cfg.Logger.Warn("handler failed, retrying", "loop", l.cfg.Name, "topic", at.Topic, "partition", at.Partition, "offset", at.Offset, "err", err)
 	}
-}
-
-func (l *Loop) retried(err error, topic string, partition int32, offset int64) {
-	if l.cfg.Metrics != nil {
-		l.cfg.Metrics.Retries.With(l.cfg.Name).Inc()
-	}
-	l.cfg.Logger.Warn("handler failed, retrying", "loop", l.cfg.Name, "topic", topic, "partition", partition, "offset", offset, "err", err)
+	return retry(ctx, l.cfg.Backoff, onRetry, func(ctx context.Context) error {
+		return withTimeout(ctx, l.cfg.Timeout, func(ctx context.Context) error { return recovered(ctx, fn) })
+	})
 }
 
 func (l *Loop) count(outcome string, n int) {
@@ -267,9 +258,9 @@ func (l *Loop) clientOptions() []kgo.Opt {
 // Run consumes until ctx is done and returns nil, or until a handler failed
 // fatally (or dead letters could not be written) and returns that error.
 // Handled records are committed before it returns. Run may be called once.
-func (l *Loop) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+func (l *Loop) Run(parent context.Context) error {
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
 	l.mu.Lock()
 	l.runCancel = cancel
 	l.mu.Unlock()
@@ -278,7 +269,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", l.cfg.Name, err)
 	}
 	defer func() {
-		l.stopAll()
+		l.stop(nil)
 		if l.cfg.Group != "" {
 			cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
 			if err := cl.CommitMarkedOffsets(cctx); err != nil {
@@ -292,7 +283,10 @@ func (l *Loop) Run(ctx context.Context) error {
 	for {
 		fs := cl.PollRecords(ctx, l.cfg.MaxPollRecords)
 		if ctx.Err() != nil {
-			return l.err()
+			if parent.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("%s: %w", l.cfg.Name, context.Cause(ctx))
 		}
 		fs.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed) {
@@ -325,25 +319,14 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 }
 
-func (l *Loop) err() error {
-	select {
-	case <-l.failed:
-		return l.failErr
-	default:
-		return nil
-	}
-}
-
+// fail stops Run with err: its poll returns, it stops the workers and
+// returns the first failure.
 func (l *Loop) fail(err error) {
-	l.failOnce.Do(func() {
-		l.failErr = fmt.Errorf("%s: %w", l.cfg.Name, err)
-		close(l.failed)
-		l.cfg.Logger.Error("consume loop stopped", "loop", l.cfg.Name, "err", err)
-	})
+	l.cfg.Logger.Error("consume loop stopping", "loop", l.cfg.Name, "err", err)
 	l.mu.Lock()
 	stop := l.runCancel
 	l.mu.Unlock()
-	stop() // Run's poll returns, Run stops the workers and returns the error
+	stop(err)
 }
 
 // worker returns the worker of a partition: created on first use without a
@@ -407,8 +390,6 @@ func (l *Loop) stop(ps map[string][]int32) {
 		}
 	}
 }
-
-func (l *Loop) stopAll() { l.stop(nil) }
 
 func contains(ps []int32, p int32) bool {
 	for _, x := range ps {
@@ -478,7 +459,7 @@ func (l *Loop) handle(ctx context.Context, w *worker, recs []*kgo.Record) error 
 		return l.handleBatch(ctx, w, recs)
 	}
 	for _, r := range recs {
-		err := l.handler(ctx, r)
+		err := l.try(ctx, r, func(ctx context.Context) error { return l.handler(ctx, r) })
 		switch {
 		case err == nil:
 			l.count("handled", 1)
@@ -505,21 +486,10 @@ func (l *Loop) done(w *worker, r *kgo.Record) {
 
 func (l *Loop) handleBatch(ctx context.Context, w *worker, recs []*kgo.Record) error {
 	var b *Batch
-	call := func(ctx context.Context) (err error) {
+	err := l.try(ctx, recs[0], func(ctx context.Context) error {
 		b = &Batch{Topic: w.topic, Partition: w.partition, Records: recs}
-		defer func() {
-			if p := recover(); p != nil {
-				err = Permanentf("handler panicked: %v", p)
-			}
-		}()
-		if l.cfg.Timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, l.cfg.Timeout)
-			defer cancel()
-		}
 		return l.cfg.BatchHandler(ctx, b)
-	}
-	err := retry(ctx, l.cfg.Backoff, func(_ int, err error) { l.retried(err, w.topic, w.partition, recs[0].Offset) }, call)
+	})
 	switch {
 	case err == nil:
 		for _, d := range b.dead {

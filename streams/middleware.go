@@ -153,13 +153,8 @@ func Retry(b Backoff) Middleware {
 // (0: no limit). A call that runs out fails with a retryable error.
 func Timeout(d time.Duration) Middleware {
 	return func(h Handler) Handler {
-		if d <= 0 {
-			return h
-		}
 		return func(ctx context.Context, r *kgo.Record) error {
-			ctx, cancel := context.WithTimeout(ctx, d)
-			defer cancel()
-			return h(ctx, r)
+			return withTimeout(ctx, d, func(ctx context.Context) error { return h(ctx, r) })
 		}
 	}
 }
@@ -168,15 +163,28 @@ func Timeout(d time.Duration) Middleware {
 // permanent error naming it, so one bad record cannot crash the process.
 func Recover() Middleware {
 	return func(h Handler) Handler {
-		return func(ctx context.Context, r *kgo.Record) (err error) {
-			defer func() {
-				if p := recover(); p != nil {
-					err = Permanent(fmt.Errorf("handler panicked: %v\n%s", p, debug.Stack()))
-				}
-			}()
-			return h(ctx, r)
+		return func(ctx context.Context, r *kgo.Record) error {
+			return recovered(ctx, func(ctx context.Context) error { return h(ctx, r) })
 		}
 	}
+}
+
+func withTimeout(ctx context.Context, d time.Duration, fn func(context.Context) error) error {
+	if d <= 0 {
+		return fn(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return fn(ctx)
+}
+
+func recovered(ctx context.Context, fn func(context.Context) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = Permanent(fmt.Errorf("handler panicked: %v\n%s", p, debug.Stack()))
+		}
+	}()
+	return fn(ctx)
 }
 
 // Chain applies middleware to h, the first outermost.

@@ -89,35 +89,33 @@ func (w *worker) run(ctx context.Context, brokers []string) error {
 	defer cancel()
 	var lastMain atomic.Int64
 	const quiet = 200 * time.Millisecond
-	loop := func(low bool) func() error {
-		return func() error {
-			return streams.RunLoop(ctx, streams.LoopConfig{Brokers: brokers, Group: Group(w.cfg.Name, low),
-				Topics: []string{topics.QueueTopic(w.cfg.Name, low)}, DeadTopic: topics.SchedulerDead, Producer: w.prod,
-				Logger: w.log, Metrics: w.m.Loop, Backoff: streams.Backoff{Initial: w.backoff, Max: 10 * time.Second},
-				Handler: func(ctx context.Context, r *kgo.Record) error {
-					if !low {
-						lastMain.Store(time.Now().UnixNano())
-					}
-					for low && time.Since(time.Unix(0, lastMain.Load())) < quiet {
-						select {
-						case <-ctx.Done():
-							return ctx.Err()
-						case <-time.After(quiet):
-						}
-					}
+	loop := func(low bool) error {
+		return streams.RunLoop(ctx, streams.LoopConfig{Brokers: brokers, Group: Group(w.cfg.Name, low),
+			Topics: []string{topics.QueueTopic(w.cfg.Name, low)}, DeadTopic: topics.SchedulerDead, Producer: w.prod,
+			Logger: w.log, Metrics: w.m.Loop, Backoff: streams.Backoff{Initial: w.backoff, Max: 10 * time.Second},
+			Handler: func(ctx context.Context, r *kgo.Record) error {
+				if !low {
+					lastMain.Store(time.Now().UnixNano())
+				}
+				for low && time.Since(time.Unix(0, lastMain.Load())) < quiet {
 					select {
-					case w.slots <- struct{}{}:
 					case <-ctx.Done():
 						return ctx.Err()
+					case <-time.After(quiet):
 					}
-					defer func() { <-w.slots }()
-					return w.item(ctx, r)
-				}})
-		}
+				}
+				select {
+				case w.slots <- struct{}{}:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				defer func() { <-w.slots }()
+				return w.item(ctx, r)
+			}})
 	}
 	errs := make(chan error, 2)
-	go func() { errs <- loop(false)() }()
-	go func() { errs <- loop(true)() }()
+	go func() { errs <- loop(false) }()
+	go func() { errs <- loop(true) }()
 	err := <-errs
 	cancel()
 	return errors.Join(err, <-errs)

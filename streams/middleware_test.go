@@ -1,0 +1,48 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestMiddleware: Retry calls again until success and gives up after its
+// attempts; a permanent error is not retried; Timeout bounds each call;
+// Recover turns a panic into a permanent error.
+func TestMiddleware(t *testing.T) {
+	b := Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond, Attempts: 3}
+	calls := 0
+	flaky := func(context.Context, *kgo.Record) error {
+		if calls++; calls < 3 {
+			return errors.New("transient")
+		}
+		return nil
+	}
+	ctx := context.Background()
+	if err := Chain(flaky, Retry(b))(ctx, &kgo.Record{}); err != nil || calls != 3 {
+		t.Fatalf("flaky: %v after %d calls", err, calls)
+	}
+	calls = 0
+	broken := func(context.Context, *kgo.Record) error { calls++; return errors.New("broken") }
+	var gaveUp *GaveUpError
+	if err := Chain(broken, Retry(b))(ctx, &kgo.Record{}); !errors.As(err, &gaveUp) || gaveUp.Attempts != 3 || calls != 3 {
+		t.Fatalf("broken: %v after %d calls", err, calls)
+	}
+	calls = 0
+	poison := func(context.Context, *kgo.Record) error { calls++; return Permanentf("undecodable") }
+	if err := Chain(poison, Retry(b))(ctx, &kgo.Record{}); !IsPermanent(err) || calls != 1 {
+		t.Fatalf("poison: %v after %d calls", err, calls)
+	}
+	slow := func(ctx context.Context, _ *kgo.Record) error { <-ctx.Done(); return ctx.Err() }
+	if err := Chain(slow, Timeout(10*time.Millisecond))(ctx, &kgo.Record{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("slow: %v", err)
+	}
+	panics := func(context.Context, *kgo.Record) error { panic("boom") }
+	if err := Chain(panics, Recover())(ctx, &kgo.Record{}); !IsPermanent(err) || !strings.Contains(err.Error(), "panicked: boom") {
+		t.Fatalf("panics: %v", err)
+	}
+}
