@@ -264,31 +264,50 @@ func (l *loader) items(ctx context.Context, run []schemas.FeedItem) error {
 	return nil
 }
 
+// entries returns the seller's feed entries: those of the index view, and
+// those this loader wrote that the view may not show yet (which win).
+func (l *loader) entries(seller string) ([]schemas.FeedEntry, error) {
+	from, to := seller+"/", seller+"0" // '0' follows '/'
+	byKey := map[string]schemas.FeedEntry{}
+	it, err := l.cfg.View.IteratorWithRange(from, to)
+	if err != nil {
+		return nil, fmt.Errorf("feeds: index: %w", err)
+	}
+	for it.Next() {
+		v, err := it.Value()
+		if e, ok := v.(*schemas.FeedEntry); err == nil && ok {
+			byKey[it.Key()] = *e
+		}
+	}
+	it.Release()
+	for k, e := range l.known {
+		if strings.HasPrefix(k, from) {
+			byKey[k] = e
+		}
+	}
+	out := make([]schemas.FeedEntry, 0, len(byKey))
+	for _, e := range byKey {
+		out = append(out, e)
+	}
+	return out, nil
+}
+
 // finish deletes every offer of the seller's feed that task did not touch,
 // in rounds, until the index shows none that was not answered.
 func (l *loader) finish(ctx context.Context, seller string, task int64) error {
 	answered := map[string]bool{}
 	for round := 0; ; round++ {
-		var cmds []*schemas.OfferCommand
-		it, err := l.cfg.View.IteratorWithRange(seller+"/", seller+"0") // '0' follows '/'
+		entries, err := l.entries(seller)
 		if err != nil {
-			return fmt.Errorf("feeds: index: %w", err)
+			return err
 		}
-		for it.Next() {
-			v, err := it.Value()
-			e, ok := v.(*schemas.FeedEntry)
-			if err != nil || !ok {
-				continue
-			}
-			if k, has := l.known[it.Key()]; has {
-				e = &k
-			}
+		var cmds []*schemas.OfferCommand
+		for _, e := range entries {
 			if e.TaskID < task && !answered[e.OfferID] {
 				cmds = append(cmds, &schemas.OfferCommand{Kind: schemas.CommandFeedDelete, OfferID: e.OfferID,
 					SellerID: seller, ExpectedVersion: -1, TaskID: task, ExternalID: e.ExternalID})
 			}
 		}
-		it.Release()
 		if len(cmds) == 0 {
 			break
 		}
