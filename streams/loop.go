@@ -89,7 +89,7 @@ type LoopConfig struct {
 	// MaxPollRecords bounds one poll; default 10 000.
 	MaxPollRecords int
 	// CommitInterval is how often the offsets of handled records are
-	// committed; default 500 ms. They are committed on every revocation
+	// committed; default 500 ms, at least 100 ms. They are committed on every revocation
 	// and on shutdown too.
 	CommitInterval time.Duration
 	// ClientOptions are added last to the client's options.
@@ -135,6 +135,9 @@ func (c *LoopConfig) Validate() error {
 	}
 	if c.Group != "" && len(c.Partitions) > 0 {
 		errs = append(errs, errors.New("a group consumes topics, not given partitions"))
+	}
+	if c.CommitInterval != 0 && c.CommitInterval < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("commit interval %v: want at least 100ms (franz-go's minimum)", c.CommitInterval))
 	}
 	if (c.Handler == nil) == (c.BatchHandler == nil) {
 		errs = append(errs, errors.New("want exactly one of Handler and BatchHandler"))

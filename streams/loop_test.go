@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/internal/testkit"
@@ -355,4 +357,69 @@ func TestReadToEndOfTransactionalTopic(t *testing.T) {
 		t.Fatalf("read %d records, want 3", n)
 	}
 	t.Logf("read in %s", time.Since(start))
+}
+
+// TestLoopSurvivesBrokerErrors: with the broker refusing the first dead
+// letters and the first offset commits, every record is still handled
+// once, its dead letter written once, and the offsets committed to the end.
+func TestLoopSurvivesBrokerErrors(t *testing.T) {
+	b := testkit.Broker(t, "")
+	brokers := b.Addrs()
+	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: "in", Partitions: 2}, {Name: "dead", Partitions: 1}})
+	var recs []*kgo.Record
+	for i := range 100 {
+		v := fmt.Sprint("v", i)
+		if i == 31 {
+			v = "poison"
+		}
+		recs = append(recs, &kgo.Record{Topic: "in", Partition: int32(i % 2), Value: []byte(v)})
+	}
+	produce(t, brokers, recs...)
+	dlq := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(0))
+	produceFailed := testkit.FailRequests(b, kmsg.Produce, 3, kerr.InvalidRecord)
+	commitFailed := testkit.FailRequests(b, kmsg.OffsetCommit, 3, kerr.NotCoordinator)
+
+	var mu sync.Mutex
+	handled := map[string]int{}
+	stop := run(t, streams.LoopConfig{Brokers: brokers, Group: "g", Topics: []string{"in"}, DeadTopic: "dead", Producer: dlq,
+		CommitInterval: 100 * time.Millisecond, Logger: testkit.Logger(),
+		Handler: func(_ context.Context, r *kgo.Record) error {
+			if string(r.Value) == "poison" {
+				return streams.Permanentf("poison")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			handled[string(r.Value)]++
+			return nil
+		}})
+	adm := testkit.Admin(t, brokers)
+	ctx := testkit.Context(t, time.Minute)
+	ends, err := adm.ListEndOffsets(ctx, "in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := streams.WaitCommitted(ctx, adm, "g", ends.Offsets()); err != nil {
+		mu.Lock()
+		n := len(handled)
+		mu.Unlock()
+		c, _ := adm.FetchOffsets(testkit.Context(t, 10*time.Second), "g")
+		t.Fatalf("%v (%d handled, committed %v, failed %d %d)", err, n, c, produceFailed(), commitFailed())
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if len(handled) != 99 {
+		t.Errorf("%d records handled, want 99", len(handled))
+	}
+	for v, n := range handled {
+		if n != 1 {
+			t.Errorf("%s handled %d times", v, n)
+		}
+	}
+	if dead := deadLetters(t, brokers); len(dead) != 1 || string(dead[0].Value) != "poison" {
+		t.Errorf("dead letters %+v, want the poison once", dead)
+	}
+	if produceFailed() != 3 || commitFailed() != 3 {
+		t.Errorf("the broker failed %d produce and %d commit requests, want 3 and 3", produceFailed(), commitFailed())
+	}
 }

@@ -16,6 +16,7 @@ func runDev(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	f := newFlags("dev", stderr)
 	cfg := f.platform()
 	f.StringVar(&cfg.KafkaAddr, "kafka-addr", cfg.KafkaAddr, "address of the embedded Kafka-protocol broker")
+	f.BoolVar(&cfg.Fsync, "fsync", false, fsyncUsage)
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -47,15 +48,18 @@ func printInfo(w io.Writer, info platform.Info) {
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
 }
 
+const fsyncUsage = "fsync every batch before acknowledging it (survives a power loss; without it an acknowledged batch is in its file, which survives kill -9)"
+
 func runBroker(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	f := newFlags("broker", stderr)
 	data := f.String("data", "./data", "data directory")
 	addr := f.String("kafka-addr", "127.0.0.1:9092", "address to listen on")
+	fsync := f.Bool("fsync", false, fsyncUsage)
 	if err := f.parse(args); err != nil {
 		return err
 	}
 	log := f.logger(stderr)
-	b, err := broker.Start(broker.Config{DataDir: *data, Addr: *addr, Partitions: 8, Logger: log})
+	b, err := broker.Start(broker.Config{DataDir: *data, Addr: *addr, Partitions: 8, Fsync: *fsync, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -21,8 +21,8 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"dev", "[--data DIR] [--kafka-addr HOST:PORT] [--http HOST:PORT]", "run the whole platform on the embedded broker", runDev},
-		{"broker", "[--data DIR] [--kafka-addr HOST:PORT]", "run the embedded broker alone", runBroker},
+		{"dev", "[--data DIR] [--kafka-addr HOST:PORT] [--http HOST:PORT] [--fsync]", "run the whole platform on the embedded broker", runDev},
+		{"broker", "[--data DIR] [--kafka-addr HOST:PORT] [--fsync]", "run the embedded broker alone", runBroker},
 		{"run", "COMPONENT --brokers B [--data DIR] [--http HOST:PORT]", "run one component (registry, indexer, numerator, offers, drafts, cabinet, feeds, scheduler, api, cache, sink-ydb) against a cluster", runComponent},
 		{"get", "[--table T] [--zookeeper HOSTS | --hosts A,B] KEY...", "read keys from the serving cache and print them as JSON", runGet},
 		{"topics", "ensure|list --brokers B [--partitions N]", "create or check the topic catalogue", runTopics},

@@ -9,8 +9,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Config of the embedded broker.
@@ -22,6 +25,15 @@ type Config struct {
 	Addr string
 	// Partitions is the default partition count of auto-created topics.
 	Partitions int
+	// Fsync fsyncs every batch before it is acknowledged, for durability
+	// across a power loss (Kafka's flush.messages=1). Without it a batch is
+	// written to its segment file before the acknowledgement, which a
+	// kill -9 of the process does not lose, and fsynced when its segment
+	// rolls and on shutdown.
+	Fsync bool
+	// CompactEvery is how often compacted topics are compacted and
+	// retention is applied; default 10 s.
+	CompactEvery time.Duration
 	// Logger receives the broker's warnings and errors.
 	Logger *slog.Logger
 }
@@ -37,6 +49,9 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
+	if cfg.CompactEvery <= 0 {
+		cfg.CompactEvery = 10 * time.Second
+	}
 	host, port, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("broker: address %q: %w", cfg.Addr, err)
@@ -49,10 +64,12 @@ func Start(cfg Config) (*Broker, error) {
 			return net.Listen(network, net.JoinHostPort(host, port))
 		}),
 		kfake.BrokerConfigs(map[string]string{
-			// Compact compacted topics every 10 s so they stay small.
-			"log.cleaner.backoff.ms": "10000",
+			"log.cleaner.backoff.ms": strconv.FormatInt(cfg.CompactEvery.Milliseconds(), 10),
 			"message.max.bytes":      "8388608",
 		}),
+	}
+	if cfg.Fsync {
+		opts = append(opts, kfake.SyncWrites())
 	}
 	if cfg.Partitions > 0 {
 		opts = append(opts, kfake.DefaultNumPartitions(cfg.Partitions))
@@ -76,6 +93,23 @@ func Start(cfg Config) (*Broker, error) {
 
 // Addrs returns the addresses the broker listens on.
 func (b *Broker) Addrs() []string { return b.cluster.ListenAddrs() }
+
+// Compact compacts the compacted topics and applies retention now.
+func (b *Broker) Compact() { b.cluster.Compact() }
+
+// ControlKey runs fn on the broker's requests of kind key before it
+// handles them, for fault injection in tests (kfake's control functions:
+// fn answers a request by returning true, and handles one request unless
+// it calls KeepControl).
+func (b *Broker) ControlKey(key int16, fn func(kmsg.Request) (kmsg.Response, error, bool)) {
+	b.cluster.ControlKey(key, fn)
+}
+
+// KeepControl keeps the running control function for further requests.
+func (b *Broker) KeepControl() { b.cluster.KeepControl() }
+
+// DropControl drops the running control function after this request.
+func (b *Broker) DropControl() { b.cluster.DropControl() }
 
 // Close stops the broker and flushes its data to disk.
 func (b *Broker) Close() { b.cluster.Close() }

@@ -57,6 +57,9 @@ type Config struct {
 	// KafkaAddr with its data under DataDir/broker.
 	Brokers   []string
 	KafkaAddr string
+	// Fsync makes the embedded broker fsync every batch before its
+	// acknowledgement (broker.Config.Fsync).
+	Fsync bool
 	// DataDir holds the embedded broker's data and goka's local state
 	// (DataDir/state).
 	DataDir string
@@ -184,7 +187,7 @@ func Run(ctx context.Context, cfg Config) error {
 	log := cfg.Logger
 	info := Info{Brokers: cfg.Brokers, DataDir: cfg.DataDir, Components: cfg.Components}
 	if len(cfg.Brokers) == 0 {
-		b, err := broker.Start(broker.Config{DataDir: cfg.DataDir, Addr: cfg.KafkaAddr, Partitions: int(cfg.Partitions), Logger: log})
+		b, err := broker.Start(broker.Config{DataDir: cfg.DataDir, Addr: cfg.KafkaAddr, Partitions: int(cfg.Partitions), Fsync: cfg.Fsync, Logger: log})
 		if err != nil {
 			return err
 		}
