@@ -82,7 +82,12 @@ type NumeratorState struct {
 	Shards     []ShardSummary `avro:"shards"`
 	Holder     string         `avro:"holder"`
 	Ticket     int64          `avro:"ticket"`
-	SealedAt   time.Time      `avro:"sealed_at"`
+	// MarkerPartition and MarkerOffset are where the marker this state
+	// carries out is on numerator.generations (-1: unknown): a marker at
+	// or before them is done, so one delivered again changes nothing.
+	MarkerPartition int32     `avro:"marker_partition"`
+	MarkerOffset    int64     `avro:"marker_offset"`
+	SealedAt        time.Time `avro:"sealed_at"`
 }
 
 // Codecs of the numerator's schemas. Each is safe for concurrent use.

@@ -39,6 +39,8 @@ type Metrics struct {
 	// LockRefused counts markers that found the write lock held by another
 	// master (the sealer then asks again every RetryEvery).
 	LockRefused *metrics.Counter
+	// Loop counts the sealer's markers by outcome (dead letters included).
+	Loop *streams.LoopMetrics
 }
 
 // NewMetrics registers the numerator's metrics in r.
@@ -49,6 +51,7 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 		Assignments: r.Counter("offerlog_numerator_assignments_total", "Assignments emitted on numerator.assignments.").With(),
 		Seals:       r.Counter("offerlog_numerator_states_total", "States written, by the marker that made them.", "action"),
 		LockRefused: r.Counter("offerlog_numerator_lock_refused_total", "Markers that found the write lock held by another master.").With(),
+		Loop:        streams.NewLoopMetrics(r),
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
@@ -544,5 +545,56 @@ func TestReplayRebuildsTheSameTable(t *testing.T) {
 		if string(after[k]) != string(v) {
 			t.Fatalf("%s differs after the replay", k)
 		}
+	}
+}
+
+// TestRestartedNumeratorSeals: a numerator restarted on its local state,
+// with nothing new to load, still sees that its table is caught up and
+// seals (goka sets a view's input stats only for records it read itself).
+func TestRestartedNumeratorSeals(t *testing.T) {
+	c := newCluster(t, 1, 0)
+	c.offers(1, 0, 40)
+	testkit.Eventually(t, time.Minute, "generation 1 recorded", func() bool {
+		return len(testkit.Table(t, c.brokers, topics.NumeratorTable)) == 40
+	})
+	c.stop()
+	c.start()
+	if st := c.seal(1, 1); st.Generation != 1 {
+		t.Fatalf("state %+v", st)
+	}
+	if as := c.assignments(); len(as) != 40 {
+		t.Fatalf("%d assignments, want 40", len(as))
+	}
+}
+
+// TestMarkerDeliveredAgainChangesNothing: a marker read again (its offset
+// not committed before a crash) finds itself carried out in the last state:
+// no second state, no dead letter, the next marker carried out as usual.
+func TestMarkerDeliveredAgainChangesNothing(t *testing.T) {
+	c := newCluster(t, 5, 0)
+	c.offers(1, 0, 30)
+	first := c.seal(1, 1)
+	if first.MarkerOffset != 0 || first.MarkerPartition != 0 {
+		t.Fatalf("the state names marker %d/%d, want 0/0", first.MarkerPartition, first.MarkerOffset)
+	}
+	c.stop()
+	// As if the commit of the marker's offset had been lost.
+	adm := testkit.Admin(t, c.brokers)
+	ctx := testkit.Context(t, time.Minute)
+	var at kadm.Offsets
+	at.Add(kadm.Offset{Topic: topics.NumeratorGenerations, Partition: 0, At: 0, LeaderEpoch: -1})
+	if _, err := adm.CommitOffsets(ctx, numerator.SealerGroup, at); err != nil {
+		t.Fatal(err)
+	}
+	c.start()
+	c.offers(2, 0, 35)
+	if st := c.seal(2, 2); st.Generation != 2 || st.MarkerOffset != 1 {
+		t.Fatalf("second state %+v", st)
+	}
+	if n := len(testkit.ReadAll(t, c.brokers, topics.NumeratorStates)); n != 2 {
+		t.Errorf("%d states, want 2", n)
+	}
+	if dead := testkit.ReadAll(t, c.brokers, topics.NumeratorDead); len(dead) != 0 {
+		t.Errorf("%d dead letters, want none", len(dead))
 	}
 }

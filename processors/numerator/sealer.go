@@ -49,17 +49,22 @@ type SealerConfig struct {
 	Logger       *slog.Logger
 }
 
-// RunSealer reads the markers of numerator.generations and carries them
-// out one by one: seal a generation, rebuild, reshard. Each is decided from
-// the numerator table once the numerator group has applied everything
-// before it, under the coordinator's write lock, and written in one Kafka
-// transaction with the marker's offset: the decisions on numerator.results,
-// the new state on numerator.states (or the marker on numerator.dead with
-// the reason). It returns when ctx ends.
+// RunSealer reads the markers of numerator.generations through the one
+// consume loop and carries them out one by one: seal a generation, rebuild,
+// reshard. Each is decided from the numerator table once the numerator
+// group has applied everything written before the decision (end offsets
+// listed at that moment), under the coordinator's write lock: the decisions
+// go to numerator.results, then the new state, naming the marker it carries
+// out, to numerator.states; an invalid marker goes to numerator.dead with
+// the reason. The marker's offset is committed after that. It returns when
+// ctx ends.
 //
-// A seal whose transaction did not commit is carried out again from the
-// table: decisions already applied are kept (a plan gives every remaining
-// key the id it gave it the first time), so the ids are the same.
+// A marker delivered again (a crash after the state was written but before
+// the offset was committed) finds its own offset in the last state and
+// changes nothing. A seal that crashed before its state was written is
+// carried out again from the table: decisions already applied are kept (a
+// plan gives every remaining key the id it gave it the first time), so the
+// ids are the same.
 func RunSealer(ctx context.Context, cfg SealerConfig) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -67,59 +72,27 @@ func RunSealer(ctx context.Context, cfg SealerConfig) error {
 	if _, err := sharding.Get(cfg.Scheme); err != nil {
 		return err
 	}
-	sess, err := kgo.NewGroupTransactSession(
-		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.ClientID("offerlog-numerator-sealer"),
-		kgo.TransactionalID("offerlog-numerator-sealer-"+cfg.Holder),
-		kgo.ConsumerGroup(SealerGroup),
-		kgo.ConsumeTopics(topics.NumeratorGenerations),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-	)
+	if cfg.RetryEvery <= 0 {
+		cfg.RetryEvery = 5 * time.Second
+	}
+	cl, err := streams.NewProducer(cfg.Brokers, "numerator-sealer", kgo.ProducerLinger(2*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("sealer: %w", err)
 	}
-	defer sess.Close()
-	// Decisions are written outside the transaction (a plan is the same
-	// when part of it was applied before a crash, and read-committed
-	// consumers could not tell when they have read a transactional topic to
-	// its end); the state and the marker's offset are one transaction.
-	plain, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("offerlog-numerator-results"),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(2*time.Millisecond))
-	if err != nil {
-		return fmt.Errorf("sealer: %w", err)
+	defer cl.Close()
+	s := &sealer{cfg: cfg, cl: cl, adm: kadm.NewClient(cl)}
+	var loopMetrics *streams.LoopMetrics
+	if cfg.Metrics != nil {
+		loopMetrics = cfg.Metrics.Loop
 	}
-	defer plain.Close()
-	s := &sealer{cfg: cfg, cl: plain, adm: kadm.NewClient(plain)}
-	for {
-		fs := sess.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		fs.EachError(func(t string, p int32, err error) {
-			cfg.Logger.Warn("sealer fetch failed", "topic", t, "partition", p, "err", err)
-		})
-		recs := fs.Records()
-		if len(recs) == 0 {
-			continue
-		}
-		for {
-			err := s.handle(ctx, sess, recs)
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				return nil
-			}
-			cfg.Logger.Warn("sealer: marker not carried out, retrying", "err", err, "in", cfg.RetryEvery)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(cfg.RetryEvery):
-			}
-		}
-	}
+	return streams.RunLoop(ctx, streams.LoopConfig{Name: SealerGroup, Brokers: cfg.Brokers, Group: SealerGroup,
+		Topics: []string{topics.NumeratorGenerations}, DeadTopic: topics.NumeratorDead, Producer: cl,
+		// A marker is retried until it is carried out: a seal must not be
+		// skipped because ZooKeeper or the broker was away for a while.
+		Backoff: streams.Backoff{Initial: min(cfg.RetryEvery, time.Second), Max: cfg.RetryEvery},
+		// Markers of older releases were written in transactions.
+		ClientOptions: []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted())},
+		Metrics:       loopMetrics, Logger: cfg.Logger, Handler: s.handle})
 }
 
 type sealer struct {
@@ -128,8 +101,12 @@ type sealer struct {
 	adm *kadm.Client
 }
 
-// handle carries out the markers of one poll in one transaction.
-func (s *sealer) handle(ctx context.Context, sess *kgo.GroupTransactSession, recs []*kgo.Record) error {
+// handle carries out one marker under the write lock.
+func (s *sealer) handle(ctx context.Context, r *kgo.Record) error {
+	var m schemas.GenerationMarker
+	if err := schemas.GenerationMarkers.Decode(r.Value, &m); err != nil {
+		return streams.Permanentf("undecodable marker: %v", err)
+	}
 	lock, err := s.cfg.Coordinator.Acquire(ctx, s.cfg.Holder, s.cfg.LockTimeout)
 	if errors.Is(err, coordinator.ErrLocked) {
 		if s.cfg.Metrics != nil {
@@ -141,115 +118,92 @@ func (s *sealer) handle(ctx context.Context, sess *kgo.GroupTransactSession, rec
 	if err != nil {
 		return fmt.Errorf("take the write lock: %w", err)
 	}
-	report := func(p *coordinator.Pointer) {
-		if err := s.cfg.Coordinator.Report(ctx, lock.Ticket, p); err != nil {
+	var pointer *coordinator.Pointer
+	defer func() {
+		if err := s.cfg.Coordinator.Report(ctx, lock.Ticket, pointer); err != nil {
 			s.cfg.Logger.Warn("sealer: report refused", "ticket", lock.Ticket, "err", err)
 		}
-	}
-	if err := sess.Begin(); err != nil {
-		report(nil)
+	}()
+	st, err := s.carryOut(ctx, r, &m, lock)
+	if err != nil || st == nil {
 		return err
-	}
-	var last *schemas.NumeratorState
-	for _, r := range recs {
-		st, err := s.carryOut(ctx, sess, r, lock)
-		if err != nil {
-			_, _ = sess.End(ctx, kgo.TryAbort)
-			report(nil)
-			return err
-		}
-		if st != nil {
-			last = st
-		}
-	}
-	// A master whose lock was taken over or timed out must not write.
-	if cur, ok, err := s.cfg.Coordinator.Current(ctx); err != nil || !ok || cur.Ticket != lock.Ticket {
-		_, _ = sess.End(ctx, kgo.TryAbort)
-		report(nil)
-		return fmt.Errorf("the write lock (ticket %d) was lost before the commit: %v", lock.Ticket, err)
-	}
-	committed, err := sess.End(ctx, kgo.TryCommit)
-	if err != nil || !committed {
-		report(nil)
-		return fmt.Errorf("commit: committed=%v: %w", committed, err)
-	}
-	if last == nil {
-		report(nil)
-		return nil
 	}
 	ends, err := s.adm.ListEndOffsets(ctx, topics.NumeratorStates)
 	if err != nil {
-		report(nil)
-		return nil // the state is written; only the pointer is late
+		s.cfg.Logger.Warn("sealer: the state is written, its pointer is not reported", "err", err)
+		return nil
 	}
-	offsets := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) { offsets[o.Partition] = o.Offset })
-	report(&coordinator.Pointer{Version: last.Version, Cluster: s.cfg.Cluster, Topic: topics.NumeratorStates, Offsets: offsets})
+	pointer = &coordinator.Pointer{Version: st.Version, Cluster: s.cfg.Cluster, Topic: topics.NumeratorStates, Offsets: map[int32]int64{}}
+	ends.Each(func(o kadm.ListedOffset) { pointer.Offsets[o.Partition] = o.Offset })
 	return nil
 }
 
-// current returns the last state written that decodes, or the empty state.
-// A record of numerator.states that does not decode is passed over (and
-// logged): it cannot be a state this sealer wrote, and must not stop it.
-func (s *sealer) current(ctx context.Context) (Version, error) {
+// current returns the last state written that decodes (nil if none) and
+// its version, or the empty version. A record of numerator.states that does
+// not decode is passed over (and logged): it cannot be a state this sealer
+// wrote, and must not stop it.
+func (s *sealer) current(ctx context.Context) (*schemas.NumeratorState, Version, error) {
+	empty := Version{T: s.cfg.Type, S: s.cfg.Scheme}
 	ends, err := streams.EndOffsets(ctx, s.adm, topics.NumeratorStates)
 	if err != nil {
-		return Version{}, err
+		return nil, empty, err
 	}
-	empty := Version{T: s.cfg.Type, S: s.cfg.Scheme}
 	end := ends[0]
 	if end == 0 {
-		return empty, nil
+		return nil, empty, nil
 	}
 	// The last states are at the end; read back further only when none of
 	// the last ones decodes.
 	for back := int64(20); ; back *= 4 {
 		from := max(0, end-back)
 		var last *schemas.NumeratorState
+		var v Version
 		err := streams.ReadRange(ctx, s.cfg.Brokers, topics.NumeratorStates, map[int32]int64{0: from}, map[int32]int64{0: end}, func(r *kgo.Record) {
 			var st schemas.NumeratorState
 			if err := schemas.NumeratorStates.Decode(r.Value, &st); err != nil {
 				s.cfg.Logger.Warn("sealer: undecodable state passed over", "offset", r.Offset, "err", err)
 				return
 			}
-			if _, err := ParseVersion(st.Version); err != nil {
+			pv, err := ParseVersion(st.Version)
+			if err != nil {
 				s.cfg.Logger.Warn("sealer: state with a bad version passed over", "offset", r.Offset, "version", st.Version)
 				return
 			}
-			last = &st
+			last, v = &st, pv
 		})
 		if err != nil {
-			return Version{}, err
+			return nil, empty, err
 		}
 		if last != nil {
-			return ParseVersion(last.Version)
+			return last, v, nil
 		}
 		if from == 0 {
-			return empty, nil
+			return nil, empty, nil
 		}
 	}
 }
 
-// carryOut decides one marker and produces its records in the open
-// transaction. It returns the new state, or nil for a rejected marker.
-func (s *sealer) carryOut(ctx context.Context, sess *kgo.GroupTransactSession, r *kgo.Record, lock coordinator.Lock) (*schemas.NumeratorState, error) {
-	dead := func(reason string) (*schemas.NumeratorState, error) {
-		return nil, streams.SendDeadLetter(ctx, sess, topics.NumeratorDead, SealerGroup, r, reason)
-	}
-	var m schemas.GenerationMarker
-	if err := schemas.GenerationMarkers.Decode(r.Value, &m); err != nil {
-		return dead(fmt.Sprintf("undecodable marker: %v", err))
-	}
-	v, err := s.current(ctx)
+// carryOut decides the marker m of record r and writes its decisions and
+// state. It returns the new state, nil for a marker already carried out,
+// or a permanent error for an invalid one.
+func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.GenerationMarker, lock coordinator.Lock) (*schemas.NumeratorState, error) {
+	cur, v, err := s.current(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the current state: %w", err)
+	}
+	if cur != nil && cur.MarkerPartition == r.Partition && cur.MarkerOffset >= r.Offset {
+		s.cfg.Logger.Info("sealer: marker already carried out", "offset", r.Offset, "version", cur.Version)
+		return nil, nil
+	}
+	dead := func(format string, args ...any) (*schemas.NumeratorState, error) {
+		return nil, streams.Permanentf(format, args...)
 	}
 	next := v
 	scheme, _ := sharding.Get(v.S)
 	switch m.Action {
 	case schemas.MarkerSeal:
 		if m.Generation <= v.G {
-			return dead(fmt.Sprintf("generation %d is not after the sealed generation %d", m.Generation, v.G))
+			return dead("generation %d is not after the sealed generation %d", m.Generation, v.G)
 		}
 		next.G = m.Generation
 	case schemas.MarkerRebuild:
@@ -257,18 +211,18 @@ func (s *sealer) carryOut(ctx context.Context, sess *kgo.GroupTransactSession, r
 	case schemas.MarkerReshard:
 		sch, err := sharding.Get(m.Scheme)
 		if err != nil {
-			return dead(err.Error())
+			return dead("%v", err)
 		}
 		scheme, next.S, next.V = sch, m.Scheme, next.V+1
 	default:
-		return dead(fmt.Sprintf("unknown action %q", m.Action))
+		return dead("unknown action %q", m.Action)
 	}
 	if err := s.caughtUp(ctx); err != nil {
 		return nil, err
 	}
 	// One shard's entries in memory at a time.
 	var readErr error
-	plan := PlanShards(scheme, m, next.G, s.cfg.TTL, s.cfg.RebuildShare, func(shard int) []Entry {
+	plan := PlanShards(scheme, *m, next.G, s.cfg.TTL, s.cfg.RebuildShare, func(shard int) []Entry {
 		es, err := s.entries(func(k sharding.Key) bool { return scheme.Shard(k) == shard })
 		if err != nil && readErr == nil {
 			readErr = err
@@ -279,13 +233,14 @@ func (s *sealer) carryOut(ctx context.Context, sess *kgo.GroupTransactSession, r
 		return nil, readErr
 	}
 	if m.Action == schemas.MarkerSeal && plan.Seen == 0 {
-		return dead(fmt.Sprintf("generation %d is unknown: no offer was seen in it", m.Generation))
+		return dead("generation %d is unknown: no offer was seen in it", m.Generation)
 	}
 	if plan.Rebuilt && m.Action == schemas.MarkerSeal {
 		next.V++
 	}
 	st := &schemas.NumeratorState{Version: next.String(), Generation: next.G, Scheme: next.S, Rebuilt: plan.Rebuilt,
-		Shards: plan.Shards, Holder: lock.Holder, Ticket: lock.Ticket, SealedAt: time.Now().UTC().Truncate(time.Millisecond)}
+		Shards: plan.Shards, Holder: lock.Holder, Ticket: lock.Ticket, MarkerPartition: r.Partition, MarkerOffset: r.Offset,
+		SealedAt: time.Now().UTC().Truncate(time.Millisecond)}
 	results := make([]*kgo.Record, 0, len(plan.Assignments))
 	for _, a := range plan.Assignments {
 		out := &schemas.Assignment{BusinessID: int64(a.Key.BusinessID), OfferID: a.Key.OfferID, ShopID: int64(a.Key.ShopID),
@@ -305,8 +260,12 @@ func (s *sealer) carryOut(ctx context.Context, sess *kgo.GroupTransactSession, r
 	if err != nil {
 		return nil, err
 	}
-	if err := sess.ProduceSync(ctx, &kgo.Record{Topic: topics.NumeratorStates, Key: []byte(fmt.Sprint(next.T)), Value: data}).FirstErr(); err != nil {
-		return nil, err
+	// A master whose lock was taken over or timed out must not write.
+	if held, ok, err := s.cfg.Coordinator.Current(ctx); err != nil || !ok || held.Ticket != lock.Ticket {
+		return nil, fmt.Errorf("the write lock (ticket %d) was lost before the state was written: %v", lock.Ticket, err)
+	}
+	if err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: topics.NumeratorStates, Key: []byte(fmt.Sprint(next.T)), Value: data}).FirstErr(); err != nil {
+		return nil, fmt.Errorf("write the state: %w", err)
 	}
 	if s.cfg.Metrics != nil {
 		s.cfg.Metrics.Seals.With(string(m.Action)).Inc()
@@ -336,8 +295,7 @@ func (s *sealer) caughtUp(ctx context.Context) error {
 			if o.Offset <= 0 {
 				return
 			}
-			ps, ok := stats.Partitions[o.Partition]
-			if !ok || ps.Input == nil || ps.Input.LastOffset < o.Offset-1 {
+			if ps, ok := stats.Partitions[o.Partition]; !ok || applied(ps) < o.Offset {
 				behind = true
 			}
 		})
@@ -350,6 +308,20 @@ func (s *sealer) caughtUp(ctx context.Context) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// applied returns the offset after the last record of the table a view's
+// partition holds: what it read since it started, or else where its
+// recovery found the table (goka sets Input only for records read in this
+// process, so a restarted view that had nothing to load has none).
+func applied(ps *goka.TableStats) int64 {
+	if ps.Input != nil && ps.Input.Count > 0 {
+		return ps.Input.LastOffset + 1
+	}
+	if ps.Recovery != nil {
+		return ps.Recovery.Offset
+	}
+	return 0
 }
 
 // entries reads the entries of the table whose keys keep accepts, from the
