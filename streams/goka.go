@@ -177,3 +177,44 @@ func (a Avro[T]) Decode(data []byte) (any, error) {
 	}
 	return v, nil
 }
+
+// Table is the goka codec of a group table's values: Avro, except that a
+// value that does not decode (garbage written to the table topic) decodes
+// to *Undecodable instead of an error, which would stop the processor at
+// every message of that key, for ever. Read values with TableValue.
+type Table[T any] struct{ C *schemas.Codec[T] }
+
+// Undecodable is a table value that did not decode, and why.
+type Undecodable struct {
+	Data []byte
+	Err  error
+}
+
+// Encode is Avro's.
+func (t Table[T]) Encode(value any) ([]byte, error) { return Avro[T](t).Encode(value) }
+
+// Decode returns a *T, or an *Undecodable.
+func (t Table[T]) Decode(data []byte) (any, error) {
+	v := new(T)
+	if err := t.C.Decode(data, v); err != nil {
+		return &Undecodable{Data: data, Err: err}, nil
+	}
+	return v, nil
+}
+
+// TableValue returns the value of the callback's key in its group table, nil
+// if there is none. A value that does not decode is sent to dead as a dead
+// letter of the table topic (key, bytes and reason, offset -1: goka does not
+// tell where it was) and taken as absent: the message is handled as one for
+// a new key, and the value it sets replaces the garbage. Call it once per
+// callback.
+func TableValue[T any](ctx goka.Context, dead goka.Stream) *T {
+	switch v := ctx.Value().(type) {
+	case *T:
+		return v
+	case *Undecodable:
+		ctx.Emit(dead, ctx.Key(), NewDeadLetter(string(ctx.Group()), string(goka.GroupTable(ctx.Group())), ctx.Partition(), -1,
+			[]byte(ctx.Key()), v.Data, ctx.Timestamp(), "undecodable table value, taken as absent: "+v.Err.Error()))
+	}
+	return nil
+}

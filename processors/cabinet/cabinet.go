@@ -28,7 +28,7 @@ const Group goka.Group = "cabinet"
 var Table = goka.GroupTable(Group)
 
 // TableCodec is the codec of the table's values (*schemas.SellerCabinet).
-var TableCodec goka.Codec = streams.Avro[schemas.SellerCabinet]{C: schemas.SellerCabinets}
+var TableCodec goka.Codec = streams.Table[schemas.SellerCabinet]{C: schemas.SellerCabinets}
 
 // Empty returns the cabinet of a seller with no offers.
 func Empty(seller string) *schemas.SellerCabinet {
@@ -155,7 +155,7 @@ func Graph(m *Metrics) *goka.GroupGraph {
 				m.DeadLetters.Inc()
 				return
 			}
-			cur, _ := ctx.Value().(*schemas.SellerCabinet)
+			cur := streams.TableValue[schemas.SellerCabinet](ctx, goka.Stream(topics.OffersDead))
 			next, applied := Apply(cur, &ch)
 			if !applied {
 				m.Changes.With("repeated").Inc()
@@ -170,4 +170,4 @@ func Graph(m *Metrics) *goka.GroupGraph {
 }
 
 // PresetsCodec is the codec of cabinet.presets values, for views.
-var PresetsCodec goka.Codec = streams.Avro[schemas.PresetEntry]{C: schemas.PresetEntries}
+var PresetsCodec goka.Codec = streams.Table[schemas.PresetEntry]{C: schemas.PresetEntries}

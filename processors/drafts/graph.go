@@ -24,7 +24,7 @@ const Group goka.Group = "drafts"
 var Table = goka.GroupTable(Group)
 
 // TableCodec is the codec of the table's values (*schemas.DraftRecord).
-var TableCodec goka.Codec = streams.Avro[schemas.DraftRecord]{C: schemas.DraftRecords}
+var TableCodec goka.Codec = streams.Table[schemas.DraftRecord]{C: schemas.DraftRecords}
 
 var (
 	commands = goka.Stream(topics.DraftsCommands)
@@ -67,7 +67,7 @@ func (h *handler) command(ctx goka.Context, msg any) {
 		return
 	}
 	var cur *schemas.Draft
-	if r, ok := ctx.Value().(*schemas.DraftRecord); ok {
+	if r := streams.TableValue[schemas.DraftRecord](ctx, dead); r != nil {
 		cur = &r.Draft
 	}
 	at := ctx.Timestamp()

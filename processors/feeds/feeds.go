@@ -39,7 +39,7 @@ const Group = "feeds"
 var Index = goka.Table(topics.FeedsIndex)
 
 // IndexCodec is the codec of feeds.index values.
-var IndexCodec goka.Codec = streams.Avro[schemas.FeedEntry]{C: schemas.FeedEntries}
+var IndexCodec goka.Codec = streams.Table[schemas.FeedEntry]{C: schemas.FeedEntries}
 
 // Metrics of the loader.
 type Metrics struct {

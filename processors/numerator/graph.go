@@ -21,7 +21,7 @@ const Group goka.Group = "numerator"
 var Table = goka.GroupTable(Group)
 
 // TableCodec is the codec of the table's values (*NumeratorEntry).
-var TableCodec goka.Codec = streams.Avro[schemas.NumeratorEntry]{C: schemas.NumeratorEntries}
+var TableCodec goka.Codec = streams.Table[schemas.NumeratorEntry]{C: schemas.NumeratorEntries}
 
 var (
 	offersStream      = goka.Stream(topics.NumeratorOffers)
@@ -78,8 +78,7 @@ func (h *handler) dead(ctx goka.Context, topic string, data []byte, reason strin
 }
 
 func current(ctx goka.Context) *schemas.NumeratorEntry {
-	e, _ := ctx.Value().(*schemas.NumeratorEntry)
-	return e
+	return streams.TableValue[schemas.NumeratorEntry](ctx, deadStream)
 }
 
 // CheckOffer validates a sighting against its message key and the key's

@@ -598,3 +598,35 @@ func TestMarkerDeliveredAgainChangesNothing(t *testing.T) {
 		t.Errorf("%d dead letters, want none", len(dead))
 	}
 }
+
+// TestGarbageInTheTableIsDeadLettered: a value of the numerator table that
+// does not decode, loaded by a numerator starting on an empty local state,
+// is dead-lettered with the reason when its key is next seen and taken as
+// absent; the numerator goes on and seals.
+func TestGarbageInTheTableIsDeadLettered(t *testing.T) {
+	c := newCluster(t, 5, 0)
+	c.offers(1, 0, 5)
+	testkit.Eventually(t, time.Minute, "generation 1 recorded", func() bool {
+		return len(testkit.Table(t, c.brokers, topics.NumeratorTable)) == 5
+	})
+	c.stop()
+	testkit.Put(t, c.brokers, topics.NumeratorTable, []byte(key(0).String()), []byte("garbage"))
+	c.cfg.Streams.StateDir = t.TempDir()
+	c.start()
+	c.offers(1, 0, 5)
+	c.seal(1, 1)
+	if as := c.assignments(); len(as) != 5 {
+		t.Errorf("%d assignments, want 5", len(as))
+	}
+	var reasons []string
+	for _, r := range testkit.ReadAll(t, c.brokers, topics.NumeratorDead) {
+		var d schemas.DeadLetter
+		if err := schemas.DeadLetters.Decode(r.Value, &d); err != nil {
+			t.Fatal(err)
+		}
+		reasons = append(reasons, d.Topic+": "+d.Reason)
+	}
+	if len(reasons) != 1 || !strings.Contains(reasons[0], topics.NumeratorTable+": undecodable table value") {
+		t.Errorf("dead letters %q, want the table value's", reasons)
+	}
+}

@@ -20,7 +20,7 @@ const Group goka.Group = "offers"
 var Table = goka.GroupTable(Group)
 
 // TableCodec is the codec of the table's values (*schemas.OfferRecord).
-var TableCodec goka.Codec = streams.Avro[schemas.OfferRecord]{C: schemas.OfferRecords}
+var TableCodec goka.Codec = streams.Table[schemas.OfferRecord]{C: schemas.OfferRecords}
 
 var (
 	commands   = goka.Stream(topics.OffersCommands)
@@ -86,10 +86,7 @@ type handler struct {
 }
 
 func current(ctx goka.Context) *schemas.OfferRecord {
-	if v, ok := ctx.Value().(*schemas.OfferRecord); ok {
-		return v
-	}
-	return nil
+	return streams.TableValue[schemas.OfferRecord](ctx, dead)
 }
 
 func input(ctx goka.Context) Input {

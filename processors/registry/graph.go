@@ -33,7 +33,7 @@ var (
 const sweepVisitor = "expiry-sweep"
 
 // TableCodec is the codec of the registry table's values (*RegistryRecord).
-var TableCodec goka.Codec = streams.Avro[schemas.RegistryRecord]{C: schemas.RegistryRecords}
+var TableCodec goka.Codec = streams.Table[schemas.RegistryRecord]{C: schemas.RegistryRecords}
 
 // Metrics of the registry.
 type Metrics struct {
@@ -83,10 +83,7 @@ type handler struct {
 }
 
 func (h *handler) current(ctx goka.Context) *schemas.RegistryRecord {
-	if v, ok := ctx.Value().(*schemas.RegistryRecord); ok {
-		return v
-	}
-	return nil
+	return streams.TableValue[schemas.RegistryRecord](ctx, dead)
 }
 
 func (h *handler) ingest(ctx goka.Context, msg any) {
