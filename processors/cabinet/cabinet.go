@@ -8,6 +8,7 @@ package cabinet
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -61,9 +62,22 @@ func Apply(cab *schemas.SellerCabinet, ch *schemas.CabinetChange) (*schemas.Sell
 	add(next, ch.After, +1)
 	if ch.After.Sold && !ch.Before.Sold {
 		next.Sold++
-		next.MoneyEarned += ch.After.SoldPrice
+		next.MoneyEarned = AddMoney(next.MoneyEarned, ch.After.SoldPrice)
 	}
 	return next, true
+}
+
+// AddMoney returns sum + price, never wrapping: a negative price (which
+// validation refuses, but an old record may hold) adds nothing, and a sum
+// that would pass math.MaxInt64 stays there.
+func AddMoney(sum, price int64) int64 {
+	if price <= 0 {
+		return sum
+	}
+	if sum > math.MaxInt64-price {
+		return math.MaxInt64
+	}
+	return sum + price
 }
 
 // add counts (sign +1) or uncounts (-1) a summary's presets.
@@ -103,7 +117,7 @@ func Recount(records []*schemas.OfferRecord) map[string]*schemas.SellerCabinet {
 		add(c, s, +1)
 		if s.Sold {
 			c.Sold++
-			c.MoneyEarned += s.SoldPrice
+			c.MoneyEarned = AddMoney(c.MoneyEarned, s.SoldPrice)
 		}
 	}
 	return out

@@ -1,6 +1,8 @@
 package cabinet
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -100,5 +102,36 @@ func TestApplyAgreesWithRecount(t *testing.T) {
 		if ok, diff := Equal(cabs[s], w); !ok {
 			t.Errorf("applied != recount: %s", diff)
 		}
+	}
+}
+
+// TestMoneyNeverWraps: sums of prices saturate instead of wrapping, and a
+// live count and a recount agree on it (the seed counts each sale once).
+func TestMoneyNeverWraps(t *testing.T) {
+	for _, tt := range []struct{ sum, price, want int64 }{
+		{0, 5, 5},
+		{math.MaxInt64 - 1, 5, math.MaxInt64},
+		{math.MaxInt64, math.MaxInt64, math.MaxInt64},
+		{7, -3, 7},
+	} {
+		if got := AddMoney(tt.sum, tt.price); got != tt.want {
+			t.Errorf("AddMoney(%d, %d) = %d, want %d", tt.sum, tt.price, got, tt.want)
+		}
+	}
+	var cab *schemas.SellerCabinet
+	var recs []*schemas.OfferRecord
+	for i := range 3 {
+		p := int64(math.MaxInt64 / 2)
+		r := &schemas.OfferRecord{Offer: schemas.Offer{ID: fmt.Sprint(i), SellerID: "s", Status: schemas.OfferSold, Price: &p},
+			Billing: schemas.Billing{Sold: true, SoldPrice: p}}
+		recs = append(recs, r)
+		cab, _ = Apply(cab, &schemas.CabinetChange{SellerID: "s", OfferID: r.Offer.ID, SourcePartition: 0, SourceOffset: int64(i),
+			After: offers.SummaryOf(r)})
+	}
+	if cab.MoneyEarned != math.MaxInt64 || cab.Sold != 3 {
+		t.Errorf("live: sold %d for %d", cab.Sold, cab.MoneyEarned)
+	}
+	if ok, diff := Equal(cab, Recount(recs)["s"]); !ok {
+		t.Errorf("live != recount: %s", diff)
 	}
 }

@@ -2,6 +2,7 @@ package offers
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -71,6 +72,8 @@ func TestValidate(t *testing.T) {
 		{"category", func(o *schemas.Offer) { o.Category = "" }},
 		{"title", func(o *schemas.Offer) { o.Title = "  " }},
 		{"price", func(o *schemas.Offer) { o.Price = price(-1) }},
+		{"price", func(o *schemas.Offer) { o.Price = price(math.MaxInt64) }},
+		{"price", func(o *schemas.Offer) { o.Price = price(MaxPrice + 1) }},
 		{"currency", func(o *schemas.Offer) { o.Currency = "rub" }},
 		{"currency", func(o *schemas.Offer) { o.Price = nil }},
 		{"status", func(o *schemas.Offer) { o.Status = schemas.OfferDeleted }},

@@ -30,6 +30,11 @@ type FieldError struct {
 	Reason string
 }
 
+// MaxPrice is the largest price an offer may have, in minor units of its
+// currency (10^15: ten trillion roubles in kopecks). Sums of prices are
+// accumulated with overflow checks (cabinet.AddMoney) as well.
+const MaxPrice = 1_000_000_000_000_000
+
 func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
 
 func fieldErr(field, format string, args ...any) *FieldError {
@@ -82,8 +87,8 @@ func Validate(o *schemas.Offer) *FieldError {
 		return e
 	}
 	if o.Price != nil {
-		if *o.Price < 0 {
-			return fieldErr("price", "negative")
+		if *o.Price < 0 || *o.Price > MaxPrice {
+			return fieldErr("price", "want 0 to %d (minor units of the currency), got %d", int64(MaxPrice), *o.Price)
 		}
 		if !currency.MatchString(o.Currency) {
 			return fieldErr("currency", "want an ISO 4217 code such as RUB with a price, got %q", o.Currency)
