@@ -218,9 +218,51 @@ func (c *Catalogue) Sync(ctx context.Context, adm *kadm.Client) error {
 		wait := c.changed
 		if !behind && c.synced.Before(start) {
 			c.synced = start
+			c.notify()
 		}
 		c.mu.Unlock()
 		if !behind {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wait:
+		}
+	}
+}
+
+// KeepSynced syncs the catalogue every interval until ctx ends, so that
+// SyncedAt trails the clock by about that much: the registry's callbacks
+// wait for it (WaitSynced) instead of calling the broker themselves. A sync
+// that fails is logged and tried again at the next tick.
+func (c *Catalogue) KeepSynced(ctx context.Context, adm *kadm.Client, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := c.Sync(sctx, adm)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			log.Warn("epochs: catalogue not synced, trying again", "err", err, "in", every)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// WaitSynced waits, without calling the broker, until a Sync that began at
+// t or later has completed: every epoch registered before t is then in the
+// catalogue. It returns ctx's error if ctx ends first.
+func (c *Catalogue) WaitSynced(ctx context.Context, t time.Time) error {
+	for {
+		c.mu.RLock()
+		done, wait := !c.synced.Before(t), c.changed
+		c.mu.RUnlock()
+		if done {
 			return nil
 		}
 		select {

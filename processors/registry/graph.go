@@ -7,7 +7,6 @@ import (
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
-	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/schemas"
@@ -59,10 +58,12 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 }
 
 // Graph returns the registry's group graph deciding with epochs and rules.
-// adm is used to catch the epoch catalogue up when a document names an
-// epoch it does not know yet.
-func Graph(epochs *Catalogue, adm *kadm.Client, rules Rules, m *Metrics) *goka.GroupGraph {
-	h := &handler{epochs: epochs, adm: adm, rules: rules, m: m}
+// With synced, a document naming an epoch the catalogue does not know yet,
+// and recent enough for its registration to be in flight, waits for the
+// catalogue's next sync (Catalogue.KeepSynced, run beside the processor);
+// the callbacks themselves never call the broker.
+func Graph(epochs *Catalogue, synced bool, rules Rules, m *Metrics) *goka.GroupGraph {
+	h := &handler{epochs: epochs, synced: synced, rules: rules, m: m}
 	return goka.DefineGroup(Group,
 		goka.Input(ingest, new(codec.Bytes), h.ingest),
 		goka.Persist(TableCodec),
@@ -77,7 +78,7 @@ func Graph(epochs *Catalogue, adm *kadm.Client, rules Rules, m *Metrics) *goka.G
 
 type handler struct {
 	epochs *Catalogue
-	adm    *kadm.Client
+	synced bool
 	rules  Rules
 	m      *Metrics
 }
@@ -220,9 +221,9 @@ func (h *handler) sweep(ctx goka.Context, meta any) {
 }
 
 // syncing is the Epochs the processor decides with: on a miss for a message
-// newer than the catalogue's last sync, it catches the catalogue up to the
-// end of the epochs topic and asks again, so that a registration that was
-// in flight is not missed.
+// newer than the catalogue's last sync, it waits for the next sync of the
+// catalogue (a local wait: KeepSynced calls the broker) and asks again, so
+// that a registration that was in flight is not missed.
 type syncing struct {
 	h   *handler
 	ctx context.Context
@@ -233,12 +234,12 @@ func (s *syncing) Lookup(client string, e int64, at time.Time) (*schemas.EpochSc
 	if sch, ok := s.h.epochs.Lookup(client, e, at); ok {
 		return sch, true
 	}
-	if s.h.adm == nil || at.Before(s.h.epochs.SyncedAt().Add(-time.Second)) {
+	if !s.h.synced || at.Before(s.h.epochs.SyncedAt().Add(-time.Second)) {
 		return nil, false
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 	defer cancel()
-	if err := s.h.epochs.Sync(ctx, s.h.adm); err != nil {
+	if err := s.h.epochs.WaitSynced(ctx, time.Now()); err != nil {
 		s.err = fmt.Errorf("registry: catch up the epoch catalogue: %w", err)
 		return nil, false
 	}

@@ -415,3 +415,21 @@ func TestSweepExpiresTTLDocuments(t *testing.T) {
 		t.Fatal("no expiry check went through documents.ingest")
 	}
 }
+
+// TestEpochRegisteredAMomentAgoIsKnown: a document naming an epoch
+// registered just before it is accepted, the catalogue being synced beside
+// the processor rather than from its callback.
+func TestEpochRegisteredAMomentAgoIsKnown(t *testing.T) {
+	c := newCluster(t)
+	c.start(t)
+	for i := range 5 {
+		client := fmt.Sprint("fresh", i)
+		testkit.RegisterEpoch(t, c.brokers, client)
+		testkit.ProduceDocs(t, c.brokers, client, testkit.ShuffledVersions(1, 1, uint64(i)))
+	}
+	for k, v := range waitVerdicts(t, c.brokers, 5) {
+		if v.Verdict != schemas.Accepted {
+			t.Errorf("%v: %s %q, want accepted", k, v.Verdict, v.Reason)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -78,21 +79,26 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Epochs.Sync(ctx, adm); err != nil {
 		return fmt.Errorf("registry: catch up epochs: %w", err)
 	}
-	proc, err := goka.NewProcessor(cfg.Streams.Brokers, Graph(cfg.Epochs, adm, cfg.Rules, cfg.Metrics),
+	proc, err := goka.NewProcessor(cfg.Streams.Brokers, Graph(cfg.Epochs, true, cfg.Rules, cfg.Metrics),
 		cfg.Streams.ProcessorOptions(Group)...)
 	if err != nil {
 		return fmt.Errorf("registry: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
-		defer close(done)
+		defer wg.Done()
 		watch(runCtx, proc, cfg)
+	}()
+	go func() {
+		defer wg.Done()
+		cfg.Epochs.KeepSynced(runCtx, adm, 100*time.Millisecond, cfg.Logger)
 	}()
 	err = proc.Run(runCtx)
 	cancel()
-	<-done
+	wg.Wait()
 	if err != nil {
 		return fmt.Errorf("registry: %w", err)
 	}
