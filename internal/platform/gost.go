@@ -4,23 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/lovoo/goka"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc"
 
-	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/internal/offerapi"
 	"github.com/offerlog/offerlog/processors/cabinet"
 	"github.com/offerlog/offerlog/processors/drafts"
 	"github.com/offerlog/offerlog/processors/feeds"
 	"github.com/offerlog/offerlog/processors/offers"
-	"github.com/offerlog/offerlog/processors/scheduler"
-	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -35,23 +30,6 @@ const (
 	ComponentScheduler = "scheduler"
 )
 
-// gost starts the offer storage's components of a platform process.
-type gost struct {
-	sup     *supervisor
-	scfg    streams.Config
-	brokers []string
-	reg     *metrics.Registry
-	log     *slog.Logger
-	timeout time.Duration
-	stages  scheduler.Config
-	// ready collects a channel per component closed when it is ready.
-	ready []<-chan struct{}
-	// closers run when the process stops.
-	closers []func()
-}
-
-func (g *gost) readyFunc() func() { return readySignal(&g.ready) }
-
 // readySignal adds a channel to ready and returns the function that closes
 // it (once, however often a restarted component calls it).
 func readySignal(ready *[]<-chan struct{}) func() {
@@ -61,29 +39,8 @@ func readySignal(ready *[]<-chan struct{}) func() {
 	return func() { once.Do(func() { close(r) }) }
 }
 
-// groups starts the goka groups among comps.
-func (g *gost) groups(ctx context.Context, has func(string) bool) {
-	if has(ComponentOffers) {
-		c := offers.Config{Streams: g.scfg, Stages: g.stages.Names(), Metrics: offers.NewMetrics(g.reg), OnReady: g.readyFunc()}
-		g.sup.Go(ctx, ComponentOffers, true, func(ctx context.Context) error { return offers.Run(ctx, c) })
-	}
-	if has(ComponentDrafts) {
-		c := drafts.Config{Streams: g.scfg, Metrics: drafts.NewMetrics(g.reg), OnReady: g.readyFunc()}
-		g.sup.Go(ctx, ComponentDrafts, true, func(ctx context.Context) error { return drafts.Run(ctx, c) })
-	}
-	if has(ComponentScheduler) {
-		c := scheduler.RunConfig{Streams: g.scfg, Stages: g.stages, Timeout: g.timeout, Metrics: scheduler.NewMetrics(g.reg),
-			Logger: g.log, OnReady: g.readyFunc()}
-		g.sup.Go(ctx, ComponentScheduler, true, func(ctx context.Context) error { return scheduler.Run(ctx, c) })
-	}
-	if has(ComponentCabinet) {
-		c := cabinet.Config{Streams: g.scfg, Metrics: cabinet.NewMetrics(g.reg), OnReady: g.readyFunc()}
-		g.sup.Go(ctx, ComponentCabinet, true, func(ctx context.Context) error { return cabinet.Run(ctx, c) })
-	}
-}
-
 // view starts a view of table named name.
-func (g *gost) view(ctx context.Context, table goka.Table, codec goka.Codec, name string) (*goka.View, error) {
+func (g *process) view(ctx context.Context, table goka.Table, codec goka.Codec, name string) (*goka.View, error) {
 	v, err := goka.NewView(g.brokers, table, codec, g.scfg.ViewOptions(name)...)
 	if err != nil {
 		return nil, fmt.Errorf("view of %s: %w", table, err)
@@ -94,7 +51,7 @@ func (g *gost) view(ctx context.Context, table goka.Table, codec goka.Codec, nam
 }
 
 // producer returns a producer with acks=all, closed when the process stops.
-func (g *gost) producer(id string) (*kgo.Client, error) {
+func (g *process) producer(id string) (*kgo.Client, error) {
 	p, err := kgo.NewClient(kgo.SeedBrokers(g.brokers...), kgo.ClientID(id),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
 	if err != nil {
@@ -105,15 +62,15 @@ func (g *gost) producer(id string) (*kgo.Client, error) {
 }
 
 // offersClient returns a client of the aggregate with its own answers.
-func (g *gost) offersClient(ctx context.Context, p *kgo.Client, name string) *offers.Client {
+func (g *process) offersClient(ctx context.Context, p *kgo.Client, name string) *offers.Client {
 	res := offers.NewResults(g.log)
 	g.sup.Go(ctx, name, false, func(ctx context.Context) error { return res.Run(ctx, g.brokers) })
 	g.ready = append(g.ready, res.Ready())
-	return offers.NewClient(p, res, g.timeout)
+	return offers.NewClient(p, res, g.cfg.WaitTimeout)
 }
 
 // feeds starts the feed loader.
-func (g *gost) feeds(ctx context.Context) error {
+func (g *process) feeds(ctx context.Context) error {
 	p, err := g.producer("offerlog-feeds")
 	if err != nil {
 		return err
@@ -129,12 +86,12 @@ func (g *gost) feeds(ctx context.Context) error {
 }
 
 // api returns the offer API service with its views and answers.
-func (g *gost) api(ctx context.Context) (*offerapi.Service, error) {
+func (g *process) api(ctx context.Context) (*offerapi.Service, error) {
 	p, err := g.producer("offerlog-offer-api")
 	if err != nil {
 		return nil, err
 	}
-	cfg := offerapi.Config{Producer: p, Offers: g.offersClient(ctx, p, "offer-answers"), Timeout: g.timeout, Logger: g.log}
+	cfg := offerapi.Config{Producer: p, Offers: g.offersClient(ctx, p, "offer-answers"), Timeout: g.cfg.WaitTimeout, Logger: g.log}
 	cfg.Drafts = drafts.NewResults(g.log)
 	g.sup.Go(ctx, "draft-answers", false, func(ctx context.Context) error { return cfg.Drafts.Run(ctx, g.brokers) })
 	g.ready = append(g.ready, cfg.Drafts.Ready())
@@ -158,7 +115,7 @@ func (g *gost) api(ctx context.Context) (*offerapi.Service, error) {
 
 // serveGRPC serves svc's gRPC API on addr until ctx is done and returns
 // the address it listens on.
-func (g *gost) serveGRPC(ctx context.Context, addr string, svc *offerapi.Service) (string, error) {
+func (g *process) serveGRPC(ctx context.Context, addr string, svc *offerapi.Service) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("grpc: %w", err)

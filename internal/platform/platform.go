@@ -10,17 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/offerlog/offerlog/internal/api"
 	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/internal/offerapi"
@@ -29,7 +26,6 @@ import (
 	"github.com/offerlog/offerlog/processors/feeds"
 	"github.com/offerlog/offerlog/processors/indexer"
 	"github.com/offerlog/offerlog/processors/numerator"
-	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/processors/scheduler"
@@ -46,10 +42,6 @@ const (
 	ComponentAPI       = "api"
 	ComponentNumerator = "numerator"
 )
-
-// AllComponents lists every component, in start order.
-var AllComponents = []string{ComponentRegistry, ComponentIndexer, ComponentNumerator,
-	ComponentOffers, ComponentDrafts, ComponentCabinet, ComponentFeeds, ComponentScheduler, ComponentAPI, ComponentCache, ComponentSinkYDB}
 
 // Config of a platform process.
 type Config struct {
@@ -172,7 +164,10 @@ type Info struct {
 
 // Run runs the platform until ctx is done, then shuts every component down
 // (processors commit, the embedded broker flushes) and returns nil, or the
-// error that made it stop.
+// error that made it stop. It starts the selected components of the list
+// (components.go) in order, each after those it needs; on shutdown it
+// cancels them all, waits for them, then closes what they opened, last
+// opened first.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -184,223 +179,113 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	log := cfg.Logger
-	info := Info{Brokers: cfg.Brokers, DataDir: cfg.DataDir, Components: cfg.Components}
-	if len(cfg.Brokers) == 0 {
-		b, err := broker.Start(broker.Config{DataDir: cfg.DataDir, Addr: cfg.KafkaAddr, Partitions: int(cfg.Partitions), Fsync: cfg.Fsync, Logger: log})
-		if err != nil {
-			return err
-		}
-		defer func() {
-			b.Close()
-			log.Info("embedded broker stopped", "data", cfg.DataDir)
-		}()
-		info.Brokers, info.Embedded = b.Addrs(), true
-		log.Info("embedded broker started", "addr", b.Addrs()[0], "data", filepath.Join(cfg.DataDir, "broker"))
-	}
-	brokers := info.Brokers
-
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("offerlog-admin"))
+	p, err := open(ctx, cfg)
+	defer p.close()
 	if err != nil {
 		return err
 	}
-	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
-	created, err := topics.Ensure(ctx, adm, cfg.Replication, append(topics.Catalogue(cfg.Partitions), topics.ForStages(cfg.Stages.Names(), cfg.Partitions)...))
-	if err != nil {
-		return fmt.Errorf("topics: %w", err)
-	}
-	if len(created) > 0 {
-		log.Info("topics created", "topics", created)
-	}
-
-	reg := metrics.New()
-	scfg := streams.Config{Brokers: brokers, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log}
-	if cfg.Replication > 0 {
-		scfg.Replication = int(cfg.Replication)
-	}
-	registerLag(reg, adm, cfg.Stages.Names())
-
-	sup := &supervisor{log: log, restarts: reg.Counter("offerlog_component_restarts_total", "Restarts of a component after it failed, by component.", "component")}
-	// On every return: stop the components, then wait for them (defers run
-	// last first).
-	defer sup.Wait()
 	runCtx, cancel := context.WithCancel(ctx)
+	defer p.sup.Wait()
 	defer cancel()
-
-	epochs := registry.NewCatalogue(cfg.EpochGrace)
-	sup.Go(runCtx, "epochs", false, func(ctx context.Context) error { return epochs.Follow(ctx, brokers, log) })
-	if err := epochs.Sync(ctx, adm); err != nil {
-		return fmt.Errorf("epochs: %w", err)
-	}
-
-	var ready []<-chan struct{}
-	has := func(c string) bool { return slices.Contains(cfg.Components, c) }
-	if has(ComponentRegistry) {
-		m := registry.NewMetrics(reg)
-		onReady := readySignal(&ready)
-		sup.Go(runCtx, ComponentRegistry, true, func(ctx context.Context) error {
-			return registry.Run(ctx, registry.Config{Streams: scfg, Rules: cfg.Rules, Epochs: epochs,
-				SweepInterval: cfg.SweepInterval, Metrics: m, Logger: log, OnReady: onReady})
-		})
-	}
-
-	if has(ComponentNumerator) {
-		ncfg := cfg.Numerator
-		ncfg.Streams, ncfg.Logger, ncfg.Metrics = scfg, log, numerator.NewMetrics(reg)
-		ncfg.Cluster = strings.Join(brokers, ",")
-		if cfg.ZooKeeper == "" {
-			ncfg.Coordinator = &coordinator.Local{}
-		} else {
-			zk, err := coordinator.DialZooKeeper(ctx, cfg.ZooKeeper, fmt.Sprintf("/offerlog/numerator/%d", ncfg.Type), log)
-			if err != nil {
-				return err
-			}
-			defer zk.Close()
-			ncfg.Coordinator = zk
-		}
-		sup.Go(runCtx, ComponentNumerator, true, func(ctx context.Context) error { return numerator.Run(ctx, ncfg) })
-	}
-
-	var view *registry.View
-	if has(ComponentIndexer) || has(ComponentAPI) {
-		view, err = registry.NewView(scfg, "registry-"+string(ComponentAPI))
-		if err != nil {
-			return err
-		}
-		sup.Go(runCtx, "registry-view", false, view.Run)
-		ready = append(ready, view.Ready())
-	}
-	if has(ComponentIndexer) {
-		m := indexer.NewMetrics(reg)
-		sup.Go(runCtx, ComponentIndexer, true, func(ctx context.Context) error {
-			return indexer.Run(ctx, indexer.Config{Brokers: brokers, Partitions: cfg.Partitions, Replication: cfg.Replication,
-				Current: view.Get, Metrics: m, Logger: log})
-		})
-	}
-
-	g := &gost{sup: sup, scfg: scfg, brokers: brokers, reg: reg, log: log, timeout: cfg.WaitTimeout, stages: cfg.Stages}
-	defer func() {
-		for _, c := range g.closers {
-			c()
-		}
-	}()
-	g.groups(runCtx, has)
-	if has(ComponentFeeds) {
-		if err := g.feeds(runCtx); err != nil {
-			return err
+	for _, c := range plan(cfg.Components, cfg.HTTPAddr != "") {
+		if err := c.start(runCtx, p); err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
 		}
 	}
-	var offerAPI *offerapi.Service
-	if has(ComponentAPI) {
-		if offerAPI, err = g.api(runCtx); err != nil {
-			return err
-		}
-		if cfg.GRPCAddr != "" {
-			if info.GRPCAddr, err = g.serveGRPC(runCtx, cfg.GRPCAddr, offerAPI); err != nil {
-				return err
-			}
-		}
-	}
-	ready = append(ready, g.ready...)
-	if has(ComponentSinkYDB) && cfg.YDB != "" {
-		if err := runSinks(runCtx, sup, cfg, brokers, reg, log); err != nil {
-			return err
-		}
-	}
-	if has(ComponentCache) {
-		addr, r, err := runCache(runCtx, sup, cfg, brokers, reg, log)
-		if err != nil {
-			return err
-		}
-		info.CacheAddr = addr
-		ready = append(ready, r)
-	}
-
-	var srv *http.Server
-	if cfg.HTTPAddr != "" {
-		readyNow := func() error {
-			for _, r := range ready {
-				select {
-				case <-r:
-				default:
-					return errors.New("starting")
-				}
-			}
-			return errors.Join(sup.Err(), sup.Restarting())
-		}
-		// Every process serves its metrics and probes; the api also its routes.
-		probes := http.NewServeMux()
-		probes.Handle("GET /metrics", reg.Handler())
-		probes.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, `{"status":"ok"}`) })
-		probes.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-			if err := readyNow(); err != nil {
-				http.Error(w, `{"error":"`+err.Error()+`"}`, http.StatusServiceUnavailable)
-				return
-			}
-			fmt.Fprintln(w, `{"status":"ready"}`)
-		})
-		handler := http.Handler(probes)
-		if has(ComponentAPI) {
-			producer, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("offerlog-api"),
-				kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
-			if err != nil {
-				return err
-			}
-			defer producer.Close()
-			verdicts := streams.NewReplies(topics.DocumentsResults, 10*time.Second, log, decodeVerdict)
-			sup.Go(runCtx, "verdicts", false, func(ctx context.Context) error { return verdicts.Run(ctx, brokers) })
-			ready = append(ready, verdicts.Ready())
-			a, err := api.New(api.Config{Producer: producer, Epochs: epochs, Registry: view, Verdicts: verdicts,
-				Partitions: cfg.Partitions, Replication: cfg.Replication, Rules: cfg.Rules, WaitTimeout: cfg.WaitTimeout,
-				Offers: offerAPI, Metrics: reg, Logger: log, Ready: readyNow})
-			if err != nil {
-				return err
-			}
-			handler = a
-		}
-		ln, err := net.Listen("tcp", cfg.HTTPAddr)
-		if err != nil {
-			return fmt.Errorf("http: %w", err)
-		}
-		info.HTTPAddr = ln.Addr().String()
-		srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-		sup.Go(runCtx, "http", false, func(context.Context) error {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
-		})
-	}
-
-	// Wait for every component, or for the end.
-	for _, r := range ready {
+	for _, r := range p.ready {
 		select {
 		case <-r:
 		case <-runCtx.Done():
-		case <-sup.Failed():
+		case <-p.sup.Failed():
 		}
 	}
-	if runCtx.Err() == nil && sup.Err() == nil {
-		log.Info("offerlog ready", "brokers", brokers, "http", info.HTTPAddr, "grpc", info.GRPCAddr, "components", cfg.Components)
+	if runCtx.Err() == nil && p.sup.Err() == nil {
+		p.log.Info("offerlog ready", "brokers", p.brokers, "http", p.info.HTTPAddr, "grpc", p.info.GRPCAddr, "components", cfg.Components)
 		if cfg.Started != nil {
-			cfg.Started(info)
+			cfg.Started(*p.info)
 		}
 	}
 	select {
 	case <-runCtx.Done():
-	case <-sup.Failed():
+	case <-p.sup.Failed():
 	}
-	log.Info("shutting down")
-	if srv != nil {
-		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_ = srv.Shutdown(sctx)
-		scancel()
-	}
+	p.log.Info("shutting down")
 	cancel()
-	sup.Wait()
-	return sup.Err()
+	p.sup.Wait()
+	return p.sup.Err()
 }
+
+// process is what the components of one platform process share.
+type process struct {
+	cfg     Config
+	log     *slog.Logger
+	info    *Info
+	brokers []string
+	adm     *kadm.Client
+	reg     *metrics.Registry
+	scfg    streams.Config
+	sup     *supervisor
+	// ready collects a channel per component, closed when it is ready.
+	ready []<-chan struct{}
+	// closers run when every component has stopped, last added first.
+	closers []func()
+
+	epochs       *registry.Catalogue
+	registryView *registry.View
+	offerAPI     *offerapi.Service
+	handler      http.Handler
+}
+
+// open starts what every component uses: the embedded broker (without
+// brokers), an admin client, the topics of the catalogue, the metrics and
+// the supervisor. The returned process is never nil: close it.
+func open(ctx context.Context, cfg Config) (*process, error) {
+	log := cfg.Logger
+	p := &process{cfg: cfg, log: log, info: &Info{Brokers: cfg.Brokers, DataDir: cfg.DataDir, Components: cfg.Components}}
+	if len(cfg.Brokers) == 0 {
+		b, err := broker.Start(broker.Config{DataDir: cfg.DataDir, Addr: cfg.KafkaAddr, Partitions: int(cfg.Partitions), Fsync: cfg.Fsync, Logger: log})
+		if err != nil {
+			return p, err
+		}
+		p.closers = append(p.closers, func() {
+			b.Close()
+			log.Info("embedded broker stopped", "data", cfg.DataDir)
+		})
+		p.info.Brokers, p.info.Embedded = b.Addrs(), true
+		log.Info("embedded broker started", "addr", b.Addrs()[0], "data", filepath.Join(cfg.DataDir, "broker"))
+	}
+	p.brokers = p.info.Brokers
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(p.brokers...), kgo.ClientID("offerlog-admin"))
+	if err != nil {
+		return p, err
+	}
+	p.closers = append(p.closers, admCl.Close)
+	p.adm = kadm.NewClient(admCl)
+	created, err := topics.Ensure(ctx, p.adm, cfg.Replication, append(topics.Catalogue(cfg.Partitions), topics.ForStages(cfg.Stages.Names(), cfg.Partitions)...))
+	if err != nil {
+		return p, fmt.Errorf("topics: %w", err)
+	}
+	if len(created) > 0 {
+		log.Info("topics created", "topics", created)
+	}
+	p.reg = metrics.New()
+	p.scfg = streams.Config{Brokers: p.brokers, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log}
+	if cfg.Replication > 0 {
+		p.scfg.Replication = int(cfg.Replication)
+	}
+	registerLag(p.reg, p.adm, cfg.Stages.Names())
+	p.sup = &supervisor{log: log, restarts: p.reg.Counter("offerlog_component_restarts_total", "Restarts of a component after it failed, by component.", "component")}
+	return p, nil
+}
+
+// close runs the closers, last added first.
+func (p *process) close() {
+	for _, c := range slices.Backward(p.closers) {
+		c()
+	}
+}
+
+func (p *process) readyFunc() func() { return readySignal(&p.ready) }
 
 func decodeVerdict(b []byte) (schemas.Verdict, streams.RequestID, error) {
 	var v schemas.Verdict
