@@ -218,3 +218,17 @@ func TableValue[T any](ctx goka.Context, dead goka.Stream) *T {
 	}
 	return nil
 }
+
+// Reassert sets v, the key's current value, again. A message processed
+// again after a crash (its offset was not committed) finds in the local
+// state what its first processing set, which may not have reached the table
+// topic before the crash; a callback that recognises such a message, and
+// answers it from the value, reasserts the value, so that the table topic
+// ends with what the local state holds and a restore or a replay agrees with
+// the answers given. Writing the current value again is harmless when it
+// had reached the topic.
+func Reassert[T any](ctx goka.Context, v *T) {
+	if v != nil {
+		ctx.SetValue(v)
+	}
+}

@@ -172,7 +172,10 @@ func Graph(m *Metrics) *goka.GroupGraph {
 			cur := streams.TableValue[schemas.SellerCabinet](ctx, goka.Stream(topics.OffersDead))
 			next, applied := Apply(cur, &ch)
 			if !applied {
+				// Seen again: after a crash of this group, or re-emitted by
+				// the aggregate after a crash of its own.
 				m.Changes.With("repeated").Inc()
+				streams.Reassert(ctx, cur)
 				return
 			}
 			ctx.SetValue(next)

@@ -111,6 +111,7 @@ func (h *handler) command(ctx goka.Context, msg any) {
 		// the first time, and emit the outputs again if the record is still
 		// this command's (they may not have been written).
 		h.m.Recalled.Inc()
+		streams.Reassert(ctx, cur)
 		if cur.SourcePartition == ctx.Partition() && cur.SourceOffset == ctx.Offset() {
 			h.emit(ctx, cur, nil, "", true)
 		}

@@ -130,6 +130,7 @@ func (h *handler) ingest(ctx goka.Context, msg any) {
 	rv, found, seen := Recall(cur, ctx.Partition(), ctx.Offset())
 	if found {
 		h.m.Redelivered.With("recalled").Inc()
+		streams.Reassert(ctx, cur)
 		if rv.Verdict == schemas.Accepted && cur.SourcePartition == ctx.Partition() && cur.SourceOffset == ctx.Offset() {
 			h.emitChange(ctx, cur) // its change may not have been written before the crash
 		}
