@@ -82,7 +82,7 @@ func newWorker(cfg StageConfig, stage Stage, view *goka.View, oc *offers.Client,
 }
 
 // run reads the stage's queue and its low-priority queue until ctx is done.
-// An item of the low-priority queue waits while the queue has had work in
+// A batch of the low-priority queue waits while the queue has had work in
 // the last quiet period, so fresh changes go first.
 func (w *worker) run(ctx context.Context, brokers []string) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -93,7 +93,7 @@ func (w *worker) run(ctx context.Context, brokers []string) error {
 		return streams.RunLoop(ctx, streams.LoopConfig{Brokers: brokers, Group: Group(w.cfg.Name, low),
 			Topics: []string{topics.QueueTopic(w.cfg.Name, low)}, DeadTopic: topics.SchedulerDead, Producer: w.prod,
 			Logger: w.log, Metrics: w.m.Loop, Backoff: streams.Backoff{Initial: w.backoff, Max: 10 * time.Second},
-			Handler: func(ctx context.Context, r *kgo.Record) error {
+			BatchHandler: func(ctx context.Context, b *streams.Batch) error {
 				if !low {
 					lastMain.Store(time.Now().UnixNano())
 				}
@@ -104,13 +104,7 @@ func (w *worker) run(ctx context.Context, brokers []string) error {
 					case <-time.After(quiet):
 					}
 				}
-				select {
-				case w.slots <- struct{}{}:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-				defer func() { <-w.slots }()
-				return w.item(ctx, r)
+				return w.batch(ctx, b)
 			}})
 	}
 	errs := make(chan error, 2)
@@ -119,6 +113,52 @@ func (w *worker) run(ctx context.Context, brokers []string) error {
 	err := <-errs
 	cancel()
 	return errors.Join(err, <-errs)
+}
+
+// batch processes the items of one partition's poll concurrently, up to the
+// stage's parallelism (shared by all partitions and both queues), the last
+// item of each offer only (an earlier one is moot: the later one carries
+// the offer's newest queued state). It returns once every result is saved,
+// with undecodable items marked dead, or the first error of an item whose
+// result was not answered: the loop tries the batch again, and the items
+// whose results were saved are then skipped as no longer queued.
+func (w *worker) batch(ctx context.Context, b *streams.Batch) error {
+	latest := map[string]*kgo.Record{}
+	for _, r := range b.Records {
+		latest[string(r.Key)] = r
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for _, r := range latest {
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return ctx.Err()
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-w.slots; wg.Done() }()
+			err := w.item(ctx, r)
+			if err == nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			var p *streams.PermanentError
+			switch {
+			case errors.As(err, &p):
+				b.Dead(r, p.Err.Error())
+			case first == nil:
+				first = err
+			}
+		}()
+	}
+	wg.Wait()
+	return first
 }
 
 // item processes one queue item.
