@@ -3,6 +3,7 @@ package testkit
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,11 @@ func ServeBroker(t *testing.T) {
 	if dir == "" {
 		t.Skip("runs as the broker process of a kill test")
 	}
-	b, err := broker.Start(broker.Config{DataDir: dir, Addr: "127.0.0.1:0", CompactEvery: time.Millisecond, Logger: Logger()})
+	addr, err := os.ReadFile(filepath.Join(dir, "listen"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.Start(broker.Config{DataDir: dir, Addr: string(addr), CompactEvery: time.Millisecond, Logger: Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,9 +53,22 @@ func ServeBroker(t *testing.T) {
 // own (the package's TestBrokerProcess must call ServeBroker), compacting
 // compacted topics every millisecond. It returns the broker's addresses
 // and kill, which sends it SIGKILL. Started again on the same directory,
-// the broker loads what the killed one left.
+// the broker listens on the same address and loads what the killed one
+// left: its clients find it again.
 func BrokerProcess(t *testing.T, dataDir string) (addrs []string, kill func()) {
 	t.Helper()
+	listen := filepath.Join(dataDir, "listen")
+	if _, err := os.Stat(listen); errors.Is(err, os.ErrNotExist) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if err := os.WriteFile(listen, []byte(addr), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	addrFile := filepath.Join(dataDir, "addr")
 	if err := os.Remove(addrFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		t.Fatal(err)
