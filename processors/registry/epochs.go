@@ -235,21 +235,28 @@ func (c *Catalogue) Sync(ctx context.Context, adm *kadm.Client) error {
 // KeepSynced syncs the catalogue every interval until ctx ends, so that
 // SyncedAt trails the clock by about that much: the registry's callbacks
 // wait for it (WaitSynced) instead of calling the broker themselves. A sync
-// that fails is logged and tried again at the next tick.
+// that fails is logged and tried again after a wait that doubles, up to 5 s,
+// while syncs fail.
 func (c *Catalogue) KeepSynced(ctx context.Context, adm *kadm.Client, every time.Duration, log *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
+	wait := every
 	for {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := c.Sync(sctx, adm)
 		cancel()
-		if err != nil && ctx.Err() == nil {
-			log.Warn("epochs: catalogue not synced, trying again", "err", err, "in", every)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			// The broker is away: ask less often while it is.
+			wait = min(2*wait, 5*time.Second)
+			log.Warn("epochs: catalogue not synced, trying again", "err", err, "in", wait)
+		default:
+			wait = every
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
 	}
 }
