@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/offerlog/offerlog/internal/platform"
 )
@@ -131,6 +132,8 @@ func (f *flags) platform() *platform.Config {
 	f.Int64Var(&cfg.Numerator.Scheme, "scheme", cfg.Numerator.Scheme, "sharding scheme of a new numerator state")
 	f.Int64Var(&cfg.Numerator.Type, "state-type", cfg.Numerator.Type, "T of the numerator's state version T.S.V.G")
 	f.StringVar(&cfg.Numerator.Holder, "master", cfg.Numerator.Holder, "this numerator master's name in the coordinator")
+	f.DurationVar(&cfg.Numerator.LockTimeout, "lock-timeout", cfg.Numerator.LockTimeout, "longest a numerator master holds the write lock for one build")
+	f.DurationVar(&cfg.ZooKeeperSession, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the numerator's coordinator: a killed master's lock is free this long after")
 	f.StringVar(&cfg.Cache.Table, "table", cfg.Cache.Table, "the table topic the cache serves")
 	f.StringVar(&cfg.Cache.Addr, "cache-grpc", cfg.Cache.Addr, "gRPC address of the cache (`run cache` takes --grpc too)")
 	f.StringVar(&cfg.Cache.DC, "dc", cfg.Cache.DC, "the cache server's data centre")

@@ -42,6 +42,10 @@ func TestUsage(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "--brokers") {
 		t.Fatalf("missing brokers: %d %s", code, stderr)
 	}
+	code, _, stderr = offerlog(t, "", "run", "numerator", "--brokers", "127.0.0.1:1", "--lock-timeout", "0s", "--session-timeout", "-1s")
+	if code == 0 || !strings.Contains(stderr, "lock timeout 0s must be positive, session timeout -1s not negative") {
+		t.Fatalf("bad numerator timeouts: %d %s", code, stderr)
+	}
 }
 
 func TestEnvironmentSetsFlags(t *testing.T) {

@@ -183,7 +183,7 @@ func startNumerator(ctx context.Context, p *process) error {
 	if p.cfg.ZooKeeper == "" {
 		c.Coordinator = &coordinator.Local{}
 	} else {
-		zk, err := coordinator.DialZooKeeper(ctx, p.cfg.ZooKeeper, fmt.Sprintf("/offerlog/numerator/%d", c.Type), p.log)
+		zk, err := coordinator.DialZooKeeper(ctx, p.cfg.ZooKeeper, fmt.Sprintf("/offerlog/numerator/%d", c.Type), p.cfg.ZooKeeperSession, p.log)
 		if err != nil {
 			return err
 		}

@@ -78,6 +78,9 @@ type Config struct {
 	// cache's shard ownership; "" keeps both in process, which is right only
 	// with a single master and a single cache server per table.
 	ZooKeeper string
+	// ZooKeeperSession is the numerator's ZooKeeper session timeout: a
+	// killed master's lock is free this long after its death.
+	ZooKeeperSession time.Duration
 	// Cache configures the cache component.
 	Cache CacheConfig
 	// Stages are the scheduler's stages (the offers component declares
@@ -144,6 +147,11 @@ func (c *Config) Validate() error {
 		c.Stages = stages
 	} else if err := c.Stages.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if slices.Contains(c.Components, ComponentNumerator) || len(c.Components) == 0 {
+		if c.Numerator.LockTimeout <= 0 || c.ZooKeeperSession < 0 {
+			errs = append(errs, fmt.Errorf("numerator: lock timeout %v must be positive, session timeout %v not negative", c.Numerator.LockTimeout, c.ZooKeeperSession))
+		}
 	}
 	if c.Rules.MaxDocumentBytes <= 0 || c.Rules.TombstoneTTL <= 0 {
 		errs = append(errs, errors.New("document size limit and tombstone TTL must be positive"))

@@ -476,7 +476,7 @@ func TestSealWaitsForTheWriteLock(t *testing.T) {
 	dial := func() *coordinator.ZooKeeper {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		zk, err := coordinator.DialZooKeeper(ctx, zkAddr, "/offerlog/numerator/0", testkit.Logger())
+		zk, err := coordinator.DialZooKeeper(ctx, zkAddr, "/offerlog/numerator/0", 0, testkit.Logger())
 		if err != nil {
 			t.Fatal(err)
 		}

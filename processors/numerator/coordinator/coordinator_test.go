@@ -31,7 +31,7 @@ func TestZooKeeper(t *testing.T) {
 			// Each master has a session of its own, as in another process.
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			c, err := coordinator.DialZooKeeper(ctx, addr, root, testkit.Logger())
+			c, err := coordinator.DialZooKeeper(ctx, addr, root, 0, testkit.Logger())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -35,12 +35,17 @@ type ZooKeeper struct {
 var _ Coordinator = (*ZooKeeper)(nil)
 
 // DialZooKeeper connects to the ensemble servers ("host:port,...") and
-// returns a coordinator under root, creating its nodes if missing.
-func DialZooKeeper(ctx context.Context, servers, root string, log *slog.Logger) (*ZooKeeper, error) {
+// returns a coordinator under root, creating its nodes if missing, with a
+// session of the given timeout (0: 10 s; a dead master's lock is free
+// that long after its death).
+func DialZooKeeper(ctx context.Context, servers, root string, session time.Duration, log *slog.Logger) (*ZooKeeper, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	conn, events, err := zkconn.Dial(ctx, servers, 10*time.Second, log)
+	if session <= 0 {
+		session = 10 * time.Second
+	}
+	conn, events, err := zkconn.Dial(ctx, servers, session, log)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
