@@ -41,14 +41,14 @@ func TestKillDuringCompactionLosesNothing(t *testing.T) {
 	a := &acked{latest: map[string]int{}, plain: map[int32]map[int64]string{}}
 	seq := 0
 	for cycle := range cycles {
-		addrs, kill := testkit.BrokerProcess(t, dir)
+		addrs, kill := testkit.BrokerProcess(t, dir, time.Millisecond)
 		if cycle == 0 {
 			createTopics(t, addrs)
 		}
 		a.check(t, addrs)
 		seq = a.produceUntil(t, addrs, seq, time.Duration(5+rand.IntN(100))*time.Millisecond, kill)
 	}
-	addrs, _ := testkit.BrokerProcess(t, dir)
+	addrs, _ := testkit.BrokerProcess(t, dir, time.Millisecond)
 	n, c := a.check(t, addrs)
 	t.Logf("%d kills; %d acknowledged plain records and %d keys of the compacted topic checked after the last", cycles, n, c)
 	if c == 0 || len(a.plain) == 0 {

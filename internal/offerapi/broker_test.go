@@ -20,14 +20,14 @@ func TestBrokerKilledUnderTheOfferStorage(t *testing.T) {
 		t.Skip("kills a broker process")
 	}
 	dir := t.TempDir()
-	brokers, kill := testkit.BrokerProcess(t, dir)
+	brokers, kill := testkit.BrokerProcess(t, dir, 0)
 	n := start(t, brokers, t.TempDir())
 	n.want(t, 202, "POST", "/v1/sellers/hana/feeds/1", feed(1, 10, "t1"), nil)
 	n.want(t, 202, "POST", "/v1/sellers/hana/feeds/1/finish", "", nil)
 	before := n.byExternal(t, "hana", "all", 10)
 
 	kill()
-	testkit.BrokerProcess(t, dir)
+	testkit.BrokerProcess(t, dir, 0)
 
 	// Writes are answered again once the components have reconnected.
 	id := before["vin-3"].Offer.ID

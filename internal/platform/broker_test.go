@@ -25,7 +25,7 @@ func TestBrokerKilledUnderThePipeline(t *testing.T) {
 		t.Skip("kills a broker process")
 	}
 	dir := t.TempDir()
-	brokers, kill := testkit.BrokerProcess(t, dir)
+	brokers, kill := testkit.BrokerProcess(t, dir, 0)
 	cfg := platformtest.Config(t.TempDir())
 	cfg.Brokers = brokers
 	cfg.Components = []string{platform.ComponentRegistry, platform.ComponentIndexer, platform.ComponentAPI, platform.ComponentCache}
@@ -49,7 +49,7 @@ func TestBrokerKilledUnderThePipeline(t *testing.T) {
 		post(fmt.Sprint(i))
 	}
 	kill()
-	testkit.BrokerProcess(t, dir)
+	testkit.BrokerProcess(t, dir, 0)
 	for i := 20; i < 40; i++ {
 		post(fmt.Sprint(i))
 	}

@@ -20,12 +20,15 @@ import (
 
 // brokerDirEnv names the data directory of a broker that runs in a process
 // of its own (BrokerProcess, ServeBroker).
-const brokerDirEnv = "OFFERLOG_TEST_BROKER_DIR"
+const (
+	brokerDirEnv     = "OFFERLOG_TEST_BROKER_DIR"
+	brokerCompactEnv = "OFFERLOG_TEST_BROKER_COMPACT_EVERY"
+)
 
 // ServeBroker is the body of a package's TestBrokerProcess: in a process
 // that BrokerProcess started, it runs the embedded broker on the data
-// directory it was given, compacting every millisecond, until the process
-// is killed; anywhere else it skips.
+// directory it was given, compacting as often as it was told, until the
+// process is killed; anywhere else it skips.
 func ServeBroker(t *testing.T) {
 	dir := os.Getenv(brokerDirEnv)
 	if dir == "" {
@@ -35,7 +38,8 @@ func ServeBroker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := broker.Start(broker.Config{DataDir: dir, Addr: string(addr), CompactEvery: time.Millisecond, Logger: Logger()})
+	every, _ := time.ParseDuration(os.Getenv(brokerCompactEnv))
+	b, err := broker.Start(broker.Config{DataDir: dir, Addr: string(addr), CompactEvery: every, Logger: Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,11 +55,13 @@ func ServeBroker(t *testing.T) {
 
 // BrokerProcess starts the embedded broker on dataDir in a process of its
 // own (the package's TestBrokerProcess must call ServeBroker), compacting
-// compacted topics every millisecond. It returns the broker's addresses
+// compacted topics every compactEvery (0: the broker's default; a
+// millisecond keeps it compacting all the time, and busy). It returns the
+// broker's addresses
 // and kill, which sends it SIGKILL. Started again on the same directory,
 // the broker listens on the same address and loads what the killed one
 // left: its clients find it again.
-func BrokerProcess(t *testing.T, dataDir string) (addrs []string, kill func()) {
+func BrokerProcess(t *testing.T, dataDir string, compactEvery time.Duration) (addrs []string, kill func()) {
 	t.Helper()
 	listen := filepath.Join(dataDir, "listen")
 	if _, err := os.Stat(listen); errors.Is(err, os.ErrNotExist) {
@@ -73,7 +79,7 @@ func BrokerProcess(t *testing.T, dataDir string) (addrs []string, kill func()) {
 	if err := os.Remove(addrFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		t.Fatal(err)
 	}
-	kill = Child(t, "TestBrokerProcess", brokerDirEnv+"="+dataDir)
+	kill = Child(t, "TestBrokerProcess", brokerDirEnv+"="+dataDir, brokerCompactEnv+"="+compactEvery.String())
 	var data []byte
 	Eventually(t, time.Minute, "the broker process did not start", func() bool {
 		var err error

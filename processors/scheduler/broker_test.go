@@ -26,7 +26,7 @@ func TestBrokerKilledUnderTheScheduler(t *testing.T) {
 		t.Skip("kills a broker process")
 	}
 	dir := t.TempDir()
-	brokers, kill := testkit.BrokerProcess(t, dir)
+	brokers, kill := testkit.BrokerProcess(t, dir, 0)
 	a := &attrStage{attr: "a", pause: 20 * time.Millisecond, perOffer: map[string]int{}}
 	cfg := platformtest.Config(t.TempDir())
 	cfg.Brokers = brokers
@@ -43,7 +43,7 @@ func TestBrokerKilledUnderTheScheduler(t *testing.T) {
 	}
 	produce(0, 20)
 	kill()
-	testkit.BrokerProcess(t, dir)
+	testkit.BrokerProcess(t, dir, 0)
 	produce(20, 40)
 	testkit.Eventually(t, 3*time.Minute, "the stage's result on every offer", func() bool {
 		done := map[string]bool{}
