@@ -433,3 +433,40 @@ func TestEpochRegisteredAMomentAgoIsKnown(t *testing.T) {
 		}
 	}
 }
+
+// TestGarbageInTheTableIsDeadLettered: a value of the registry table that
+// does not decode, loaded by a registry starting on an empty local state,
+// is dead-lettered with the reason when its key is next touched and taken
+// as absent: the next document of that key is accepted.
+func TestGarbageInTheTableIsDeadLettered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	c := newCluster(t)
+	stop := c.start(t)
+	produceDocs(t, c.brokers, shuffledVersions(2, 1, 1))
+	waitVerdicts(t, c.brokers, 2)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Put(t, c.brokers, topics.RegistryTable, []byte("shop/0"), []byte("garbage"))
+	c.state = t.TempDir()
+	c.start(t)
+	produceDocs(t, c.brokers, testkit.ShuffledVersions(1, 2, 2)[1:]) // one document of key 0, version 1 or 2
+	got := waitVerdicts(t, c.brokers, 3)
+	accepted := 0
+	for _, v := range got {
+		if v.Verdict == schemas.Accepted {
+			accepted++
+		}
+	}
+	if accepted != 3 {
+		t.Errorf("verdicts %+v, want 3 accepted", got)
+	}
+	deads := testkit.ReadAll(t, c.brokers, topics.DocumentsDead)
+	var dl schemas.DeadLetter
+	if len(deads) != 1 || schemas.DeadLetters.Decode(deads[0].Value, &dl) != nil ||
+		dl.Topic != topics.RegistryTable || string(dl.Value) != "garbage" || !strings.Contains(dl.Reason, "undecodable table value") {
+		t.Fatalf("dead letters %d, first %+v; want the table value's", len(deads), dl)
+	}
+}
