@@ -47,6 +47,9 @@ type NumeratorEntry struct {
 	DocID       int64  `avro:"doc_id"`
 	LastSeen    int64  `avro:"last_seen"`
 	Version     string `avro:"version"`
+	// SeenBefore is the generation the key was seen in before LastSeen (0:
+	// none), for a seal of a generation before LastSeen.
+	SeenBefore int64 `avro:"seen_before"`
 }
 
 // Assignment is a key's (shard, doc_id) under a version (numerator.results,

@@ -125,7 +125,7 @@ func (h *handler) offer(ctx goka.Context, msg any) {
 		return // seen again in the same generation: nothing changes
 	}
 	next := *e
-	next.LastSeen = o.Generation
+	next.SeenBefore, next.LastSeen = e.LastSeen, o.Generation
 	ctx.SetValue(&next)
 	h.m.Offers.Inc()
 }

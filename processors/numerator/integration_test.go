@@ -630,3 +630,40 @@ func TestGarbageInTheTableIsDeadLettered(t *testing.T) {
 		t.Errorf("dead letters %q, want the table value's", reasons)
 	}
 }
+
+// TestLateOffersDoNotChangeASeal: offers of generation 2 applied before
+// generation 1 is sealed (sent right after its marker) do not make the keys
+// of generation 1 lose their ids in it.
+func TestLateOffersDoNotChangeASeal(t *testing.T) {
+	c := newCluster(t, 5, 0)
+	c.offers(1, 0, 20)
+	c.offers(2, 0, 25)
+	testkit.Eventually(t, time.Minute, "generation 2 recorded", func() bool {
+		seen := 0
+		for _, v := range testkit.Table(t, c.brokers, topics.NumeratorTable) {
+			var e schemas.NumeratorEntry
+			if schemas.NumeratorEntries.Decode(v, &e) == nil && e.LastSeen == 2 {
+				seen++
+			}
+		}
+		return seen == 25
+	})
+	if st := c.seal(1, 1); st.Generation != 1 {
+		t.Fatalf("state %+v", st)
+	}
+	first := c.assignments()
+	if len(first) != 20 {
+		t.Fatalf("%d keys numbered in generation 1, want its 20", len(first))
+	}
+	c.seal(2, 2)
+	all := c.assignments()
+	if len(all) != 25 {
+		t.Fatalf("%d keys numbered after generation 2, want 25", len(all))
+	}
+	for k, p := range first {
+		if all[k] != p {
+			t.Errorf("%s: %v in generation 1, %v after 2", k, p, all[k])
+		}
+	}
+	checkUnique(t, all)
+}

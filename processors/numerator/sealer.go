@@ -223,7 +223,7 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 	// One shard's entries in memory at a time.
 	var readErr error
 	plan := PlanShards(scheme, *m, next.G, s.cfg.TTL, s.cfg.RebuildShare, func(shard int) []Entry {
-		es, err := s.entries(func(k sharding.Key) bool { return scheme.Shard(k) == shard })
+		es, err := s.entries(next.G, func(k sharding.Key) bool { return scheme.Shard(k) == shard })
 		if err != nil && readErr == nil {
 			readErr = err
 		}
@@ -324,9 +324,22 @@ func applied(ps *goka.TableStats) int64 {
 	return 0
 }
 
+// SeenAsOf returns the last generation up to g that e was seen in, as far
+// as the entry tells: offers of a later generation, applied before the seal
+// of g read the table, must not make g lose the key (0: not seen by g).
+func SeenAsOf(e *schemas.NumeratorEntry, g int64) int64 {
+	switch {
+	case e.LastSeen <= g:
+		return e.LastSeen
+	case e.SeenBefore <= g:
+		return e.SeenBefore
+	}
+	return 0
+}
+
 // entries reads the entries of the table whose keys keep accepts, from the
-// view, in key order.
-func (s *sealer) entries(keep func(sharding.Key) bool) ([]Entry, error) {
+// view, in key order, each as seen up to generation g (SeenAsOf).
+func (s *sealer) entries(g int64, keep func(sharding.Key) bool) ([]Entry, error) {
 	it, err := s.cfg.View.Iterator()
 	if err != nil {
 		return nil, fmt.Errorf("iterate the table: %w", err)
@@ -346,7 +359,7 @@ func (s *sealer) entries(keep func(sharding.Key) bool) ([]Entry, error) {
 		if !keep(k) {
 			continue
 		}
-		out = append(out, Entry{Key: k, DocID: e.DocID, LastSeen: e.LastSeen, Shard: int(e.Shard)})
+		out = append(out, Entry{Key: k, DocID: e.DocID, LastSeen: SeenAsOf(e, g), Shard: int(e.Shard)})
 	}
 	slices.SortFunc(out, ByKey)
 	return out, nil
