@@ -76,9 +76,12 @@ var components = []component{
 	{name: ComponentAPI, user: true, needs: []string{componentEpochs, componentRegistryView, componentOfferAPI}, start: startAPI},
 	{name: ComponentCache, user: true, start: func(ctx context.Context, p *process) error {
 		addr, r, err := runCache(ctx, p.sup, p.cfg, p.brokers, p.reg, p.log)
+		if err != nil {
+			return err
+		}
 		p.info.CacheAddr = addr
 		p.ready = append(p.ready, r)
-		return err
+		return nil
 	}},
 	{name: ComponentSinkYDB, user: true, start: func(ctx context.Context, p *process) error {
 		if p.cfg.YDB == "" {
