@@ -185,6 +185,9 @@ type OfferCommand struct {
 	ReadVersion int64       `avro:"read_version"`
 	Low         bool        `avro:"low"`
 	FiredAt     int64       `avro:"fired_at"`
+	// Hop, on a CREATE of a published draft, counts the ids of the draft's
+	// chain found taken before this one (offers.NextID).
+	Hop int32 `avro:"hop"`
 }
 
 // OfferEvent is the full offer after a change (offers.events).
@@ -267,6 +270,13 @@ type FeedItem struct {
 	ExternalID string `avro:"external_id"`
 	End        bool   `avro:"end"`
 	Offer      *Offer `avro:"offer"`
+	// Failed, on an end marker, says the upload failed: the task ends and
+	// nothing is removed.
+	Failed bool `avro:"failed"`
+	// Items, on an end marker, is how many distinct external ids the task
+	// uploaded (0: not told). Offers missing from the feed are removed
+	// only when every one of them was loaded by the task.
+	Items int64 `avro:"items"`
 }
 
 // FeedEntry says which offer holds a seller's external id and the last
@@ -314,6 +324,11 @@ type Draft struct {
 // DraftRecord is the drafts group's value of an owner (drafts-table).
 type DraftRecord struct {
 	Draft Draft `avro:"draft"`
+	// Published marks Draft as published: it is kept so that a repeated
+	// PUBLISH is answered as the first, and the owner has no current draft.
+	Published bool `avro:"published"`
+	// Recent are the answers to the last commands that wrote the record.
+	Recent []RecentResult `avro:"recent"`
 }
 
 // DraftKind is what a DraftCommand asks.
@@ -325,6 +340,10 @@ const (
 	DraftSave    DraftKind = "SAVE"
 	DraftDiscard DraftKind = "DISCARD"
 	DraftHand    DraftKind = "HAND"
+	// DraftPublish makes an offer of the draft ExpectedID and retires it,
+	// in one write of the drafts table (the offer's CREATE is emitted with
+	// it, and again on a repeat).
+	DraftPublish DraftKind = "PUBLISH"
 )
 
 // DraftCommand is a draft operation (drafts.commands).

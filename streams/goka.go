@@ -6,6 +6,7 @@ import (
 	"hash"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -231,4 +232,34 @@ func Reassert[T any](ctx goka.Context, v *T) {
 	if v != nil {
 		ctx.SetValue(v)
 	}
+}
+
+// Remembered is how many answers a table value keeps (Remember): enough
+// for every message of a key that can follow the input's last commit.
+const Remembered = 16
+
+// Remember returns recent with the answer r to the message at (r.Partition,
+// r.Offset) appended, keeping the last Remembered. A callback that writes a
+// value remembers in it the answer it gives, so that the answer to a message
+// processed again after a crash (Recall) comes from, and is persisted with,
+// the value: it is the answer given the first time.
+func Remember(recent []schemas.RecentResult, r schemas.RecentResult) []schemas.RecentResult {
+	recent = append(recent, r)
+	if len(recent) > Remembered {
+		recent = slices.Clone(recent[len(recent)-Remembered:])
+	}
+	return recent
+}
+
+// Recall returns the answer recent remembers for the message at (partition,
+// offset), if the value was written by it: the message is processed again
+// after a crash, and is to be answered as the first time, its value
+// reasserted (Reassert).
+func Recall(recent []schemas.RecentResult, partition int32, offset int64) (schemas.RecentResult, bool) {
+	for _, r := range recent {
+		if r.Partition == partition && r.Offset == offset {
+			return r, true
+		}
+	}
+	return schemas.RecentResult{}, false
 }

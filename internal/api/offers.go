@@ -252,7 +252,17 @@ func (s *Server) finishFeed(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.cfg.Offers.FinishFeed(r.Context(), r.PathValue("seller"), task); err != nil {
+	// The body is optional: {"failed":true} for an upload that failed,
+	// {"items":N} for one of N distinct external ids; either way nothing is
+	// removed unless the loader sees the upload whole.
+	var end offerapi.FeedEnd
+	if r.ContentLength != 0 {
+		if status, err := decodeBody(w, r, 4<<10, &end); err != nil && !errors.Is(err, errEmptyBody) {
+			writeError(w, status, err)
+			return
+		}
+	}
+	if err := s.cfg.Offers.FinishFeed(r.Context(), r.PathValue("seller"), task, end); err != nil {
 		offerError(w, err)
 		return
 	}

@@ -154,12 +154,18 @@ func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
+// errEmptyBody is decodeBody's error for a body with no JSON value.
+var errEmptyBody = errors.New("malformed JSON: empty body")
+
 // decodeBody decodes a JSON body strictly, limited to limit bytes.
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) (int, error) {
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return http.StatusBadRequest, errEmptyBody
+		}
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return http.StatusRequestEntityTooLarge, fmt.Errorf("body is larger than %d bytes", limit)

@@ -131,13 +131,27 @@ func (s *Service) FeedItems(ctx context.Context, seller string, task int64, item
 	return nil
 }
 
+// FeedEnd is how a task's upload ended, as its uploader tells.
+type FeedEnd struct {
+	// Failed says the upload failed: the task ends, nothing is removed.
+	Failed bool `json:"failed"`
+	// Items is how many distinct external ids the task uploaded (0: not
+	// told): offers are removed only if the loader sees every one of them
+	// loaded by the task.
+	Items int64 `json:"items"`
+}
+
 // FinishFeed appends the end marker of a task: once the loader reaches it,
-// every offer of the seller's feed the task did not touch is deleted.
-func (s *Service) FinishFeed(ctx context.Context, seller string, task int64) error {
+// every offer of the seller's feed the task did not touch is deleted, unless
+// the upload failed or is partial (end), which removes nothing.
+func (s *Service) FinishFeed(ctx context.Context, seller string, task int64, end FeedEnd) error {
 	if err := feedTarget(seller, task); err != nil {
 		return err
 	}
-	data, err := schemas.FeedItems.Encode(&schemas.FeedItem{SellerID: seller, TaskID: task, End: true})
+	if end.Items < 0 {
+		return errorf(Invalid, "items", "want the number of items uploaded (0: not told), got %d", end.Items)
+	}
+	data, err := schemas.FeedItems.Encode(&schemas.FeedItem{SellerID: seller, TaskID: task, End: true, Failed: end.Failed, Items: end.Items})
 	if err != nil {
 		return err
 	}

@@ -250,3 +250,35 @@ func TestEventsInOrderPerOffer(t *testing.T) {
 		return true
 	})
 }
+
+// A failed or partial upload never removes anything: only a task that ends
+// whole deletes the offers it did not have.
+func TestFailedOrPartialFeedRemovesNothing(t *testing.T) {
+	b := testkit.Broker(t, "")
+	n := start(t, b.Addrs(), t.TempDir())
+
+	n.want(t, 202, "POST", "/v1/sellers/dan/feeds/1", feed(1, 3, "t1"), nil)
+	n.want(t, 202, "POST", "/v1/sellers/dan/feeds/1/finish", `{"items":3}`, nil)
+	n.eventuallyCounters(t, "dan", 3, [5]int64{3, 0, 0, 0, 0})
+
+	// Task 2 failed after vin-1: nothing is removed. The loader handles a
+	// seller's records in order, so once task 3's new vin-4 is counted,
+	// task 2's end was handled before it: had it removed vin-2 and vin-3,
+	// the count would never reach 4.
+	n.want(t, 202, "POST", "/v1/sellers/dan/feeds/2", feed(1, 1, "t2"), nil)
+	n.want(t, 202, "POST", "/v1/sellers/dan/feeds/2/finish", `{"failed":true}`, nil)
+	// Task 3 says it uploaded 3 items; 2 arrived: partial, nothing removed.
+	n.want(t, 202, "POST", "/v1/sellers/dan/feeds/3", feed(1, 1, "t3")+feed(4, 4, "t3"), nil)
+	n.want(t, 202, "POST", "/v1/sellers/dan/feeds/3/finish", `{"items":3}`, nil)
+	n.want(t, 202, "POST", "/v1/sellers/dan/feeds/4", feed(5, 5, "t4"), nil)
+	n.eventuallyCounters(t, "dan", 5, [5]int64{5, 0, 0, 0, 0})
+
+	// Bad ends are refused.
+	n.want(t, 422, "POST", "/v1/sellers/dan/feeds/4/finish", `{"items":-1}`, nil)
+	n.want(t, 400, "POST", "/v1/sellers/dan/feeds/4/finish", `{"items":"many"}`, nil)
+	n.want(t, 400, "POST", "/v1/sellers/dan/feeds/4/finish", `{"partial":true}`, nil)
+
+	// Task 4 ends whole: every offer it did not have goes.
+	n.want(t, 202, "POST", "/v1/sellers/dan/feeds/4/finish", `{"items":1}`, nil)
+	n.eventuallyCounters(t, "dan", 1, [5]int64{1, 0, 0, 0, 0})
+}

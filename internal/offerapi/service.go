@@ -290,11 +290,13 @@ func (s *Service) SaveDraft(ctx context.Context, anon, user, id string, o *schem
 	return s.draftCommand(ctx, c)
 }
 
-// PublishDraft makes an offer of the logged-in seller's draft id: the
-// draft's content is validated as an offer, created under the draft's id
-// (or a fresh one if another offer holds it), and the draft is dropped.
-// version, if positive, is the draft version the seller saw: the publish
-// waits for the drafts view to show it.
+// PublishDraft makes an offer of the logged-in seller's draft id. It is one
+// command, PUBLISH, to the drafts group, which retires the draft and emits
+// the offer's CREATE in one write of its table; the offer's id is a function
+// of the draft (its own id, or the next of its chain, offers.NextID, when
+// another offer holds it), so a retry, even after a crash, gets the same
+// offer. version, if positive, is the draft version the seller saw: the
+// drafts group handles the PUBLISH after every earlier write of the draft.
 func (s *Service) PublishDraft(ctx context.Context, user, id string, version int64) (*OfferVersion, error) {
 	if user == "" {
 		return nil, errorf(Invalid, "user", "log in to publish")
@@ -302,34 +304,67 @@ func (s *Service) PublishDraft(ctx context.Context, user, id string, version int
 	if fe := offers.ValidSeller(user); fe != nil {
 		return nil, &Error{Kind: Invalid, Field: "user", Reason: fe.Reason}
 	}
-	d, err := s.draftAt(ctx, drafts.UserKey(user), id, version)
-	if err != nil {
-		return nil, err
+	if !offers.ValidID(id) {
+		return nil, errorf(NotFound, "draft_id", "%q is not a draft id", id)
 	}
-	o := d.Offer
-	o.SellerID, o.Status = user, schemas.OfferActive
-	if fe := offers.Validate(&o); fe != nil {
-		return nil, &Error{Kind: Invalid, Field: fe.Field, Reason: fe.Reason}
-	}
-	c := &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: d.ID, SellerID: user, ExpectedVersion: -1,
-		Offer: &o, DraftOwner: drafts.UserKey(user), DraftID: d.ID}
-	for attempt := 0; ; attempt++ {
-		res, err := s.cfg.Offers.Do(ctx, c)
-		if err != nil {
-			return nil, answerErr(err)
-		}
-		if res.Outcome == schemas.OutcomeCollision && attempt < 5 {
-			c.OfferID = offers.NewID()
-			continue
-		}
-		if err := outcomeErr(res); err != nil {
+	owner := drafts.UserKey(user)
+	if version > 0 {
+		if _, err := s.draftAt(ctx, owner, id, version); err != nil && !isKind(err, NotFound) {
 			return nil, err
 		}
-		if _, err := s.draftCommand(ctx, &schemas.DraftCommand{Kind: schemas.DraftDiscard, User: user, ExpectedID: d.ID}); err != nil && !isKind(err, NotFound) {
-			s.cfg.Logger.Warn("offerapi: published draft not dropped", "user", user, "draft", d.ID, "err", err)
-		}
-		return s.await(ctx, c.OfferID, res.Version), nil
 	}
+	_, err := s.draftCommand(ctx, &schemas.DraftCommand{Kind: schemas.DraftPublish, User: user, ExpectedID: id})
+	var e *Error
+	switch {
+	case errors.As(err, &e) && e.Kind == NotFound:
+		// Published before, and the seller has another draft since: the
+		// offer is where the draft's chain leads.
+		if o, ok := s.offerOf(owner, id); ok {
+			return o, nil
+		}
+		return nil, err
+	case errors.As(err, &e) && e.Kind == Invalid && e.Field == "":
+		// The group answers "field: reason".
+		e.Field, e.Reason, _ = strings.Cut(e.Reason, ": ")
+		return nil, e
+	case err != nil:
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if o, ok := s.offerOf(owner, id); ok {
+			return o, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errorf(Timeout, "draft_id", "draft %s is published; its offer is not in the view yet", id)
+		case <-t.C:
+		}
+	}
+}
+
+// offerOf returns the offer published from owner's draft id, as the view
+// shows it: following the draft's chain of ids from the draft's own.
+func (s *Service) offerOf(owner, id string) (*OfferVersion, bool) {
+	at := id
+	for range offers.MaxHops {
+		v, err := s.cfg.OffersView.Get(at)
+		if err != nil {
+			return nil, false
+		}
+		r, ok := v.(*schemas.OfferRecord)
+		switch {
+		case !ok:
+			return nil, false
+		case r.DraftOwner == owner && r.DraftID == id:
+			return versionOf(r), true
+		}
+		at = offers.NextID(owner, id, at)
+	}
+	return nil, false
 }
 
 // draftAt returns owner's draft id once the drafts view shows version (or

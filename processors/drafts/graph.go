@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,16 +31,22 @@ var (
 	commands = goka.Stream(topics.DraftsCommands)
 	results  = goka.Stream(topics.DraftsResults)
 	dead     = goka.Stream(topics.OffersDead)
+	// offerCommands receives the CREATE of a published draft, encoded.
+	offerCommands = goka.Stream(topics.OffersCommands)
 )
 
 // Metrics of the drafts group.
 type Metrics struct {
 	Outcomes *metrics.CounterVec // by kind and outcome
+	Recalled *metrics.Counter
 }
 
 // NewMetrics registers the drafts group's metrics in r.
 func NewMetrics(r *metrics.Registry) *Metrics {
-	return &Metrics{Outcomes: r.Counter("offerlog_drafts_outcomes_total", "Draft commands by kind and outcome.", "kind", "outcome")}
+	return &Metrics{
+		Outcomes: r.Counter("offerlog_drafts_outcomes_total", "Draft commands by kind and outcome.", "kind", "outcome"),
+		Recalled: r.Counter("offerlog_drafts_recalled_total", "Draft commands seen again after a crash and answered as the first time.").With(),
+	}
 }
 
 // Graph returns the drafts group's graph.
@@ -50,6 +57,7 @@ func Graph(m *Metrics) *goka.GroupGraph {
 		goka.Persist(TableCodec),
 		goka.Output(results, streams.Avro[schemas.DraftResult]{C: schemas.DraftResults}),
 		goka.Output(dead, streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}),
+		goka.Output(offerCommands, new(codec.Bytes)),
 	)
 }
 
@@ -66,38 +74,125 @@ func (h *handler) command(ctx goka.Context, msg any) {
 		h.reject(ctx, data, &c, err.Error())
 		return
 	}
+	rec := streams.TableValue[schemas.DraftRecord](ctx, dead)
+	if rec != nil {
+		if rr, ok := streams.Recall(rec.Recent, ctx.Partition(), ctx.Offset()); ok {
+			// Written by this command before a crash, after the input's
+			// last commit: answered as the first time, from the record.
+			h.recall(ctx, &c, rec, rr)
+			return
+		}
+	}
 	var cur *schemas.Draft
-	if r := streams.TableValue[schemas.DraftRecord](ctx, dead); r != nil {
-		cur = &r.Draft
+	if rec != nil && !rec.Published {
+		cur = &rec.Draft
 	}
 	at := ctx.Timestamp()
 	switch c.Kind {
 	case schemas.DraftCurrent:
 		if c.Anon != "" && c.User != "" {
 			// The first step of a hand-over: the anonymous draft, as it is.
-			h.reply(ctx, &c, ctx.Partition(), ctx.Offset(), schemas.OutcomeOK, "", cur)
+			h.reply(ctx, &c, schemas.OutcomeOK, "", cur)
 			return
 		}
-		h.current(ctx, &c, nil, cur, ctx.Partition(), ctx.Offset())
+		h.current(ctx, &c, nil, cur, rec)
 	case schemas.DraftHand:
-		h.current(ctx, &c, c.Draft, cur, ctx.Partition(), ctx.Offset())
+		h.current(ctx, &c, c.Draft, cur, rec)
 	case schemas.DraftSave:
 		next, outcome, reason := Save(cur, c.Draft, ctx.Key(), at)
 		if next != nil {
-			ctx.SetValue(&schemas.DraftRecord{Draft: *next})
+			h.write(ctx, &schemas.DraftRecord{Draft: *next}, rec, outcome, reason)
 		}
-		h.reply(ctx, &c, ctx.Partition(), ctx.Offset(), outcome, reason, next)
+		h.reply(ctx, &c, outcome, reason, next)
 	case schemas.DraftDiscard:
+		// A discarded draft leaves no record (anonymous visitors' drafts
+		// would pile up): a DISCARD processed again after a crash finds
+		// none and is answered IGNORED, which the API takes as done.
 		if cur != nil && cur.ID == c.ExpectedID {
 			ctx.Delete()
-			h.reply(ctx, &c, ctx.Partition(), ctx.Offset(), schemas.OutcomeOK, "", nil)
+			h.reply(ctx, &c, schemas.OutcomeOK, "", nil)
 			return
 		}
-		h.reply(ctx, &c, ctx.Partition(), ctx.Offset(), schemas.OutcomeIgnored, "no such draft", nil)
+		h.reply(ctx, &c, schemas.OutcomeIgnored, "no such draft", nil)
+	case schemas.DraftPublish:
+		h.publish(ctx, &c, rec)
 	}
 }
 
-func (h *handler) current(ctx goka.Context, c *schemas.DraftCommand, anon, user *schemas.Draft, p int32, o int64) {
+// publish retires the owner's draft c.ExpectedID and emits the CREATE of its
+// offer, in one write of the record: a repeated PUBLISH of the same draft
+// (a retry, or a redelivery) finds it published, emits the CREATE again (the
+// aggregate answers a CREATE of the same draft with the same content as
+// done) and gets the same answer.
+func (h *handler) publish(ctx goka.Context, c *schemas.DraftCommand, rec *schemas.DraftRecord) {
+	switch {
+	case rec == nil || rec.Draft.ID != c.ExpectedID:
+		h.reply(ctx, c, schemas.OutcomeNotFound, fmt.Sprintf("%s has no draft %s", ctx.Key(), c.ExpectedID), nil)
+		return
+	case rec.Published:
+		streams.Reassert(ctx, rec)
+		h.emitCreate(ctx, &rec.Draft)
+		h.reply(ctx, c, schemas.OutcomeOK, "published", &rec.Draft)
+		return
+	}
+	o := Publication(&rec.Draft)
+	if fe := offers.Validate(o); fe != nil {
+		h.reply(ctx, c, schemas.OutcomeInvalid, fe.Field+": "+fe.Reason, &rec.Draft)
+		return
+	}
+	h.write(ctx, &schemas.DraftRecord{Draft: rec.Draft, Published: true}, rec, schemas.OutcomeOK, "published")
+	h.emitCreate(ctx, &rec.Draft)
+	h.reply(ctx, c, schemas.OutcomeOK, "published", &rec.Draft)
+}
+
+// Publication returns the offer a logged-in seller's draft d publishes.
+func Publication(d *schemas.Draft) *schemas.Offer {
+	o := d.Offer
+	o.ID, o.SellerID, o.Status = d.ID, sellerOf(d.Owner), schemas.OfferActive
+	return &o
+}
+
+// PublishCommand returns the CREATE of the offer of published draft d: the
+// first id of the draft's chain (offers.NextID) is the draft's own.
+func PublishCommand(d *schemas.Draft) *schemas.OfferCommand {
+	o := Publication(d)
+	return &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: d.ID, SellerID: o.SellerID, ExpectedVersion: -1,
+		Offer: o, DraftOwner: d.Owner, DraftID: d.ID}
+}
+
+func (h *handler) emitCreate(ctx goka.Context, d *schemas.Draft) {
+	data, err := schemas.OfferCommands.Encode(PublishCommand(d))
+	if err != nil { // a validated offer encodes: kept with the reason if not
+		ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(string(Group), string(ctx.Topic()), ctx.Partition(), ctx.Offset(),
+			[]byte(ctx.Key()), nil, ctx.Timestamp(), fmt.Sprintf("the CREATE of published draft %s does not encode: %v", d.ID, err)))
+		return
+	}
+	ctx.Emit(offerCommands, d.ID, data)
+}
+
+// write sets next as the key's record, remembering the answer given to the
+// command (prev is the record before, whose answers are kept).
+func (h *handler) write(ctx goka.Context, next, prev *schemas.DraftRecord, outcome schemas.Outcome, reason string) {
+	if prev != nil {
+		next.Recent = slices.Clone(prev.Recent)
+	}
+	next.Recent = streams.Remember(next.Recent, schemas.RecentResult{Topic: string(ctx.Topic()), Partition: ctx.Partition(),
+		Offset: ctx.Offset(), Outcome: string(outcome), Reason: reason, Version: next.Draft.Version})
+	ctx.SetValue(next)
+}
+
+// recall answers a command its record remembers, reasserting the record and
+// emitting again what the command emitted.
+func (h *handler) recall(ctx goka.Context, c *schemas.DraftCommand, rec *schemas.DraftRecord, rr schemas.RecentResult) {
+	h.m.Recalled.Inc()
+	streams.Reassert(ctx, rec)
+	if c.Kind == schemas.DraftPublish && rec.Published {
+		h.emitCreate(ctx, &rec.Draft)
+	}
+	h.reply(ctx, c, schemas.Outcome(rr.Outcome), rr.Reason, &rec.Draft)
+}
+
+func (h *handler) current(ctx goka.Context, c *schemas.DraftCommand, anon, user *schemas.Draft, rec *schemas.DraftRecord) {
 	if c.User == "" {
 		anon, user = user, nil // keyed by the anonymous owner: its draft is cur
 	}
@@ -107,9 +202,9 @@ func (h *handler) current(ctx goka.Context, c *schemas.DraftCommand, anon, user 
 	}
 	d := Resolve(anon, user, c.Category, ctx.Key(), c.NewID, ctx.Timestamp())
 	if own == nil || d.ID != own.ID || d.Version != own.Version {
-		ctx.SetValue(&schemas.DraftRecord{Draft: *d})
+		h.write(ctx, &schemas.DraftRecord{Draft: *d}, rec, schemas.OutcomeOK, "")
 	}
-	h.reply(ctx, c, p, o, schemas.OutcomeOK, "", d)
+	h.reply(ctx, c, schemas.OutcomeOK, "", d)
 }
 
 // check returns why c cannot be carried out under key, or nil.
@@ -128,6 +223,13 @@ func check(c *schemas.DraftCommand, key string) error {
 			return fmt.Errorf("new_id %q is not an offer id", c.NewID)
 		}
 	case schemas.DraftSave, schemas.DraftDiscard:
+	case schemas.DraftPublish:
+		if c.User == "" || c.Anon != "" {
+			return fmt.Errorf("publish: a logged-in owner (user) alone")
+		}
+		if c.ExpectedID == "" {
+			return fmt.Errorf("publish: expected_id (the draft) is required")
+		}
 	default:
 		return fmt.Errorf("unknown kind %q", c.Kind)
 	}
@@ -141,8 +243,8 @@ func check(c *schemas.DraftCommand, key string) error {
 	return nil
 }
 
-func (h *handler) reply(ctx goka.Context, c *schemas.DraftCommand, p int32, o int64, outcome schemas.Outcome, reason string, d *schemas.Draft) {
-	ctx.Emit(results, ctx.Key(), &schemas.DraftResult{Owner: ctx.Key(), SourcePartition: p, SourceOffset: o,
+func (h *handler) reply(ctx goka.Context, c *schemas.DraftCommand, outcome schemas.Outcome, reason string, d *schemas.Draft) {
+	ctx.Emit(results, ctx.Key(), &schemas.DraftResult{Owner: ctx.Key(), SourcePartition: ctx.Partition(), SourceOffset: ctx.Offset(),
 		Outcome: outcome, Reason: reason, Draft: d})
 	h.m.Outcomes.With(string(c.Kind), string(outcome)).Inc()
 }

@@ -6,7 +6,9 @@
 // created with a fresh id (CREATE, drawn again on a collision), and at the
 // end marker every offer of the feed the task did not touch is deleted
 // (FEED_DELETE), in rounds until the index holds none: only then is the
-// marker's offset committed, as in the seed.
+// marker's offset committed, as in the seed. A task whose upload failed,
+// or is partial (an item refused, or fewer loaded than the marker says were
+// uploaded), removes nothing.
 //
 // The aggregate is the authority on every rule that depends on the offer
 // (an older task is ignored, a ban stays, an offer touched by the task is
@@ -46,6 +48,9 @@ type Metrics struct {
 	Items    *metrics.CounterVec // by outcome
 	Deleted  *metrics.Counter
 	Finished *metrics.Counter
+	// Kept counts tasks finished without removing anything: the upload
+	// failed, or not every item of it was loaded.
+	Kept *metrics.Counter
 	// Loop counts the loader's records by outcome (dead letters included).
 	Loop *streams.LoopMetrics
 }
@@ -56,6 +61,7 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 		Items:    r.Counter("offerlog_feeds_items_total", "Feed items by outcome.", "outcome"),
 		Deleted:  r.Counter("offerlog_feeds_deleted_total", "Offers deleted because a finished feed did not have them.").With(),
 		Finished: r.Counter("offerlog_feeds_finished_total", "Feed tasks finished.").With(),
+		Kept:     r.Counter("offerlog_feeds_kept_total", "Feed tasks finished without removing anything: a failed or partial upload.").With(),
 		Loop:     streams.NewLoopMetrics(r),
 	}
 }
@@ -74,6 +80,10 @@ type Config struct {
 	// Retry is the wait before a batch that failed (no answer, broker
 	// trouble) is tried again.
 	Retry time.Duration
+	// Settle bounds the wait, at an end marker that tells how many items
+	// the task uploaded, for the index to show them all (it lags the
+	// aggregate); past it the upload counts as partial. Default 3 s.
+	Settle time.Duration
 }
 
 // Run runs the loader until ctx is done.
@@ -86,6 +96,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.Retry <= 0 {
 		cfg.Retry = time.Second
+	}
+	if cfg.Settle <= 0 {
+		cfg.Settle = 3 * time.Second
 	}
 	if err := cfg.Streams.Validate(); err != nil {
 		return err
@@ -109,7 +122,7 @@ func Run(ctx context.Context, cfg Config) error {
 			mu.Lock()
 			l, ok := loaders[b.Partition]
 			if !ok {
-				l = &loader{cfg: cfg, known: map[string]schemas.FeedEntry{}}
+				l = &loader{cfg: cfg, known: map[string]schemas.FeedEntry{}, partial: map[string]int64{}}
 				loaders[b.Partition] = l
 			}
 			mu.Unlock()
@@ -122,6 +135,16 @@ type loader struct {
 	// known holds the index entries this loader wrote and the view may not
 	// show yet, by feeds.index key.
 	known map[string]schemas.FeedEntry
+	// partial holds, by seller, the last task of which this loader saw an
+	// item refused (dead-lettered, or INVALID for the aggregate).
+	partial map[string]int64
+}
+
+// rejected notes that an item of seller's task was not loaded.
+func (l *loader) rejected(seller string, task int64) {
+	if task > l.partial[seller] {
+		l.partial[seller] = task
+	}
 }
 
 // batch handles records in order: runs of items are sent together, an end
@@ -138,6 +161,9 @@ func (l *loader) batch(ctx context.Context, b *streams.Batch) error {
 		}
 		if err != nil {
 			b.Dead(r, err.Error())
+			if it.SellerID == string(r.Key) && it.TaskID > 0 && !it.End {
+				l.rejected(it.SellerID, it.TaskID)
+			}
 			continue
 		}
 		if !it.End {
@@ -148,7 +174,7 @@ func (l *loader) batch(ctx context.Context, b *streams.Batch) error {
 			return err
 		}
 		run = run[:0]
-		if err := l.finish(ctx, it.SellerID, it.TaskID); err != nil {
+		if err := l.finish(ctx, &it); err != nil {
 			return err
 		}
 	}
@@ -253,6 +279,17 @@ func (l *loader) items(ctx context.Context, run []schemas.FeedItem) error {
 				// Deleted since the index was read: the item makes a new offer.
 				c.Kind, c.OfferID = schemas.CommandCreate, offers.NewID()
 				again = append(again, c)
+			case schemas.OutcomeConflict:
+				if c.Kind != schemas.CommandCreate {
+					break
+				}
+				// The item's offer exists (the index did not show it yet),
+				// created by an earlier task or with other content: it is
+				// updated instead.
+				c.Kind = schemas.CommandFeedUpsert
+				again = append(again, c)
+			case schemas.OutcomeInvalid:
+				l.rejected(c.SellerID, c.TaskID)
 			case schemas.OutcomeOK:
 				l.known[offers.FeedKey(c.SellerID, c.ExternalID)] = schemas.FeedEntry{SellerID: c.SellerID,
 					ExternalID: c.ExternalID, OfferID: c.OfferID, TaskID: c.TaskID}
@@ -262,6 +299,46 @@ func (l *loader) items(ctx context.Context, run []schemas.FeedItem) error {
 		cmds = again
 	}
 	return nil
+}
+
+// complete reports whether the task of end marker it may remove offers: not
+// when the upload failed, nor when an item of it was refused, nor when the
+// marker tells how many items were uploaded and the index does not show that
+// many loaded by the task within cfg.Settle. A task on which the loader
+// cannot be sure removes nothing: the next complete one does.
+func (l *loader) complete(ctx context.Context, it *schemas.FeedItem) (bool, string, error) {
+	switch {
+	case it.Failed:
+		return false, "the upload failed", nil
+	case l.partial[it.SellerID] == it.TaskID:
+		return false, "an item of the task was refused", nil
+	case it.Items <= 0:
+		return true, "", nil
+	}
+	deadline := time.Now().Add(l.cfg.Settle)
+	for {
+		entries, err := l.entries(it.SellerID)
+		if err != nil {
+			return false, "", err
+		}
+		loaded := 0
+		for _, e := range entries {
+			if e.TaskID == it.TaskID {
+				loaded++
+			}
+		}
+		if int64(loaded) >= it.Items {
+			return true, "", nil
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Sprintf("%d of the %d items uploaded were loaded", loaded, it.Items), nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, "", ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // entries returns the seller's feed entries: those of the index view, and
@@ -292,9 +369,22 @@ func (l *loader) entries(seller string) ([]schemas.FeedEntry, error) {
 	return out, nil
 }
 
-// finish deletes every offer of the seller's feed that task did not touch,
-// in rounds, until the index shows none that was not answered.
-func (l *loader) finish(ctx context.Context, seller string, task int64) error {
+// finish ends a task at its end marker it: unless the upload failed or is
+// partial (complete), every offer of the seller's feed the task did not
+// touch is deleted, in rounds, until the index shows none that was not
+// answered.
+func (l *loader) finish(ctx context.Context, it *schemas.FeedItem) error {
+	seller, task := it.SellerID, it.TaskID
+	whole, why, err := l.complete(ctx, it)
+	if err != nil {
+		return err
+	}
+	if !whole {
+		l.cfg.Logger.Warn("feeds: task finished without removing anything", "seller", seller, "task", task, "why", why)
+		l.cfg.Metrics.Kept.Inc()
+		l.cfg.Metrics.Finished.Inc()
+		return nil
+	}
 	answered := map[string]bool{}
 	for round := 0; ; round++ {
 		entries, err := l.entries(seller)

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -84,9 +86,12 @@ type Decision struct {
 	// Queue, if set, is to be appended to its stage's queue; Timer to
 	// scheduler.timers (DueAt 0: the timer is gone); Effect to
 	// scheduler.effects.
-	Queue  *schemas.QueueItem
-	Timer  *schemas.StageTimer
-	Effect *schemas.StageEffect
+	Queue *schemas.QueueItem
+	// Forward, if set, is a command to append to offers.commands: the
+	// CREATE of a published draft under the next id of its chain.
+	Forward *schemas.OfferCommand
+	Timer   *schemas.StageTimer
+	Effect  *schemas.StageEffect
 }
 
 // Changes named on offers.events.
@@ -154,6 +159,52 @@ func command(cur *schemas.OfferRecord, in Input) Decision {
 	return refuse(schemas.OutcomeInvalid, cur, "kind", "unknown command %q", c.Kind)
 }
 
+// origin names what a CREATE comes from.
+func origin(c *schemas.OfferCommand) string {
+	if c.DraftID != "" {
+		return "draft"
+	}
+	return "feed item"
+}
+
+// createDiff returns the fields in which a CREATE of the same origin as
+// offer cur differs from it: none for a retry. A feed item of a later task
+// than the one that last loaded the offer differs in its task: the loader
+// sends it again as a FEED_UPSERT. Photos are compared by their sources
+// (their processing changes the rest); the status is the offer's life, not
+// its content.
+func createDiff(cur *schemas.OfferRecord, c *schemas.OfferCommand) []string {
+	var diff []string
+	if c.ExternalID != "" && c.TaskID > cur.FeedTask {
+		diff = append(diff, "task_id")
+	}
+	if c.Offer == nil {
+		return diff
+	}
+	a, b := &cur.Offer, c.Offer
+	sources := func(ps []schemas.Photo) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = p.SourceURL
+		}
+		return out
+	}
+	for _, f := range []struct {
+		name string
+		diff bool
+	}{
+		{"category", a.Category != b.Category}, {"title", a.Title != b.Title}, {"description", a.Description != b.Description},
+		{"price", (a.Price == nil) != (b.Price == nil) || (a.Price != nil && b.Price != nil && *a.Price != *b.Price)},
+		{"currency", a.Currency != b.Currency}, {"attributes", !slices.Equal(a.Attributes, b.Attributes)},
+		{"photos", !slices.Equal(sources(a.Photos), sources(b.Photos))},
+	} {
+		if f.diff {
+			diff = append(diff, f.name)
+		}
+	}
+	return diff
+}
+
 // sameOrigin reports whether a CREATE for a held id is a retry of the
 // create that made it (same draft, or same feed item), not a collision.
 func sameOrigin(cur *schemas.OfferRecord, c *schemas.OfferCommand) bool {
@@ -166,10 +217,22 @@ func sameOrigin(cur *schemas.OfferRecord, c *schemas.OfferCommand) bool {
 func create(cur *schemas.OfferRecord, in Input) Decision {
 	c := in.Command
 	if cur != nil {
-		if sameOrigin(cur, c) {
-			return Decision{Outcome: schemas.OutcomeOK, Reason: "already created", Version: cur.Version}
+		if !sameOrigin(cur, c) {
+			d := refuse(schemas.OutcomeCollision, nil, "offer_id", "id %s is taken", c.OfferID)
+			if c.DraftID != "" && c.Hop+1 < MaxHops {
+				// A publish moves along its draft's chain of ids.
+				next := *c
+				next.OfferID, next.Hop = NextID(c.DraftOwner, c.DraftID, c.OfferID), c.Hop+1
+				d.Forward = &next
+				d.Reason += "; the draft's publish moves to " + next.OfferID
+			}
+			return d
 		}
-		return refuse(schemas.OutcomeCollision, nil, "offer_id", "id %s is taken", c.OfferID)
+		if diff := createDiff(cur, c); len(diff) > 0 {
+			return refuse(schemas.OutcomeConflict, cur, "offer", "offer %s was created from the same %s with other %s",
+				c.OfferID, origin(c), strings.Join(diff, ", "))
+		}
+		return Decision{Outcome: schemas.OutcomeOK, Reason: "already created", Version: cur.Version}
 	}
 	if c.Offer == nil {
 		return refuse(schemas.OutcomeInvalid, nil, "offer", "missing")
@@ -358,17 +421,10 @@ func clone(r *schemas.OfferRecord) *schemas.OfferRecord {
 	return &c
 }
 
-// remembered is how many recent command results a record keeps for
-// redeliveries after a crash.
-const remembered = 16
-
 // Remember notes d as the result of the command at (partition, offset) in r.
 func Remember(r *schemas.OfferRecord, partition int32, offset int64, d Decision) {
-	r.Recent = append(r.Recent, schemas.RecentResult{Topic: topics.OffersCommands, Partition: partition, Offset: offset,
+	r.Recent = streams.Remember(r.Recent, schemas.RecentResult{Topic: topics.OffersCommands, Partition: partition, Offset: offset,
 		Outcome: string(d.Outcome), Reason: d.Reason, Field: d.Field, Version: d.Version})
-	if len(r.Recent) > remembered {
-		r.Recent = slices.Clone(r.Recent[len(r.Recent)-remembered:])
-	}
 }
 
 // Recall returns the result r remembers for the command at (partition,
@@ -377,12 +433,7 @@ func Recall(r *schemas.OfferRecord, partition int32, offset int64) (schemas.Rece
 	if r == nil {
 		return schemas.RecentResult{}, false
 	}
-	for _, rr := range r.Recent {
-		if rr.Partition == partition && rr.Offset == offset {
-			return rr, true
-		}
-	}
-	return schemas.RecentResult{}, false
+	return streams.Recall(r.Recent, partition, offset)
 }
 
 // PresetKey is the key of an offer's membership of a preset on

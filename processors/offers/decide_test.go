@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -145,6 +146,42 @@ func TestDecideLifecycle(t *testing.T) {
 	if d := Decide(r, cmd(&other, 3)); d.Outcome != schemas.OutcomeCollision {
 		t.Errorf("colliding create: %+v", d)
 	}
+	// A colliding publish moves along its draft's chain of ids, the same
+	// chain every time, and stops after MaxHops.
+	d = Decide(r, cmd(&other, 3))
+	if f := d.Forward; f == nil || f.OfferID != NextID(other.DraftOwner, other.DraftID, id) || f.Hop != 1 ||
+		f.DraftID != other.DraftID || f.Offer != other.Offer || d.Record != nil {
+		t.Errorf("colliding publish forwarded %+v", d.Forward)
+	}
+	last := other
+	last.Hop = MaxHops - 1
+	if d := Decide(r, cmd(&last, 3)); d.Outcome != schemas.OutcomeCollision || d.Forward != nil {
+		t.Errorf("a publish at the end of its chain: %+v", d)
+	}
+	feedOther := &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s1", ExpectedVersion: -1,
+		Offer: sample(), ExternalID: "vin", TaskID: 1}
+	if d := Decide(r, cmd(feedOther, 3)); d.Outcome != schemas.OutcomeCollision || d.Forward != nil {
+		t.Errorf("a colliding feed create: %+v", d)
+	}
+	// A feed item's create retried is done; of a later task, the loader
+	// is told to upsert it.
+	fr := Decide(nil, cmd(feedOther, 3)).Record
+	if d := Decide(fr, cmd(feedOther, 4)); d.Outcome != schemas.OutcomeOK || d.Record != nil {
+		t.Errorf("feed create retried: %+v", d)
+	}
+	later := *feedOther
+	later.TaskID = 2
+	if d := Decide(fr, cmd(&later, 4)); d.Outcome != schemas.OutcomeConflict || !strings.Contains(d.Reason, "task_id") {
+		t.Errorf("feed create of a later task: %+v", d)
+	}
+	// The same origin with other content is a conflict naming the fields.
+	changed := *create
+	changed.Offer = sample()
+	changed.Offer.Title, changed.Offer.Price = "other", price(1)
+	if d := Decide(r, cmd(&changed, 3)); d.Outcome != schemas.OutcomeConflict || d.Field != "offer" ||
+		!strings.Contains(d.Reason, "title, price") || d.Version != 1 || d.Record != nil {
+		t.Errorf("create of the same draft with other content: %+v", d)
+	}
 
 	upd := &schemas.OfferCommand{Kind: schemas.CommandUpdate, OfferID: id, SellerID: "s1", ExpectedVersion: 1, Offer: sample()}
 	upd.Offer.Status = schemas.OfferSold
@@ -161,7 +198,7 @@ func TestDecideLifecycle(t *testing.T) {
 		t.Errorf("stale update: %+v", d)
 	}
 	if rr, ok := Recall(d.Record, 0, 4); !ok || rr.Version != 2 {
-		t.Errorf("update not remembered: %v %+v", ok, rr)
+		t.Errorf("update not streams.Remembered: %v %+v", ok, rr)
 	}
 	r = d.Record
 	// Sold again later: counted once, at the first price.
@@ -286,13 +323,13 @@ func TestRememberKeepsTheLast(t *testing.T) {
 	for i := int64(0); i < 40; i++ {
 		Remember(r, 1, i, Decision{Outcome: schemas.OutcomeOK, Version: i})
 	}
-	if len(r.Recent) != remembered {
-		t.Fatalf("%d remembered", len(r.Recent))
+	if len(r.Recent) != streams.Remembered {
+		t.Fatalf("%d streams.Remembered", len(r.Recent))
 	}
 	if _, ok := Recall(r, 1, 39); !ok {
 		t.Error("last forgotten")
 	}
-	if _, ok := Recall(r, 1, 39-remembered); ok {
-		t.Error("too old remembered")
+	if _, ok := Recall(r, 1, 39-streams.Remembered); ok {
+		t.Error("too old streams.Remembered")
 	}
 }

@@ -61,6 +61,7 @@ func Graph(m *Metrics, stages []string) *goka.GroupGraph {
 	h := &handler{m: m, stages: stages}
 	edges := []goka.Edge{
 		goka.Input(commands, new(codec.Bytes), h.command),
+		goka.Output(commands, new(codec.Bytes)), // a publish moving along its draft's chain of ids
 		goka.Persist(TableCodec),
 		goka.Output(events, streams.Avro[schemas.OfferEvent]{C: schemas.OfferEvents}),
 		goka.Output(results, streams.Avro[schemas.OfferResult]{C: schemas.OfferResults}),
@@ -128,6 +129,11 @@ func (h *handler) command(ctx goka.Context, msg any) {
 		h.reject(ctx, data, c.Kind, d)
 		return
 	}
+	if d.Outcome == schemas.OutcomeCollision && c.DraftID != "" && d.Forward == nil {
+		d.Reason += fmt.Sprintf("; %d ids of the draft's chain are taken: not published", MaxHops)
+		h.reject(ctx, data, c.Kind, d)
+		return
+	}
 	if c.Kind == schemas.CommandEnqueue && c.FiredAt > 0 && d.Outcome == schemas.OutcomeIgnored {
 		h.m.TimerRepeats.Inc()
 	}
@@ -153,6 +159,15 @@ func (h *handler) apply(ctx goka.Context, cur *schemas.OfferRecord, d Decision) 
 	}
 	if e := d.Effect; e != nil {
 		ctx.Emit(effects, ctx.Key(), e)
+	}
+	if f := d.Forward; f != nil {
+		data, err := schemas.OfferCommands.Encode(f)
+		if err != nil { // a copy of a command that decoded encodes: kept with the reason if not
+			ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(string(Group), string(ctx.Topic()), ctx.Partition(), ctx.Offset(),
+				[]byte(ctx.Key()), nil, ctx.Timestamp(), fmt.Sprintf("the forwarded CREATE to %s does not encode: %v", f.OfferID, err)))
+			return
+		}
+		ctx.Emit(commands, f.OfferID, data)
 	}
 }
 

@@ -3,6 +3,7 @@ package offers
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"hash/fnv"
 	"strconv"
 )
 
@@ -57,4 +58,19 @@ func luhn(s string) int {
 		double = !double
 	}
 	return (10 - sum%10) % 10
+}
+
+// MaxHops is how many ids of a published draft's chain (NextID) are tried:
+// a publish whose ids are all taken is refused (COLLISION) and dead-lettered.
+const MaxHops = 8
+
+// NextID returns the id that follows id in the chain of ids of owner's
+// draft draftID. A draft is published under its own id; when another offer
+// holds it, under the next one of its chain, and so on. The chain is a
+// function of the draft, so a repeated publish follows it to the same offer
+// and anyone can find the offer of a draft (the API follows it in the view).
+func NextID(owner, draftID, id string) string {
+	h := fnv.New64a()
+	h.Write([]byte(owner + "\x00" + draftID + "\x00" + id))
+	return IDFrom(h.Sum64())
 }
