@@ -667,3 +667,63 @@ func TestLateOffersDoNotChangeASeal(t *testing.T) {
 	}
 	checkUnique(t, all)
 }
+
+// TestHoldLockProcess is not a test of its own: it is a master that takes
+// the write lock and hangs, for TestKilledMastersLockGoesWithItsSession to
+// kill.
+func TestHoldLockProcess(t *testing.T) {
+	addr := os.Getenv("OFFERLOG_TEST_ZOOKEEPER")
+	if addr == "" {
+		t.Skip("runs only as the process TestKilledMastersLockGoesWithItsSession kills")
+	}
+	ctx := context.Background()
+	zk, err := coordinator.DialZooKeeper(ctx, addr, "/offerlog/numerator/0", 2*time.Second, testkit.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zk.Acquire(ctx, "dc-dead", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	select {} // until killed, the lock held for an hour
+}
+
+// TestKilledMastersLockGoesWithItsSession: a master killed while it holds
+// the write lock (for an hour) does not hold up the next seal for its lock's
+// timeout: the lock goes when its ZooKeeper session expires (2 s here), and
+// the successor seals.
+func TestKilledMastersLockGoesWithItsSession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	zkAddr := testkit.ZooKeeper(t)
+	ctx := testkit.Context(t, 2*time.Minute)
+	watch, err := coordinator.DialZooKeeper(ctx, zkAddr, "/offerlog/numerator/0", 0, testkit.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(watch.Close)
+	kill := testkit.Child(t, "TestHoldLockProcess", "OFFERLOG_TEST_ZOOKEEPER="+zkAddr)
+	testkit.Eventually(t, time.Minute, "the other master holds the lock", func() bool {
+		l, ok, err := watch.Current(ctx)
+		return err == nil && ok && l.Holder == "dc-dead"
+	})
+
+	c := newStopped(t, 10, 0)
+	succ, err := coordinator.DialZooKeeper(ctx, zkAddr, "/offerlog/numerator/0", 2*time.Second, testkit.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(succ.Close)
+	c.cfg.Coordinator, c.cfg.Holder = succ, "dc-a"
+	c.start()
+	c.offers(1, 0, 20)
+	kill()
+	killed := time.Now()
+	st := c.seal(1, 1)
+	// The figure for docs/RELIABILITY.md; the bound is the session (2 s)
+	// plus the sealer's retry interval, far below the lock's hour.
+	t.Logf("sealed %s after the master holding the lock was killed", time.Since(killed).Round(100*time.Millisecond))
+	if st.Holder != "dc-a" || st.Generation != 1 {
+		t.Fatalf("state %+v", st)
+	}
+}

@@ -17,7 +17,9 @@ import (
 )
 
 // ZooKeeper is a Coordinator kept in a ZooKeeper ensemble under one root
-// node: root/lock holds the lock (JSON), root/tickets the last ticket
+// node: root/lock holds the lock (JSON; an ephemeral node of the holder's
+// session, so a master that dies frees it once its session expires, and its
+// timeout bounds one that hangs), root/tickets the last ticket
 // granted, root/state the state pointer (JSON). Every change is one atomic
 // multi-operation guarded by node versions, so concurrent masters in any
 // number of processes see one lock and one pointer.
@@ -148,7 +150,9 @@ func (c *ZooKeeper) Acquire(ctx context.Context, holder string, timeout time.Dur
 		data, _ := json.Marshal(l)
 		ops = append(ops,
 			&zk.SetDataRequest{Path: c.ticketsPath(), Data: []byte(strconv.FormatInt(l.Ticket, 10)), Version: tstat.Version},
-			&zk.CreateRequest{Path: c.lockPath(), Data: data, Acl: zk.WorldACL(zk.PermAll)})
+			// Ephemeral: the lock of a master that died goes with its
+			// session, after the session timeout, not after the lock's.
+			&zk.CreateRequest{Path: c.lockPath(), Data: data, Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral})
 		_, err = c.conn.Multi(ops...)
 		switch {
 		case err == nil:
