@@ -727,3 +727,48 @@ func TestKilledMastersLockGoesWithItsSession(t *testing.T) {
 		t.Fatalf("state %+v", st)
 	}
 }
+
+// TestMasterAdoptsTheNewestStateOfAnotherCluster: two data centres, each
+// with its Kafka cluster and numerator, share ZooKeeper. DC A seals
+// generation 1; DC B, asked to seal generation 2, finds the pointer at A's
+// state, copies it and A's decisions, and builds on them: the keys A
+// numbered keep their ids, new keys get ids after them.
+func TestMasterAdoptsTheNewestStateOfAnotherCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	zkAddr := testkit.ZooKeeper(t)
+	dial := func() *coordinator.ZooKeeper {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		zk, err := coordinator.DialZooKeeper(ctx, zkAddr, "/offerlog/numerator/0", 0, testkit.Logger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(zk.Close)
+		return zk
+	}
+	a, b := newStopped(t, 10, 0), newStopped(t, 10, 0)
+	a.cfg.Coordinator, a.cfg.Holder, a.cfg.Cluster = dial(), "dc-a", strings.Join(a.brokers, ",")
+	b.cfg.Coordinator, b.cfg.Holder, b.cfg.Cluster = dial(), "dc-b", strings.Join(b.brokers, ",")
+	a.start()
+	b.start()
+	a.offers(1, 0, 20)
+	a.seal(1, 1)
+	b.offers(2, 10, 30)
+	st := b.seal(2, 2) // the adopted state, then B's own
+	if st.Generation != 2 || st.Holder != "dc-b" {
+		t.Fatalf("B's state %+v", st)
+	}
+	fromA, fromB := a.assignments(), b.assignments()
+	for i := 10; i < 20; i++ {
+		k := key(i).String()
+		if fromB[k] != fromA[k] {
+			t.Errorf("key %d: id %v in B, %v given by A", i, fromB[k], fromA[k])
+		}
+	}
+	checkUnique(t, fromB)
+	if len(fromB) != 30 {
+		t.Errorf("B holds %d keys, want A's 20 and its 10 new", len(fromB))
+	}
+}

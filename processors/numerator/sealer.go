@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -25,7 +26,9 @@ const SealerGroup = "numerator-sealer"
 // SealerConfig configures the sealer.
 type SealerConfig struct {
 	Brokers []string
-	// Cluster names the Kafka cluster in the state pointer.
+	// Cluster names the Kafka cluster in the state pointer, by its seed
+	// brokers ("host:port,..."): a master of another cluster that finds the
+	// pointer newer than its own last state reads the state from there.
 	Cluster string
 	// View is a running view of the numerator table.
 	View *goka.View
@@ -191,6 +194,13 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 	if err != nil {
 		return nil, fmt.Errorf("read the current state: %w", err)
 	}
+	if adopted, err := s.adopt(ctx, cur, v); err != nil {
+		return nil, err
+	} else if adopted {
+		if cur, v, err = s.current(ctx); err != nil {
+			return nil, fmt.Errorf("read the adopted state: %w", err)
+		}
+	}
 	if cur != nil && cur.MarkerPartition == r.Partition && cur.MarkerOffset >= r.Offset {
 		s.cfg.Logger.Info("sealer: marker already carried out", "offset", r.Offset, "version", cur.Version)
 		return nil, nil
@@ -272,6 +282,86 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 	}
 	s.cfg.Logger.Info("numerator state written", "action", m.Action, "version", st.Version, "changes", len(plan.Assignments))
 	return st, nil
+}
+
+// newer reports whether state version a comes after b: versions move on by
+// V (rebuilds, reshards) and G (seals).
+func newer(a, b Version) bool { return a.V > b.V || (a.V == b.V && a.G > b.G) }
+
+// adopt copies into this cluster the newest state, when the coordinator's
+// pointer names one that a master wrote in another cluster after the last
+// state here (a master of another data centre): the decisions of the
+// versions after the local one, from that cluster's numerator.results, then
+// the state itself, so that the build that follows starts from it (the
+// numerator group applies the decisions here before the build reads the
+// table: caughtUp). A cluster is named by its seed brokers, so the pointer
+// says where to read. It reports whether it copied anything.
+func (s *sealer) adopt(ctx context.Context, cur *schemas.NumeratorState, v Version) (bool, error) {
+	p, ok, err := s.cfg.Coordinator.State(ctx)
+	if err != nil {
+		return false, fmt.Errorf("read the state pointer: %w", err)
+	}
+	if !ok || p.Cluster == "" || p.Cluster == s.cfg.Cluster || (cur != nil && cur.Ticket >= p.Ticket) {
+		return false, nil
+	}
+	pv, err := ParseVersion(p.Version)
+	if err != nil || pv.T != v.T || !newer(pv, v) {
+		return false, nil // not a state of this numerator's line, or not newer
+	}
+	remote := strings.Split(p.Cluster, ",")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(remote...), kgo.ClientID("numerator-sealer-adopt"))
+	if err != nil {
+		return false, fmt.Errorf("adopt the state of %s: %w", p.Cluster, err)
+	}
+	defer cl.Close()
+	// The state the pointer names: the last record before its offsets.
+	from := map[int32]int64{}
+	for part, end := range p.Offsets {
+		from[part] = max(0, end-1)
+	}
+	var st *schemas.NumeratorState
+	err = streams.ReadRange(ctx, remote, p.Topic, from, p.Offsets, func(r *kgo.Record) {
+		var x schemas.NumeratorState
+		if schemas.NumeratorStates.Decode(r.Value, &x) == nil && x.Version == p.Version {
+			st = &x
+		}
+	})
+	if err != nil {
+		return false, fmt.Errorf("read the state of %s: %w", p.Cluster, err)
+	}
+	if st == nil {
+		return false, fmt.Errorf("the state %s the pointer names is not at %v of %s on %s", p.Version, p.Offsets, p.Topic, p.Cluster)
+	}
+	ends, err := streams.EndOffsets(ctx, kadm.NewClient(cl), topics.NumeratorResults)
+	if err != nil {
+		return false, fmt.Errorf("end offsets of %s on %s: %w", topics.NumeratorResults, p.Cluster, err)
+	}
+	var copies []*kgo.Record
+	err = streams.ReadRange(ctx, remote, topics.NumeratorResults, nil, ends, func(r *kgo.Record) {
+		var a schemas.Assignment
+		if schemas.Assignments.Decode(r.Value, &a) != nil {
+			return
+		}
+		if av, err := ParseVersion(a.Version); err == nil && newer(av, v) && !newer(av, pv) {
+			copies = append(copies, &kgo.Record{Topic: topics.NumeratorResults, Key: r.Key, Value: r.Value})
+		}
+	})
+	if err != nil {
+		return false, fmt.Errorf("read the decisions of %s: %w", p.Cluster, err)
+	}
+	// Its marker was a record of the other cluster: none here.
+	st.MarkerPartition, st.MarkerOffset = -1, -1
+	data, err := schemas.NumeratorStates.Encode(st)
+	if err != nil {
+		return false, err
+	}
+	copies = append(copies, &kgo.Record{Topic: topics.NumeratorStates, Key: []byte(fmt.Sprint(v.T)), Value: data})
+	if err := s.cl.ProduceSync(ctx, copies...).FirstErr(); err != nil {
+		return false, fmt.Errorf("copy the state of %s: %w", p.Cluster, err)
+	}
+	s.cfg.Logger.Info("sealer: adopted the newest state from another cluster", "cluster", p.Cluster,
+		"version", st.Version, "decisions", len(copies)-1)
+	return true, nil
 }
 
 // caughtUp waits until the numerator group has applied every offer and
