@@ -10,7 +10,7 @@ TEST_FLAGS  ?= -race -shuffle=on -timeout 20m
 PROTOC_GEN_GO_VERSION      ?= v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 
-.PHONY: run test bench lint proto deps tools build clean
+.PHONY: run test test-chaos bench lint proto deps tools build clean
 
 ## run: start the whole platform on the embedded broker (data in ./data)
 run: deps
@@ -24,6 +24,13 @@ build: deps
 test: deps tools
 	$(GO) vet ./...
 	OFFERLOG_REQUIRE_KCAT=1 OFFERLOG_REQUIRE_ZOOKEEPER=1 $(GO) test $(TEST_FLAGS) ./...
+
+## test-chaos: the kill -9 test at nightly length: 20 kills of the whole
+## platform under load (OFFERLOG_CHAOS_KILLS=N for more, OFFERLOG_CHAOS_SEED
+## repeats a run's moments); figures in docs/RELIABILITY.md
+test-chaos: deps tools
+	OFFERLOG_CHAOS_KILLS=$${OFFERLOG_CHAOS_KILLS:-20} OFFERLOG_REQUIRE_ZOOKEEPER=1 \
+		$(GO) test -race -count=1 -timeout 90m -v -run '^TestKill9AnywhereUnderLoad$$' ./internal/platform/
 
 ## bench: the benchmarks, figures and ratios to the ceilings of the same run
 bench: deps

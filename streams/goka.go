@@ -64,6 +64,13 @@ func (c Config) Sarama(clientID string) *sarama.Config {
 	// processed again, and the registry remembers only its last verdicts
 	// per key (registry.MaxRecentVerdicts) to answer it as the first time.
 	cfg.Consumer.Offsets.AutoCommit.Interval = 250 * time.Millisecond
+	// A member killed without leaving is dropped after its session (10 s,
+	// sarama's default). A join waits for the rebalance, up to its
+	// timeout: that must end before the request's read deadline
+	// (Net.ReadTimeout, 30 s), or every join after a kill fails with an
+	// i/o timeout and starts over (sarama's default is 60 s).
+	cfg.Consumer.Group.Session.Timeout = 10 * time.Second
+	cfg.Consumer.Group.Rebalance.Timeout = 20 * time.Second
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Compression = sarama.CompressionNone
 	cfg.Producer.Flush.Frequency = 5 * time.Millisecond

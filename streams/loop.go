@@ -247,7 +247,12 @@ func (l *Loop) clientOptions() []kgo.Opt {
 		kgo.FetchMaxWait(200 * time.Millisecond), kgo.ConsumeResetOffset(start)}
 	switch {
 	case l.cfg.Group != "":
+		// A member killed without leaving holds its partitions until its
+		// session expires: 10 s, not franz-go's 45 s, bounds how long a
+		// restart waits for its dead predecessor (a rebalance waits for the
+		// members to finish their batches, at most 30 s).
 		opts = append(opts, kgo.ConsumerGroup(l.cfg.Group), kgo.ConsumeTopics(l.cfg.Topics...),
+			kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(time.Second), kgo.RebalanceTimeout(30*time.Second),
 			kgo.BlockRebalanceOnPoll(), kgo.AutoCommitMarks(), kgo.AutoCommitInterval(l.cfg.CommitInterval),
 			kgo.OnPartitionsAssigned(l.assigned), kgo.OnPartitionsRevoked(l.revoked), kgo.OnPartitionsLost(l.lost))
 	case len(l.cfg.Partitions) > 0:

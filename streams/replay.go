@@ -14,7 +14,9 @@ import (
 
 // ErrGroupRunning is returned by PrepareReplay when the group has members:
 // a replay rebuilds the group's state from scratch and must run alone.
-var ErrGroupRunning = errors.New("group has running members; stop them before replaying")
+// The member of a process killed without leaving stays until its session
+// expires (10 s for offerlog's own consumers and processors).
+var ErrGroupRunning = errors.New("group has running members; stop them before replaying (a killed one leaves when its session expires, within 10 s)")
 
 // Replay describes how to rebuild one processor group from its inputs.
 type Replay struct {

@@ -1,0 +1,388 @@
+package platform_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/offerapi"
+	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/processors/cabinet"
+	"github.com/offerlog/offerlog/processors/drafts"
+	"github.com/offerlog/offerlog/processors/indexer"
+	"github.com/offerlog/offerlog/processors/numerator"
+	"github.com/offerlog/offerlog/processors/numerator/coordinator"
+	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/processors/registry"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// chaosTables are the tables a replay rebuilds, with the search feed the
+// indexer replays.
+var chaosTables = []string{topics.RegistryTable, topics.SaasTopic("chaos"), topics.NumeratorTable,
+	topics.OffersTable, topics.DraftsTable, topics.CabinetTable, topics.CabinetPresets}
+
+// TestKill9AnywhereUnderLoad: after kill -9 at random moments under load,
+// every acknowledged write is visible at its acknowledged version or newer,
+// no offer id is handed out for two drafts, counters equal a recount, the
+// numerator gives the ids of a run never interrupted, and a replay of every
+// group rebuilds its table byte for byte.
+func TestKill9AnywhereUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills platform processes")
+	}
+	kills := int(chaosInt(t, "OFFERLOG_CHAOS_KILLS", 3))
+	seed := chaosInt(t, "OFFERLOG_CHAOS_SEED", uint64(time.Now().UnixNano()))
+	t.Logf("OFFERLOG_CHAOS_SEED=%d OFFERLOG_CHAOS_KILLS=%d", seed, kills)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	brokers := testkit.Broker(t, "").Addrs()
+	p := &chaosPlatform{t: t, child: chaosChild{Brokers: brokers, DataDir: t.TempDir(), HTTPAddr: freeAddr(t),
+		ZooKeeper: testkit.ZooKeeper(t), Stage: serveStage(t, chaosStage{})}}
+	p.start()
+	t.Cleanup(p.showLog)
+	p.waitReady()
+
+	v := &violations{}
+	docs := &docLoad{p: p, v: v, acked: map[string]int64{}}
+	gost := &gostLoad{p: p, v: v, offers: map[string]told{}, byDraft: map[string]string{}, ofOffer: map[string]string{}}
+	num := &numeratorLoad{brokers: brokers, v: v}
+	ctx, stopLoad := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { docs.run(ctx, rand.New(rand.NewPCG(seed, 2))) })
+	wg.Go(func() { gost.run(ctx, rand.New(rand.NewPCG(seed, 3))) })
+	wg.Go(func() { num.run(ctx) })
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			stopLoad()
+			wg.Wait()
+		}
+	}
+	t.Cleanup(stop)
+
+	for range kills {
+		p.killAtRandom(rng)
+	}
+	// After the last restart every load is answered again.
+	progress := func() [3]int64 {
+		docs.mu.Lock()
+		defer docs.mu.Unlock()
+		gost.mu.Lock()
+		defer gost.mu.Unlock()
+		num.mu.Lock()
+		defer num.mu.Unlock()
+		return [3]int64{int64(docs.answered), int64(gost.answers), num.sealed}
+	}
+	before := progress()
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		now := progress()
+		if now[0] > before[0]+5 && now[1] > before[1]+5 && now[2] > before[2] {
+			break
+		}
+		if time.Now().After(deadline) {
+			v.check(t)
+			t.Fatalf("answers (documents, offers, generations) after the last restart: %v, before it %v", now, before)
+		}
+	}
+	stop()
+	v.check(t)
+	p.waitReady()
+
+	c := &chaosCheck{t: t, p: p, brokers: brokers}
+	num.mu.Lock()
+	marked := num.marked
+	num.mu.Unlock()
+	if err := waitSealed(testkit.Context(t, 3*time.Minute), brokers, marked); err != nil {
+		t.Fatal(err)
+	}
+	c.scheduled()
+	settleAll(t, brokers)
+	c.documents(docs)
+	c.offers(gost)
+	live := map[string]map[string][]byte{}
+	for _, tb := range chaosTables {
+		live[tb] = testkit.Table(t, brokers, tb)
+	}
+	c.recount(live)
+
+	// The tables are what their logs imply: a replay of every group, the
+	// platform stopped, rebuilds them byte for byte.
+	p.kill()
+	c.membersGone()
+	c.replay()
+	for _, tb := range chaosTables {
+		c.records += sameTable(t, "replay", tb, live[tb], testkit.Table(t, brokers, tb))
+	}
+	c.straightNumerator(marked, live[topics.NumeratorTable])
+
+	if !t.Failed() {
+		t.Logf("chaos: %d kills (%d while starting), %d answers checked (%d documents, %d offers, %d publications, %d feed items, %d generations sealed), %d records compared, mismatches: 0",
+			p.kills, p.starting, c.answers, len(docs.acked), len(gost.offers), len(gost.byDraft), gost.feed, marked, c.records)
+	}
+}
+
+// chaosCheck checks the settled platform against what its clients were
+// told and what its logs imply.
+type chaosCheck struct {
+	t       *testing.T
+	p       *chaosPlatform
+	brokers []string
+	// Figures.
+	answers, records int
+}
+
+// scheduled waits until the stage has marked every offer.
+func (c *chaosCheck) scheduled() {
+	c.t.Helper()
+	testkit.Eventually(c.t, 3*time.Minute, "the stage's result on every offer", func() bool {
+		for _, v := range testkit.Table(c.t, c.brokers, topics.OffersTable) {
+			var rec schemas.OfferRecord
+			if err := schemas.OfferRecords.Decode(v, &rec); err != nil {
+				c.t.Fatal(err)
+			}
+			if rec.Offer.Attributes.Get("a") != "done" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// documents checks every accepted version against the registry's table and
+// the search feed against the registry.
+func (c *chaosCheck) documents(l *docLoad) {
+	c.t.Helper()
+	current := map[string]int64{}
+	for _, v := range testkit.Table(c.t, c.brokers, topics.RegistryTable) {
+		var rec schemas.RegistryRecord
+		if err := schemas.RegistryRecords.Decode(v, &rec); err != nil {
+			c.t.Fatal(err)
+		}
+		if rec.Client == "chaos" {
+			current[rec.PK] = rec.Version
+		}
+	}
+	for pk, v := range l.acked {
+		c.answers++
+		if current[pk] < v {
+			c.t.Errorf("document %s: version %d accepted, the registry has %d", pk, v, current[pk])
+		}
+	}
+	saas := map[string]schemas.SaasDocument{}
+	for _, d := range testkit.LastSaas(c.t, c.brokers, "chaos") {
+		saas[d.PK] = d
+	}
+	for pk, v := range current {
+		if saas[pk].Version != v {
+			c.t.Errorf("document %s: version %d in the registry, %d in the search feed", pk, v, saas[pk].Version)
+		}
+	}
+}
+
+// offers checks every offer's version against the newest its clients were
+// told, and the feed's offers against the last task acknowledged.
+func (c *chaosCheck) offers(l *gostLoad) {
+	c.t.Helper()
+	ctx := testkit.Context(c.t, time.Minute)
+	for id, told := range l.offers {
+		c.answers++
+		var got offerapi.OfferVersion
+		c.get(ctx, "/v1/offers/"+id, &got)
+		if got.Version < told.version || got.Version == told.version && got.Offer.Title != told.title {
+			c.t.Errorf("offer %s: told version %d %q, now %d %q", id, told.version, told.title, got.Version, got.Offer.Title)
+		}
+	}
+	have := map[string]bool{}
+	for token := ""; ; {
+		var page offerapi.Page
+		c.get(ctx, "/v1/sellers/feeder/offers?preset=all&limit=50&page_token="+token, &page)
+		for _, o := range page.Offers {
+			have[o.Offer.ExternalID] = true
+		}
+		if token = page.NextPageToken; token == "" {
+			break
+		}
+	}
+	for i := 1; i <= l.feed; i++ {
+		c.answers++
+		if !have[fmt.Sprint("vin-", i)] {
+			c.t.Errorf("feed item vin-%d of an acknowledged task is not an offer", i)
+		}
+	}
+}
+
+func (c *chaosCheck) get(ctx context.Context, path string, out any) {
+	c.t.Helper()
+	s, b, err := request(ctx, "GET", c.p.url(path), "")
+	if err != nil || s != http.StatusOK {
+		c.t.Fatalf("GET %s: %d %s %v", path, s, b, err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		c.t.Fatalf("GET %s: %v", path, err)
+	}
+}
+
+// recount checks the cabinet against a count from scratch over the offers.
+func (c *chaosCheck) recount(live map[string]map[string][]byte) {
+	c.t.Helper()
+	var recs []*schemas.OfferRecord
+	for _, v := range live[topics.OffersTable] {
+		var r schemas.OfferRecord
+		if err := schemas.OfferRecords.Decode(v, &r); err != nil {
+			c.t.Fatal(err)
+		}
+		recs = append(recs, &r)
+	}
+	want := cabinet.Recount(recs)
+	if len(want) != len(live[topics.CabinetTable]) {
+		c.t.Errorf("%d sellers in the cabinet, %d in the offers", len(live[topics.CabinetTable]), len(want))
+	}
+	for seller, w := range want {
+		c.records++
+		var got schemas.SellerCabinet
+		if err := schemas.SellerCabinets.Decode(live[topics.CabinetTable][seller], &got); err != nil {
+			c.t.Fatalf("%s: %v", seller, err)
+		}
+		if ok, diff := cabinet.Equal(&got, w); !ok {
+			c.t.Errorf("cabinet != recount: %s", diff)
+		}
+	}
+}
+
+// membersGone waits until the killed process's members of every group
+// have expired: a replay must run alone.
+func (c *chaosCheck) membersGone() {
+	c.t.Helper()
+	adm := testkit.Admin(c.t, c.brokers)
+	groups := []string{string(registry.Group), indexer.Group, string(numerator.Group), string(offers.Group), string(drafts.Group), string(cabinet.Group)}
+	testkit.Eventually(c.t, time.Minute, "no members left in the groups", func() bool {
+		described, err := adm.DescribeGroups(testkit.Context(c.t, 10*time.Second), groups...)
+		if err != nil {
+			return false
+		}
+		for _, g := range described {
+			if len(g.Members) > 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// replay replays every group the way `offerlog replay` does, each producer
+// before its consumers.
+func (c *chaosCheck) replay() {
+	c.t.Helper()
+	ctx := testkit.Context(c.t, 5*time.Minute)
+	cfg := c.p.child.config()
+	log := testkit.Logger()
+	scfg := streams.Config{Brokers: c.brokers, StateDir: c.t.TempDir(), Replication: 1, Logger: log}
+	epochs := registry.NewCatalogue(cfg.EpochGrace)
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = epochs.Follow(fctx, c.brokers, log) }()
+	defer func() { cancel(); <-done }()
+	ncfg := cfg.Numerator
+	ncfg.Streams, ncfg.Logger = scfg, log
+	for name, replay := range map[string]func() error{
+		"registry": func() error {
+			return registry.Replay(ctx, registry.Config{Streams: scfg, Rules: cfg.Rules, Epochs: epochs, Logger: log}, cfg.Partitions, cfg.Replication)
+		},
+		"numerator": func() error { return numerator.Replay(ctx, ncfg, cfg.Partitions, cfg.Replication) },
+	} {
+		if err := replay(); err != nil {
+			c.t.Fatalf("replay %s: %v", name, err)
+		}
+	}
+	for name, replay := range []func() error{
+		func() error {
+			return indexer.Replay(ctx, indexer.Config{Brokers: c.brokers, Partitions: cfg.Partitions, Replication: cfg.Replication, Logger: log})
+		},
+		func() error {
+			return offers.Replay(ctx, offers.Config{Streams: scfg, Stages: cfg.Stages.Names()}, cfg.Partitions, cfg.Replication)
+		},
+		func() error { return drafts.Replay(ctx, drafts.Config{Streams: scfg}, cfg.Partitions, cfg.Replication) },
+		func() error {
+			return cabinet.Replay(ctx, cabinet.Config{Streams: scfg}, cfg.Partitions, cfg.Replication)
+		},
+	} {
+		if err := replay(); err != nil {
+			c.t.Fatalf("replay %d: %v", name, err)
+		}
+	}
+}
+
+// straightNumerator runs a numerator never interrupted over generations
+// 1..last on a broker of its own: its table and ids must be the killed
+// one's.
+func (c *chaosCheck) straightNumerator(last int64, table map[string][]byte) {
+	c.t.Helper()
+	brokers := testkit.Broker(c.t, "").Addrs()
+	cfg := c.p.child.config()
+	testkit.EnsureTopics(c.t, brokers, topics.Catalogue(cfg.Partitions))
+	ncfg := cfg.Numerator
+	ncfg.Streams = streams.Config{Brokers: brokers, StateDir: c.t.TempDir(), Replication: 1, Logger: testkit.Logger()}
+	ncfg.Coordinator, ncfg.Logger = &coordinator.Local{}, testkit.Logger()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- numerator.Run(ctx, ncfg) }()
+	defer func() {
+		cancel()
+		if err := <-errc; err != nil {
+			c.t.Error(err)
+		}
+	}()
+	cl := testkit.Client(c.t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	wctx := testkit.Context(c.t, 5*time.Minute)
+	for g := int64(1); g <= last; g++ {
+		if err := sendGeneration(wctx, cl, g); err != nil {
+			c.t.Fatal(err)
+		}
+		if err := waitSealed(wctx, brokers, g); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	straight := assignments(c.t, brokers)
+	killed := assignments(c.t, c.brokers)
+	if len(straight) != len(killed) {
+		c.t.Errorf("%d ids given after the kills, %d without", len(killed), len(straight))
+	}
+	for k, a := range straight {
+		c.records++
+		if killed[k] != a {
+			c.t.Errorf("%s: %v after the kills, %v without", k, killed[k], a)
+		}
+	}
+	testkit.Eventually(c.t, time.Minute, "the straight numerator applied its results", func() bool {
+		return len(testkit.Table(c.t, brokers, topics.NumeratorTable)) == len(table)
+	})
+	c.records += sameTable(c.t, "straight run", topics.NumeratorTable, table, testkit.Table(c.t, brokers, topics.NumeratorTable))
+}
+
+type placed struct {
+	shard int32
+	doc   int64
+}
+
+func assignments(t *testing.T, brokers []string) map[string]placed {
+	t.Helper()
+	out := map[string]placed{}
+	for _, r := range testkit.ReadAll(t, brokers, topics.NumeratorAssignments) {
+		var a schemas.Assignment
+		if err := schemas.Assignments.Decode(r.Value, &a); err != nil {
+			t.Fatal(err)
+		}
+		out[string(r.Key)] = placed{a.Shard, a.DocID}
+	}
+	return out
+}
