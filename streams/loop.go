@@ -64,8 +64,19 @@ type LoopConfig struct {
 	// consumer of Topics, starts: default the start of each partition.
 	Start *kgo.Offset
 
-	// Handler handles one record at a time per partition.
+	// Handler handles one record at a time per partition, unless
+	// Concurrency or Slots say otherwise.
 	Handler Handler
+	// Concurrency, with Handler, handles up to this many records at once
+	// (over all partitions): a slow record occupies one slot, never the
+	// records after it. Records of one key are still handled in order, and
+	// a record's offset is committed once it and every record before it in
+	// its partition are done. 0 or 1: one record at a time per partition.
+	Concurrency int
+	// Slots, if set, bound the records in flight instead of Concurrency:
+	// loops given one Semaphore share its slots (with priorities of its
+	// own, if it has them).
+	Slots Semaphore
 	// BatchHandler handles each partition's part of a poll at once.
 	BatchHandler BatchHandler
 	// Middleware wraps Handler, outermost first, inside the loop's own
@@ -142,6 +153,9 @@ func (c *LoopConfig) Validate() error {
 	if (c.Handler == nil) == (c.BatchHandler == nil) {
 		errs = append(errs, errors.New("want exactly one of Handler and BatchHandler"))
 	}
+	if (c.Concurrency > 1 || c.Slots != nil) && c.Handler == nil {
+		errs = append(errs, errors.New("concurrency is for a Handler, not a BatchHandler"))
+	}
 	if c.Name == "" {
 		errs = append(errs, errors.New("no name"))
 	}
@@ -183,6 +197,7 @@ func NewLoopMetrics(r *metrics.Registry) *LoopMetrics {
 type Loop struct {
 	cfg     LoopConfig
 	handler Handler
+	slots   Semaphore // nil: one record at a time per partition
 
 	mu        sync.Mutex
 	workers   map[tp]*worker
@@ -203,6 +218,12 @@ func NewLoop(cfg LoopConfig) (*Loop, error) {
 	l := &Loop{cfg: cfg, workers: map[tp]*worker{}}
 	if cfg.Handler != nil {
 		l.handler = Chain(cfg.Handler, cfg.Middleware...)
+	}
+	switch {
+	case cfg.Slots != nil:
+		l.slots = cfg.Slots
+	case cfg.Concurrency > 1:
+		l.slots = NewSlots(cfg.Concurrency)
 	}
 	return l, nil
 }
@@ -357,10 +378,16 @@ func (l *Loop) worker(cl *kgo.Client, topic string, partition int32) *worker {
 func (l *Loop) startLocked(cl *kgo.Client, k tp) *worker {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &worker{tp: k, cl: cl, queue: make(chan []*kgo.Record, l.cfg.Queue), cancel: cancel, done: make(chan struct{})}
+	if l.slots != nil {
+		w.flights = newFlights()
+	}
 	l.workers[k] = w
 	go func() {
 		defer close(w.done)
 		l.work(ctx, w)
+		if w.flights != nil {
+			w.flights.wg.Wait() // nothing marks its partition after it stopped
+		}
 	}()
 	return w
 }
@@ -432,6 +459,8 @@ type worker struct {
 	paused atomic.Bool
 	cancel context.CancelFunc
 	done   chan struct{}
+	// flights are the records in flight of a concurrent loop.
+	flights *flights
 }
 
 // work handles the partition's batches in order until ctx ends.
@@ -466,19 +495,12 @@ func (l *Loop) handle(ctx context.Context, w *worker, recs []*kgo.Record) error 
 	if l.cfg.BatchHandler != nil {
 		return l.handleBatch(ctx, w, recs)
 	}
+	if l.slots != nil {
+		return l.handleConcurrent(ctx, w, recs)
+	}
 	for _, r := range recs {
-		err := l.try(ctx, r, func(ctx context.Context) error { return l.handler(ctx, r) })
-		switch {
-		case err == nil:
-			l.count("handled", 1)
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case IsFatal(err):
+		if err := l.one(ctx, w, r); err != nil {
 			return err
-		default:
-			if err := l.dead(ctx, w, r, reason(err)); err != nil {
-				return err
-			}
 		}
 		l.done(w, r)
 	}

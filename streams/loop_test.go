@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -421,5 +423,88 @@ func TestLoopSurvivesBrokerErrors(t *testing.T) {
 	}
 	if produceFailed() != 3 || commitFailed() != 3 {
 		t.Errorf("the broker failed %d produce and %d commit requests, want 3 and 3", produceFailed(), commitFailed())
+	}
+}
+
+// TestConcurrentLoopSlowRecordHoldsOnlyItsCommit: with Concurrency, a record
+// that does not finish occupies one slot: the records after it in its
+// partition, of other keys, are handled meanwhile, those of its key wait
+// for it, and the group's offset stays before it (a loop stopped then
+// commits nothing); once it can finish, everything is handled, each key in
+// order, and committed.
+func TestConcurrentLoopSlowRecordHoldsOnlyItsCommit(t *testing.T) {
+	brokers := setup(t, 1)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	handled := map[string][]int{} // key -> values in the order handled
+	cfg := streams.LoopConfig{Brokers: brokers, Group: "g", Topics: []string{"in"}, DeadTopic: "dead",
+		Concurrency: 4, Logger: testkit.Logger(),
+		Handler: func(ctx context.Context, r *kgo.Record) error {
+			v, _ := strconv.Atoi(string(r.Value))
+			if v == 0 {
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			handled[string(r.Key)] = append(handled[string(r.Key)], v)
+			return nil
+		}}
+	recs := []*kgo.Record{{Topic: "in", Key: []byte("a"), Value: []byte("0")}}
+	for i := 1; i <= 200; i++ {
+		recs = append(recs, &kgo.Record{Topic: "in", Key: fmt.Appendf(nil, "k%d", i%20), Value: fmt.Appendf(nil, "%d", i)})
+	}
+	recs = append(recs, &kgo.Record{Topic: "in", Key: []byte("a"), Value: []byte("201")})
+	produce(t, brokers, recs...)
+	count := func() (n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for k, vs := range handled {
+			if k != "a" {
+				n += len(vs)
+			}
+		}
+		return n
+	}
+	committed := func() int64 {
+		c, err := testkit.Admin(t, brokers).FetchOffsets(testkit.Context(t, 10*time.Second), "g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, ok := c.Lookup("in", 0)
+		if !ok {
+			return 0
+		}
+		return o.At
+	}
+
+	stop := run(t, cfg)
+	testkit.Eventually(t, 30*time.Second, "the records after the slow one handled", func() bool { return count() == 200 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if at := committed(); at > 0 || len(handled["a"]) != 0 {
+		t.Fatalf("committed %d, key a handled %v, while its first record was in flight", at, handled["a"])
+	}
+
+	close(release)
+	mu.Lock()
+	handled = map[string][]int{}
+	mu.Unlock()
+	stop = run(t, cfg)
+	testkit.Eventually(t, 30*time.Second, "everything committed once the slow record can finish", func() bool { return committed() == 202 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(handled["a"], []int{0, 201}) {
+		t.Fatalf("key a handled in the order %v", handled["a"])
+	}
+	for k, vs := range handled {
+		if !slices.IsSorted(vs) || len(vs) != 10 && k != "a" {
+			t.Fatalf("key %s handled %v", k, vs)
+		}
 	}
 }

@@ -23,6 +23,11 @@ type StageConfig struct {
 	// the calls in flight (default 4).
 	RateLimit      float64 `yaml:"rate_limit"`
 	MaxParallelism int     `yaml:"max_parallelism"`
+	// LowShare is the share of the slots freed that go to the
+	// low-priority queue (re-crawls) while fresh changes wait as well, so
+	// re-crawls never starve (default 0.1); otherwise fresh changes go
+	// first.
+	LowShare float64 `yaml:"low_share"`
 	// Fields are the offer fields the stage is interested in: a change
 	// touching none of them does not ask it (empty: every change asks).
 	Fields []string `yaml:"fields"`
@@ -87,6 +92,12 @@ func (c *Config) Validate() error {
 		}
 		if s.MaxParallelism <= 0 {
 			s.MaxParallelism = 4
+		}
+		switch {
+		case s.LowShare < 0 || s.LowShare > 1:
+			errs = append(errs, fmt.Errorf("stage %s: low_share %v not within [0, 1]", s.Name, s.LowShare))
+		case s.LowShare == 0:
+			s.LowShare = 0.1
 		}
 		if s.MaxFailures <= 0 {
 			s.MaxFailures = 5

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -347,4 +348,84 @@ func TestTimerFiresOnceAcrossRestart(t *testing.T) {
 			t.Errorf("offer %s differs after the replay", k)
 		}
 	}
+}
+
+// holdStage marks offers with attribute s=done; the call for an offer
+// titled "slow" is held until release is closed.
+type holdStage struct {
+	release chan struct{}
+	held    atomic.Int32
+}
+
+func (s *holdStage) ShouldProcess(_ context.Context, o *schemas.Offer, _ int64, _ schemas.StageState) (scheduler.Should, error) {
+	return scheduler.Should{Process: o.Attributes.Get("s") != "done"}, nil
+}
+
+func (s *holdStage) Process(ctx context.Context, o *schemas.Offer, _ int64, _ schemas.StageState) (scheduler.Result, error) {
+	if o.Title == "slow" {
+		s.held.Add(1)
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return scheduler.Result{}, ctx.Err()
+		}
+	}
+	next := *o
+	m := o.Attributes.Map()
+	m["s"] = "done"
+	next.Attributes = schemas.AttributesOf(m)
+	return scheduler.Result{Offer: &next}, nil
+}
+
+// TestSlowCallOccupiesOneSlot: while a stage's call for one offer hangs,
+// 500 offers created after it pass through that stage (on its other
+// slots) and through another stage; the held offer gets its result once
+// its call returns.
+func TestSlowCallOccupiesOneSlot(t *testing.T) {
+	brokers := testkit.Broker(t, "").Addrs()
+	hold := &holdStage{release: make(chan struct{})}
+	other := &attrStage{attr: "a", perOffer: map[string]int{}}
+	cfg := platformtest.Config(t.TempDir())
+	cfg.Brokers = brokers
+	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
+	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{
+		{Name: "stage-s", Address: serve(t, hold), MaxParallelism: 4, Timeout: 5 * time.Minute},
+		{Name: "stage-a", Address: serve(t, other), MaxParallelism: 4},
+	}}
+	platformtest.Start(t, cfg)
+	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	slow := create(t, prod, "s", "slow", time.Now())
+	testkit.Eventually(t, time.Minute, "the slow offer's call started", func() bool { return hold.held.Load() == 1 })
+	ids := map[string]bool{}
+	for i := range 500 {
+		ids[create(t, prod, "s", fmt.Sprint("offer ", i), time.Now())] = true
+	}
+	done := func(both bool) (n int, slowDone bool) {
+		for _, v := range testkit.Table(t, brokers, topics.OffersTable) {
+			var rec schemas.OfferRecord
+			if err := schemas.OfferRecords.Decode(v, &rec); err != nil {
+				t.Fatal(err)
+			}
+			ok := rec.Offer.Attributes.Get("s") == "done" && (!both || rec.Offer.Attributes.Get("a") == "done")
+			if ok && ids[rec.Offer.ID] {
+				n++
+			}
+			if rec.Offer.ID == slow {
+				slowDone = rec.Offer.Attributes.Get("s") == "done"
+			}
+		}
+		return n, slowDone
+	}
+	testkit.Eventually(t, 3*time.Minute, "every other offer through both stages while the slow call hangs", func() bool {
+		n, _ := done(true)
+		return n == len(ids)
+	})
+	if _, slowDone := done(false); slowDone || hold.held.Load() != 1 {
+		t.Fatalf("the slow offer done %v, held %d times, before its call returned", slowDone, hold.held.Load())
+	}
+	close(hold.release)
+	testkit.Eventually(t, time.Minute, "the slow offer's result once its call returned", func() bool {
+		_, slowDone := done(false)
+		return slowDone
+	})
 }

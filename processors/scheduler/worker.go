@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -72,40 +71,29 @@ type worker struct {
 	m       *Metrics
 	log     *slog.Logger
 	limit   *limiter
-	slots   chan struct{}
 	backoff time.Duration
 }
 
 func newWorker(cfg StageConfig, stage Stage, view *goka.View, oc *offers.Client, prod *kgo.Client, m *Metrics, log *slog.Logger) *worker {
 	return &worker{cfg: cfg, stage: stage, view: view, offers: oc, prod: prod, m: m, log: log,
-		limit: newLimiter(cfg.RateLimit), slots: make(chan struct{}, cfg.MaxParallelism), backoff: 100 * time.Millisecond}
+		limit: newLimiter(cfg.RateLimit), backoff: 100 * time.Millisecond}
 }
 
 // run reads the stage's queue and its low-priority queue until ctx is done.
-// A batch of the low-priority queue waits while the queue has had work in
-// the last quiet period, so fresh changes go first.
+// Every item takes one of the stage's max_parallelism slots, shared by
+// both queues, fresh changes first (slots): a slow call occupies its slot
+// only, never the items after it nor another stage. An item's offset is
+// committed once its result is saved (or it is dead-lettered) and every
+// item before it in its partition is done.
 func (w *worker) run(ctx context.Context, brokers []string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var lastMain atomic.Int64
-	const quiet = 200 * time.Millisecond
+	slots := newSlots(w.cfg.MaxParallelism, w.cfg.LowShare)
 	loop := func(low bool) error {
 		return streams.RunLoop(ctx, streams.LoopConfig{Brokers: brokers, Group: Group(w.cfg.Name, low),
 			Topics: []string{topics.QueueTopic(w.cfg.Name, low)}, DeadTopic: topics.SchedulerDead, Producer: w.prod,
 			Logger: w.log, Metrics: w.m.Loop, Backoff: streams.Backoff{Initial: w.backoff, Max: 10 * time.Second},
-			BatchHandler: func(ctx context.Context, b *streams.Batch) error {
-				if !low {
-					lastMain.Store(time.Now().UnixNano())
-				}
-				for low && time.Since(time.Unix(0, lastMain.Load())) < quiet {
-					select {
-					case <-ctx.Done():
-						return ctx.Err()
-					case <-time.After(quiet):
-					}
-				}
-				return w.batch(ctx, b)
-			}})
+			Slots: queueSlots{s: slots, low: low}, Handler: w.item})
 	}
 	errs := make(chan error, 2)
 	go func() { errs <- loop(false) }()
@@ -113,52 +101,6 @@ func (w *worker) run(ctx context.Context, brokers []string) error {
 	err := <-errs
 	cancel()
 	return errors.Join(err, <-errs)
-}
-
-// batch processes the items of one partition's poll concurrently, up to the
-// stage's parallelism (shared by all partitions and both queues), the last
-// item of each offer only (an earlier one is moot: the later one carries
-// the offer's newest queued state). It returns once every result is saved,
-// with undecodable items marked dead, or the first error of an item whose
-// result was not answered: the loop tries the batch again, and the items
-// whose results were saved are then skipped as no longer queued.
-func (w *worker) batch(ctx context.Context, b *streams.Batch) error {
-	latest := map[string]*kgo.Record{}
-	for _, r := range b.Records {
-		latest[string(r.Key)] = r
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	for _, r := range latest {
-		select {
-		case w.slots <- struct{}{}:
-		case <-ctx.Done():
-			wg.Wait()
-			return ctx.Err()
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-w.slots; wg.Done() }()
-			err := w.item(ctx, r)
-			if err == nil {
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			var p *streams.PermanentError
-			switch {
-			case errors.As(err, &p):
-				b.Dead(r, p.Err.Error())
-			case first == nil:
-				first = err
-			}
-		}()
-	}
-	wg.Wait()
-	return first
 }
 
 // item processes one queue item.
