@@ -31,7 +31,7 @@ func commands() []command {
 		{"deadletters", "list|redrive --brokers B DEADTOPIC [--offset N [--partition P] | --all]", "list a dead-letter topic, or put its records back on their topics", runDeadLetters},
 		{"replay", "--brokers B GROUP [--data DIR]", "rebuild a processor group's table and outputs from its inputs", runReplay},
 		{"numerator", "seal G | rebuild --force | reshard --scheme N  --brokers B", "seal a generation, rebuild or reshard the numerator's state", runNumerator},
-		{"scheduler", "recrawl --stage S --brokers B [--stages FILE]", "queue every offer a stage wants into its low-priority queue", runScheduler},
+		{"scheduler", "recrawl --stage S --brokers B [--stages FILE] | redrive STAGE --brokers B", "queue every offer a stage wants into its low-priority queue; queue again the offers of its dead letters", runScheduler},
 		{"bench", "[--docs N] [SCENARIO...]", "run the benchmarks on an in-process broker and print figures", runBench},
 	}
 }

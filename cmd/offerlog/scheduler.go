@@ -8,10 +8,13 @@ import (
 	"github.com/offerlog/offerlog/processors/scheduler"
 )
 
-// runScheduler runs the scheduler's tools: recrawl.
-func runScheduler(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+// runScheduler runs the scheduler's tools: recrawl and redrive.
+func runScheduler(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "redrive" {
+		return runRedrive(ctx, args[1:], stdin, stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "recrawl" {
-		return fmt.Errorf("%w: want recrawl", errUsage)
+		return fmt.Errorf("%w: want recrawl or redrive STAGE", errUsage)
 	}
 	f := newFlags("scheduler recrawl", stderr)
 	brokers := f.brokers()
@@ -50,4 +53,25 @@ func runScheduler(ctx context.Context, args []string, _ io.Reader, stdout, stder
 		return nil
 	}
 	return fmt.Errorf("%w: no stage %q configured (have %v)", errUsage, *stage, stages.Names())
+}
+
+// runRedrive queues again the offers of a stage's dead letters.
+func runRedrive(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	f := newFlags("scheduler redrive", stderr)
+	brokers := f.brokers()
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := requireBrokers(brokers); err != nil {
+		return err
+	}
+	if f.NArg() != 1 {
+		return fmt.Errorf("%w: want one STAGE", errUsage)
+	}
+	queued, letters, err := scheduler.Redrive(ctx, *brokers, f.Arg(0))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "queued %d offers again for %s (%d dead letters)\n", queued, f.Arg(0), letters)
+	return nil
 }

@@ -34,6 +34,10 @@ type StageConfig struct {
 	// MaxFailures is how many times Process may fail on one offer before
 	// the item goes to scheduler.dead (default 5).
 	MaxFailures int `yaml:"max_failures"`
+	// MaxWait is how long items wait, with backoff, for an external stage
+	// that is away (its connection down) before they are dead-lettered
+	// (default 10 minutes); waiting counts no failure.
+	MaxWait time.Duration `yaml:"max_wait"`
 	// Timeout bounds one call to the stage (default 5 s).
 	Timeout time.Duration `yaml:"timeout"`
 	// Days is the expiry stage's exposure (default 180).
@@ -104,6 +108,9 @@ func (c *Config) Validate() error {
 		}
 		if s.Timeout <= 0 {
 			s.Timeout = 5 * time.Second
+		}
+		if s.MaxWait <= 0 {
+			s.MaxWait = 10 * time.Minute
 		}
 	}
 	return errors.Join(errs...)

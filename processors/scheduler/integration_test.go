@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -428,4 +429,137 @@ func TestSlowCallOccupiesOneSlot(t *testing.T) {
 		_, slowDone := done(false)
 		return slowDone
 	})
+}
+
+// serveAt serves stage at addr until the returned stop is called.
+func serveAt(t *testing.T, addr string, stage scheduler.Stage) (stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	stagev1.RegisterStageServer(g, scheduler.Serve(stage))
+	done := make(chan struct{})
+	go func() { defer close(done); _ = g.Serve(ln) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { g.Stop(); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// marked returns how many of ids carry attribute attr=done.
+func marked(t *testing.T, brokers []string, attr string, ids []string) int {
+	t.Helper()
+	n := 0
+	table := testkit.Table(t, brokers, topics.OffersTable)
+	for _, id := range ids {
+		var rec schemas.OfferRecord
+		if v, ok := table[id]; ok && schemas.OfferRecords.Decode(v, &rec) == nil && rec.Offer.Attributes.Get(attr) == "done" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestStageAwayForAMinuteLosesNothing: an external stage that is down for
+// 60 s gets, once it is back, every item that waited for it, and nothing
+// is dead-lettered.
+func TestStageAwayForAMinuteLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("keeps a stage down for a minute")
+	}
+	brokers := testkit.Broker(t, "").Addrs()
+	stage := &attrStage{attr: "a", perOffer: map[string]int{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	stop := serveAt(t, addr, stage)
+	cfg := platformtest.Config(t.TempDir())
+	cfg.Brokers = brokers
+	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
+	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{{Name: "stage-a", Address: addr, MaxParallelism: 4, Timeout: 2 * time.Second}}}
+	platformtest.Start(t, cfg)
+	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	first := []string{create(t, prod, "s", "before", time.Now())}
+	testkit.Eventually(t, time.Minute, "the stage up", func() bool { return marked(t, brokers, "a", first) == 1 })
+
+	stop()
+	var ids []string
+	for i := range 50 {
+		ids = append(ids, create(t, prod, "s", fmt.Sprint("offer ", i), time.Now()))
+	}
+	// The outage itself: the items wait for the stage as long as it is
+	// away; a minute, as operators see them.
+	time.Sleep(time.Minute)
+	if n := marked(t, brokers, "a", ids); n != 0 {
+		t.Fatalf("%d offers marked while the stage was down", n)
+	}
+	serveAt(t, addr, stage)
+	testkit.Eventually(t, 2*time.Minute, "every offer marked once the stage is back", func() bool { return marked(t, brokers, "a", ids) == len(ids) })
+	if dead := testkit.ReadAll(t, brokers, topics.SchedulerDead); len(dead) != 0 {
+		t.Fatalf("%d items dead-lettered while the stage was away", len(dead))
+	}
+}
+
+// failingStage fails every call while broken, then marks attribute f.
+type failingStage struct{ broken atomic.Bool }
+
+func (s *failingStage) ShouldProcess(_ context.Context, o *schemas.Offer, _ int64, _ schemas.StageState) (scheduler.Should, error) {
+	return scheduler.Should{Process: o.Attributes.Get("f") != "done"}, nil
+}
+
+func (s *failingStage) Process(_ context.Context, o *schemas.Offer, _ int64, _ schemas.StageState) (scheduler.Result, error) {
+	if s.broken.Load() {
+		return scheduler.Result{}, errors.New("broken")
+	}
+	next := *o
+	m := o.Attributes.Map()
+	m["f"] = "done"
+	next.Attributes = schemas.AttributesOf(m)
+	return scheduler.Result{Offer: &next}, nil
+}
+
+// TestRedriveQueuesTheDeadLettersOnce: items of a stage that failed too
+// often are dead-lettered with the reason; once it works, a redrive queues
+// their offers again and they get their results; a second redrive queues
+// nothing.
+func TestRedriveQueuesTheDeadLettersOnce(t *testing.T) {
+	brokers := testkit.Broker(t, "").Addrs()
+	stage := &failingStage{}
+	stage.broken.Store(true)
+	cfg := platformtest.Config(t.TempDir())
+	cfg.Brokers = brokers
+	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
+	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{{Name: "stage-f", Address: serve(t, stage), MaxFailures: 2}}}
+	platformtest.Start(t, cfg)
+	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	var ids []string
+	for i := range 10 {
+		ids = append(ids, create(t, prod, "s", fmt.Sprint("offer ", i), time.Now()))
+	}
+	testkit.Eventually(t, time.Minute, "every item dead-lettered", func() bool {
+		return len(testkit.ReadAll(t, brokers, topics.SchedulerDead)) == len(ids)
+	})
+	var d schemas.DeadLetter
+	if err := schemas.DeadLetters.Decode(testkit.ReadAll(t, brokers, topics.SchedulerDead)[0].Value, &d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.Reason, "failed 2 times") || !strings.Contains(d.Reason, "broken") {
+		t.Fatalf("dead letter's reason %q", d.Reason)
+	}
+
+	stage.broken.Store(false)
+	ctx := testkit.Context(t, time.Minute)
+	queued, letters, err := scheduler.Redrive(ctx, brokers, "stage-f")
+	if err != nil || queued != len(ids) || letters != len(ids) {
+		t.Fatalf("redrive: %d queued, %d letters, %v", queued, letters, err)
+	}
+	testkit.Eventually(t, time.Minute, "every offer marked after the redrive", func() bool { return marked(t, brokers, "f", ids) == len(ids) })
+	if queued, letters, err := scheduler.Redrive(ctx, brokers, "stage-f"); err != nil || queued != 0 || letters != 0 {
+		t.Fatalf("second redrive: %d queued, %d letters, %v", queued, letters, err)
+	}
 }

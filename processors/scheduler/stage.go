@@ -21,7 +21,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/schemas/proto/offerv1"
@@ -110,8 +114,16 @@ type Remote struct {
 }
 
 // DialRemote returns the stage name served at addr.
+//
+// Calls wait for the connection to be ready (up to their deadline) rather
+// than fail at once while the service is away, and the connection is
+// retried every 5 s at most (gRPC's default waits up to 2 minutes), so a
+// service back after a minute is found within seconds.
 func DialRemote(name, addr string) (*Remote, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.WaitForReady(true)),
+		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 5 * time.Second,
+			Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 5 * time.Second}}))
 	if err != nil {
 		return nil, fmt.Errorf("stage %s: %w", name, err)
 	}
@@ -120,6 +132,24 @@ func DialRemote(name, addr string) (*Remote, error) {
 
 // Close closes the connection.
 func (r *Remote) Close() error { return r.conn.Close() }
+
+// Ready reports whether the connection to the service is up.
+func (r *Remote) Ready() bool { return r.conn.GetState() == connectivity.Ready }
+
+// Away reports whether err of a call to stage means the stage is away
+// rather than failing: an external stage whose connection is not ready
+// that could not be reached (or not before the call's deadline).
+func Away(stage Stage, err error) bool {
+	r, ok := stage.(interface{ Ready() bool })
+	if !ok || r.Ready() {
+		return false
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}
 
 func request(stage string, o *schemas.Offer, version int64, st schemas.StageState) *stagev1.StageRequest {
 	return &stagev1.StageRequest{Offer: offerv1.FromOffer(o), OfferVersion: version, Stage: stage,

@@ -126,33 +126,14 @@ func (w *worker) item(ctx context.Context, r *kgo.Record) error {
 		w.m.Processed.With(w.cfg.Name, "not queued").Inc() // a repeated item: its result is saved
 		return nil
 	}
-	var res Result
-	var perr error
-	backoff := w.backoff
-	for attempt := 1; attempt <= w.cfg.MaxFailures; attempt++ {
-		if err := w.limit.wait(ctx); err != nil {
-			return err
-		}
-		cctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
-		start := time.Now()
-		res, perr = w.stage.Process(cctx, &rec.Offer, rec.Version, st)
-		cancel()
-		w.m.Calls.With(w.cfg.Name).Observe(time.Since(start).Seconds())
-		if perr == nil {
-			break
-		}
-		w.m.Processed.With(w.cfg.Name, "failed call").Inc()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 10*time.Second)
+	res, perr := w.call(ctx, rec, st)
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	if perr != nil {
 		// Given up: the item goes to scheduler.dead, and the offer leaves
 		// the queue unchanged (its next change asks the stage again).
-		w.dead(ctx, r, fmt.Sprintf("stage %s failed %d times: %v", w.cfg.Name, w.cfg.MaxFailures, perr))
+		w.dead(ctx, r, perr.Error())
 		res = Result{}
 	}
 	c := &schemas.OfferCommand{Kind: schemas.CommandResult, OfferID: it.OfferID, SellerID: rec.Offer.SellerID,
@@ -164,6 +145,53 @@ func (w *worker) item(ctx context.Context, r *kgo.Record) error {
 	}
 	w.m.Processed.With(w.cfg.Name, string(out.Outcome)).Inc()
 	return nil
+}
+
+// call calls the stage's Process until it answers. A stage that is away
+// (its connection not ready: down, restarting, unreachable) is waited for
+// with backoff up to max_wait in all, without counting failures; a stage
+// that answers with an error is tried max_failures times. It returns the
+// last error once it gives up.
+func (w *worker) call(ctx context.Context, rec *schemas.OfferRecord, st schemas.StageState) (Result, error) {
+	backoff := w.backoff
+	var away time.Time // since when the stage is away, zero while it answers
+	for failures := 0; ; {
+		if err := w.limit.wait(ctx); err != nil {
+			return Result{}, err
+		}
+		cctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+		start := time.Now()
+		res, err := w.stage.Process(cctx, &rec.Offer, rec.Version, st)
+		cancel()
+		w.m.Calls.With(w.cfg.Name).Observe(time.Since(start).Seconds())
+		switch {
+		case err == nil:
+			return res, nil
+		case ctx.Err() != nil:
+			return Result{}, ctx.Err()
+		case Away(w.stage, err):
+			w.m.Processed.With(w.cfg.Name, "stage away").Inc()
+			if away.IsZero() {
+				away = start
+				w.log.Warn("scheduler: stage away, waiting for it", "stage", w.cfg.Name, "offer", rec.Offer.ID, "max wait", w.cfg.MaxWait, "err", err)
+			}
+			if time.Since(away) >= w.cfg.MaxWait {
+				return Result{}, fmt.Errorf("stage %s away for %v: %w", w.cfg.Name, w.cfg.MaxWait, err)
+			}
+		default:
+			away = time.Time{}
+			w.m.Processed.With(w.cfg.Name, "failed call").Inc()
+			if failures++; failures >= w.cfg.MaxFailures {
+				return Result{}, fmt.Errorf("stage %s failed %d times: %w", w.cfg.Name, failures, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
 }
 
 // at returns the offer and the stage's state from the view once it shows
