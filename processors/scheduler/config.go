@@ -34,6 +34,9 @@ type StageConfig struct {
 	// MaxFailures is how many times Process may fail on one offer before
 	// the item goes to scheduler.dead (default 5).
 	MaxFailures int `yaml:"max_failures"`
+	// RecrawlEvery re-crawls the stage this often (0: never): every offer
+	// it wants goes to its low-priority queue.
+	RecrawlEvery time.Duration `yaml:"recrawl_every"`
 	// MaxWait is how long items wait, with backoff, for an external stage
 	// that is away (its connection down) before they are dead-lettered
 	// (default 10 minutes); waiting counts no failure.
@@ -108,6 +111,9 @@ func (c *Config) Validate() error {
 		}
 		if s.Timeout <= 0 {
 			s.Timeout = 5 * time.Second
+		}
+		if s.RecrawlEvery < 0 {
+			errs = append(errs, fmt.Errorf("stage %s: negative recrawl_every", s.Name))
 		}
 		if s.MaxWait <= 0 {
 			s.MaxWait = 10 * time.Minute

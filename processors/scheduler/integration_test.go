@@ -563,3 +563,41 @@ func TestRedriveQueuesTheDeadLettersOnce(t *testing.T) {
 		t.Fatalf("second redrive: %d queued, %d letters, %v", queued, letters, err)
 	}
 }
+
+// wantStage wants offers only once want is set, and marks attribute r.
+type wantStage struct{ want atomic.Bool }
+
+func (s *wantStage) ShouldProcess(_ context.Context, o *schemas.Offer, _ int64, _ schemas.StageState) (scheduler.Should, error) {
+	return scheduler.Should{Process: s.want.Load() && o.Attributes.Get("r") != "done"}, nil
+}
+
+func (s *wantStage) Process(_ context.Context, o *schemas.Offer, _ int64, _ schemas.StageState) (scheduler.Result, error) {
+	next := *o
+	m := o.Attributes.Map()
+	m["r"] = "done"
+	next.Attributes = schemas.AttributesOf(m)
+	return scheduler.Result{Offer: &next}, nil
+}
+
+// TestRecrawlEvery: offers a stage did not want when they changed are
+// queued by its periodic re-crawl once it wants them.
+func TestRecrawlEvery(t *testing.T) {
+	brokers := testkit.Broker(t, "").Addrs()
+	stage := &wantStage{}
+	cfg := platformtest.Config(t.TempDir())
+	cfg.Brokers = brokers
+	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
+	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{{Name: "stage-r", Address: serve(t, stage), RecrawlEvery: time.Second}}}
+	platformtest.Start(t, cfg)
+	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	var ids []string
+	for i := range 20 {
+		ids = append(ids, create(t, prod, "s", fmt.Sprint("offer ", i), time.Now()))
+	}
+	testkit.Eventually(t, time.Minute, "every offer in the aggregate", func() bool { return len(testkit.Table(t, brokers, topics.OffersTable)) == len(ids) })
+	if n := marked(t, brokers, "r", ids); n != 0 {
+		t.Fatalf("%d offers processed the stage did not want", n)
+	}
+	stage.want.Store(true)
+	testkit.Eventually(t, time.Minute, "every offer re-crawled and processed", func() bool { return marked(t, brokers, "r", ids) == len(ids) })
+}

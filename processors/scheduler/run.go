@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
@@ -107,6 +108,11 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	for _, s := range cfg.Stages.Stages {
 		w := newWorker(s, impls[s.Name], view, client, prod, cfg.Metrics, cfg.Logger)
 		goRun("stage "+s.Name, func(ctx context.Context) error { return w.run(ctx, brokers) })
+		if s.RecrawlEvery > 0 {
+			goRun("recrawl "+s.Name, func(ctx context.Context) error {
+				return recrawlEvery(ctx, s, impls[s.Name], view, prod, cfg.Logger)
+			})
+		}
 	}
 	t := &Timers{Brokers: brokers, Dir: filepath.Join(cfg.Streams.StateDir, "timers"), Prod: prod, Metrics: cfg.Metrics, Logger: cfg.Logger}
 	goRun("timers", t.Run)
@@ -117,45 +123,118 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	return errors.Join(errs...)
 }
 
-// Recrawl walks every offer of the aggregate's table (as it is now), asks
-// the stage ShouldProcess, and queues the offers it wants in the stage's
-// low-priority queue. It returns how many it queued.
+// Recrawl walks every offer of the aggregate's table topic (as it is now),
+// asks the stage ShouldProcess, and queues the offers it wants in the
+// stage's low-priority queue, a thousand commands at a time. It reads the
+// topic twice and never holds the offers in memory: first each key's last
+// offset, then the records at those offsets, streamed. It returns how
+// many it queued.
 func Recrawl(ctx context.Context, brokers []string, sc StageConfig, stage Stage, log *slog.Logger) (int, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ClientID("offerlog-recrawl"))
 	if err != nil {
 		return 0, err
 	}
 	defer cl.Close()
-	latest := map[string]*schemas.OfferRecord{}
-	err = streams.ReadToEnd(ctx, brokers, topics.OffersTable, func(r *kgo.Record) {
+	ends, err := streams.EndOffsets(ctx, kadm.NewClient(cl), topics.OffersTable)
+	if err != nil {
+		return 0, fmt.Errorf("recrawl: %w", err)
+	}
+	last := map[string]int64{} // key -> offset of its last record; a tombstone removes it
+	err = streams.ReadRange(ctx, brokers, topics.OffersTable, nil, ends, func(r *kgo.Record) {
 		if r.Value == nil {
-			delete(latest, string(r.Key))
+			delete(last, string(r.Key))
 			return
 		}
-		var rec schemas.OfferRecord
-		if err := schemas.OfferRecords.Decode(r.Value, &rec); err == nil {
-			latest[string(r.Key)] = &rec
-		}
+		last[string(r.Key)] = r.Offset
 	})
 	if err != nil {
 		return 0, fmt.Errorf("recrawl: %w", err)
 	}
-	var cmds []*schemas.OfferCommand
-	for _, rec := range latest {
-		st := stateOf(rec, sc.Name)
-		if rec.Offer.Status == schemas.OfferDeleted || st.Queued {
+	rc := recrawler{sc: sc, stage: stage, prod: cl, log: log}
+	var sendErr error
+	err = streams.ReadRange(ctx, brokers, topics.OffersTable, nil, ends, func(r *kgo.Record) {
+		var rec schemas.OfferRecord
+		if at, ok := last[string(r.Key)]; !ok || at != r.Offset || sendErr != nil || schemas.OfferRecords.Decode(r.Value, &rec) != nil {
+			return
+		}
+		sendErr = rc.offer(ctx, &rec)
+	})
+	if err = errors.Join(err, sendErr, rc.flush(ctx)); err != nil {
+		return rc.queued, fmt.Errorf("recrawl: %w", err)
+	}
+	return rc.queued, nil
+}
+
+// recrawler decides, offer by offer, what a re-crawl queues, and sends the
+// commands in batches.
+type recrawler struct {
+	sc     StageConfig
+	stage  Stage
+	prod   *kgo.Client
+	log    *slog.Logger
+	cmds   []*schemas.OfferCommand
+	queued int
+}
+
+func (rc *recrawler) offer(ctx context.Context, rec *schemas.OfferRecord) error {
+	st := stateOf(rec, rc.sc.Name)
+	if rec.Offer.Status == schemas.OfferDeleted || st.Queued {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, rc.sc.Timeout)
+	d, err := rc.stage.ShouldProcess(cctx, &rec.Offer, rec.Version, st)
+	cancel()
+	if err != nil {
+		rc.log.Warn("recrawl: ShouldProcess failed, queued anyway", "stage", rc.sc.Name, "offer", rec.Offer.ID, "err", err)
+	}
+	if err != nil || d.Process {
+		rc.cmds = append(rc.cmds, &schemas.OfferCommand{Kind: schemas.CommandEnqueue, OfferID: rec.Offer.ID, SellerID: rec.Offer.SellerID,
+			ExpectedVersion: -1, ReadVersion: -1, Stage: rc.sc.Name, Low: true})
+	}
+	if len(rc.cmds) >= 1000 {
+		return rc.flush(ctx)
+	}
+	return nil
+}
+
+func (rc *recrawler) flush(ctx context.Context) error {
+	if err := send(ctx, rc.prod, rc.cmds); err != nil {
+		return err
+	}
+	rc.queued += len(rc.cmds)
+	rc.cmds = rc.cmds[:0]
+	return nil
+}
+
+// recrawlEvery re-crawls the stage every sc.RecrawlEvery over the
+// scheduler's view of the offers (its local copy, one record per offer,
+// read as it goes), until ctx is done.
+func recrawlEvery(ctx context.Context, sc StageConfig, stage Stage, view *goka.View, prod *kgo.Client, log *slog.Logger) error {
+	tick := time.NewTicker(sc.RecrawlEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		rc := recrawler{sc: sc, stage: stage, prod: prod, log: log}
+		it, err := view.Iterator()
+		if err != nil {
+			log.Warn("recrawl: the offers view cannot be read", "stage", sc.Name, "err", err)
 			continue
 		}
-		cctx, cancel := context.WithTimeout(ctx, sc.Timeout)
-		d, err := stage.ShouldProcess(cctx, &rec.Offer, rec.Version, st)
-		cancel()
-		if err != nil {
-			log.Warn("recrawl: ShouldProcess failed, queued anyway", "offer", rec.Offer.ID, "err", err)
+		for it.Next() && err == nil && ctx.Err() == nil {
+			v, verr := it.Value()
+			if rec, ok := v.(*schemas.OfferRecord); ok && verr == nil {
+				err = rc.offer(ctx, rec)
+			}
 		}
-		if err != nil || d.Process {
-			cmds = append(cmds, &schemas.OfferCommand{Kind: schemas.CommandEnqueue, OfferID: rec.Offer.ID, SellerID: rec.Offer.SellerID,
-				ExpectedVersion: -1, ReadVersion: -1, Stage: sc.Name, Low: true})
+		it.Release()
+		if err = errors.Join(err, rc.flush(ctx)); err != nil && ctx.Err() == nil {
+			log.Warn("recrawl: commands not sent", "stage", sc.Name, "err", err)
+			continue
 		}
+		log.Info("recrawl: queued offers (low priority)", "stage", sc.Name, "offers", rc.queued)
 	}
-	return len(cmds), send(ctx, cl, cmds)
 }

@@ -43,7 +43,9 @@ type Timers struct {
 	Prod    *kgo.Client
 	Metrics *Metrics
 	Logger  *slog.Logger
-	// Tick is how often due timers are looked for (default 200 ms).
+	// Tick is the wait before firing is tried again after it failed
+	// (default 200 ms). Otherwise the service sleeps until the next due
+	// timer, or a new earlier one, or a second at most.
 	Tick time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -51,6 +53,10 @@ type Timers struct {
 	mu       sync.Mutex
 	db       *leveldb.DB
 	stopping atomic.Bool
+	// next is the due time (Unix ms) the firing loop sleeps until, 0 for
+	// none; apply wakes it for an earlier timer.
+	next atomic.Int64
+	wake chan struct{}
 }
 
 func dueKey(due int64, key string) []byte {
@@ -65,6 +71,7 @@ func (t *Timers) Run(ctx context.Context) error {
 	if t.Now == nil {
 		t.Now = time.Now
 	}
+	t.wake = make(chan struct{}, 1)
 	if err := os.MkdirAll(t.Dir, 0o755); err != nil {
 		return err
 	}
@@ -134,6 +141,7 @@ func (t *Timers) apply(recs []*kgo.Record) error {
 	}
 	last := map[string]change{}
 	pos := map[int32]int64{}
+	earliest := int64(0)
 	for _, r := range recs {
 		t.Metrics.TimerRecords.Inc()
 		pos[r.Partition] = r.Offset + 1
@@ -158,6 +166,9 @@ func (t *Timers) apply(recs []*kgo.Record) error {
 			t.Metrics.Pending.Add(-1)
 		}
 		if c.due > 0 {
+			if earliest == 0 || c.due < earliest {
+				earliest = c.due
+			}
 			b.Put(dueKey(c.due, key), []byte(strconv.Itoa(int(c.partition))))
 			b.Put([]byte("k/"+key), []byte(strconv.FormatInt(c.due, 10)))
 			t.Metrics.Pending.Add(1)
@@ -166,7 +177,18 @@ func (t *Timers) apply(recs []*kgo.Record) error {
 	for p, o := range pos {
 		b.Put([]byte("o/"+strconv.Itoa(int(p))), []byte(strconv.FormatInt(o, 10)))
 	}
-	return t.db.Write(b, nil)
+	if err := t.db.Write(b, nil); err != nil {
+		return err
+	}
+	// Wake the firing loop for an earlier timer (or one added while it
+	// was deciding how long to sleep: its next is then in the past).
+	if next := t.next.Load(); earliest > 0 && (next == 0 || earliest < next || next <= t.Now().UnixMilli()) {
+		select {
+		case t.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
 }
 
 // drop forgets the timers of partitions taken away by a rebalance (not
@@ -198,25 +220,44 @@ func (t *Timers) drop(lost map[string][]int32) {
 	_ = t.db.Write(b, nil)
 }
 
-// fireLoop fires due timers every tick until ctx is done.
+// fireLoop fires the due timers, then sleeps until the next one is due
+// (a timer added earlier wakes it; a second at most), until ctx is done.
 func (t *Timers) fireLoop(ctx context.Context) error {
-	tick := time.NewTicker(t.Tick)
-	defer tick.Stop()
+	const idle = time.Second
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
+		next, err := t.fire(ctx)
+		wait := idle
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				t.Logger.Warn("timers: firing failed, trying again", "err", err)
+			}
+			wait = t.Tick
+		case next > 0:
+			wait = min(idle, time.UnixMilli(next).Sub(t.Now()))
 		}
-		if err := t.fire(ctx); err != nil && ctx.Err() == nil {
-			t.Logger.Warn("timers: firing failed, trying again", "err", err)
+		t.next.Store(next)
+		if wait > 0 {
+			sleep := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				sleep.Stop()
+				return nil
+			case <-sleep.C:
+			case <-t.wake:
+				sleep.Stop()
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
 		}
 	}
 }
 
 // fire sends an ENQUEUE for every timer due now and forgets it locally (the
-// aggregate's removal from the topic follows).
-func (t *Timers) fire(ctx context.Context) error {
+// aggregate's removal from the topic follows). It returns the due time of
+// the next timer pending (Unix ms), 0 for none.
+func (t *Timers) fire(ctx context.Context) (int64, error) {
 	now := t.Now()
 	limit := dueKey(now.UnixMilli()+1, "")
 	t.mu.Lock()
@@ -235,10 +276,10 @@ func (t *Timers) fire(ctx context.Context) error {
 	it.Release()
 	t.mu.Unlock()
 	if len(cmds) == 0 {
-		return nil
+		return t.nextDue(), nil
 	}
 	if err := send(ctx, t.Prod, cmds); err != nil {
-		return err
+		return 0, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -252,5 +293,26 @@ func (t *Timers) fire(ctx context.Context) error {
 		t.Metrics.Pending.Add(-1)
 	}
 	t.Metrics.Fired.Add(uint64(len(cmds)))
-	return t.db.Write(b, nil)
+	if err := t.db.Write(b, nil); err != nil {
+		return 0, err
+	}
+	return t.nextDueLocked(), nil
+}
+
+// nextDue returns the due time of the first pending timer (Unix ms), 0 for
+// none: the store keeps them in due order.
+func (t *Timers) nextDue() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.nextDueLocked()
+}
+
+func (t *Timers) nextDueLocked() int64 {
+	it := t.db.NewIterator(util.BytesPrefix([]byte("d/")), nil)
+	defer it.Release()
+	if !it.First() {
+		return 0
+	}
+	due, _ := strconv.ParseInt(string(it.Key()[2:22]), 10, 64)
+	return due
 }
