@@ -188,6 +188,10 @@ type OfferCommand struct {
 	// Hop, on a CREATE of a published draft, counts the ids of the draft's
 	// chain found taken before this one (offers.NextID).
 	Hop int32 `avro:"hop"`
+	// Failed, on a STAGE_RESULT, says why the stage's call was given up
+	// or its result refused: the offer leaves the stage's queue, and
+	// nothing else changes (no state, no version, no effect).
+	Failed string `avro:"failed"`
 }
 
 // OfferEvent is the full offer after a change (offers.events).

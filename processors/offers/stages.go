@@ -120,6 +120,12 @@ func stageCommand(cur *schemas.OfferRecord, in Input) Decision {
 			return d
 		}
 		st.Queued = false
+		if c.Failed != "" {
+			// Given up, or refused: out of the queue (a redrive or the next
+			// change asks the stage again), nothing else touched.
+			setStage(next, st)
+			return stateWritten(next, in, d, st.Version)
+		}
 		if c.State != nil {
 			st.TypeURL, st.Value = c.State.TypeURL, c.State.Value
 		}

@@ -551,6 +551,24 @@ func TestRedriveQueuesTheDeadLettersOnce(t *testing.T) {
 	if !strings.Contains(d.Reason, "failed 2 times") || !strings.Contains(d.Reason, "broken") {
 		t.Fatalf("dead letter's reason %q", d.Reason)
 	}
+	// A failed call publishes no effect and leaves the stage's state and
+	// version: the offer only leaves the queue.
+	testkit.Eventually(t, time.Minute, "every offer out of the queue", func() bool {
+		for _, id := range ids {
+			if st := stageState(t, brokers, id, "stage-f"); st.Queued {
+				return false
+			}
+		}
+		return true
+	})
+	for _, id := range ids {
+		if st := stageState(t, brokers, id, "stage-f"); st.Version != 0 || st.TypeURL != "" {
+			t.Fatalf("offer %s: state %+v after failed calls", id, st)
+		}
+	}
+	if n := len(testkit.ReadAll(t, brokers, topics.SchedulerEffects)); n != 0 {
+		t.Fatalf("%d effects of failed calls", n)
+	}
 
 	stage.broken.Store(false)
 	ctx := testkit.Context(t, time.Minute)
@@ -600,4 +618,55 @@ func TestRecrawlEvery(t *testing.T) {
 	}
 	stage.want.Store(true)
 	testkit.Eventually(t, time.Minute, "every offer re-crawled and processed", func() bool { return marked(t, brokers, "r", ids) == len(ids) })
+}
+
+// stageState returns the stage's part of an offer's record.
+func stageState(t *testing.T, brokers []string, id, stage string) schemas.StageState {
+	t.Helper()
+	st, _ := offers.StageOf(offer(t, brokers, id), stage)
+	return st
+}
+
+// badStage answers every offer with an offer no validation accepts.
+type badStage struct{}
+
+func (badStage) ShouldProcess(_ context.Context, o *schemas.Offer, _ int64, _ schemas.StageState) (scheduler.Should, error) {
+	return scheduler.Should{Process: true}, nil
+}
+
+func (badStage) Process(_ context.Context, o *schemas.Offer, _ int64, _ schemas.StageState) (scheduler.Result, error) {
+	next := *o
+	next.Title = ""
+	return scheduler.Result{Offer: &next, State: &schemas.StageState{TypeURL: "x"}}, nil
+}
+
+// TestInvalidResultIsDeadLetteredAndReleased: a result the aggregate
+// refuses sends the item to scheduler.dead with the reason and takes the
+// offer out of the queue, its state unchanged.
+func TestInvalidResultIsDeadLetteredAndReleased(t *testing.T) {
+	brokers := testkit.Broker(t, "").Addrs()
+	cfg := platformtest.Config(t.TempDir())
+	cfg.Brokers = brokers
+	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
+	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{{Name: "stage-x", Address: serve(t, badStage{})}}}
+	platformtest.Start(t, cfg)
+	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	id := create(t, prod, "s", "an offer", time.Now())
+	testkit.Eventually(t, time.Minute, "the refused result dead-lettered", func() bool {
+		return len(testkit.ReadAll(t, brokers, topics.SchedulerDead)) == 1
+	})
+	var d schemas.DeadLetter
+	if err := schemas.DeadLetters.Decode(testkit.ReadAll(t, brokers, topics.SchedulerDead)[0].Value, &d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.Reason, "result refused") || !strings.Contains(d.Reason, "title") {
+		t.Fatalf("dead letter's reason %q", d.Reason)
+	}
+	testkit.Eventually(t, time.Minute, "the offer out of the queue", func() bool { return !stageState(t, brokers, id, "stage-x").Queued })
+	if st := stageState(t, brokers, id, "stage-x"); st.Version != 0 || st.TypeURL != "" {
+		t.Fatalf("state %+v after a refused result", st)
+	}
+	if r := offer(t, brokers, id); r.Offer.Title != "an offer" || r.Version != 1 {
+		t.Fatalf("offer after a refused result: version %d, title %q", r.Version, r.Offer.Title)
+	}
 }

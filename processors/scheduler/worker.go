@@ -131,10 +131,7 @@ func (w *worker) item(ctx context.Context, r *kgo.Record) error {
 		return ctx.Err()
 	}
 	if perr != nil {
-		// Given up: the item goes to scheduler.dead, and the offer leaves
-		// the queue unchanged (its next change asks the stage again).
-		w.dead(ctx, r, perr.Error())
-		res = Result{}
+		return w.giveUp(ctx, r, rec, perr.Error())
 	}
 	c := &schemas.OfferCommand{Kind: schemas.CommandResult, OfferID: it.OfferID, SellerID: rec.Offer.SellerID,
 		ExpectedVersion: -1, Stage: w.cfg.Name, ReadVersion: rec.Version, Offer: res.Offer, State: res.State, TimerAt: res.TimerAt}
@@ -143,7 +140,24 @@ func (w *worker) item(ctx context.Context, r *kgo.Record) error {
 		// Not committed: the loop tries the item again.
 		return fmt.Errorf("stage %s: result for offer %s not answered: %w", w.cfg.Name, it.OfferID, err)
 	}
+	if out.Outcome == schemas.OutcomeInvalid {
+		return w.giveUp(ctx, r, rec, fmt.Sprintf("stage %s: result refused: %s: %s", w.cfg.Name, out.Field, out.Reason))
+	}
 	w.m.Processed.With(w.cfg.Name, string(out.Outcome)).Inc()
+	return nil
+}
+
+// giveUp sends the item to scheduler.dead with the reason and takes the
+// offer out of the stage's queue, changing nothing else: no state, no
+// version, no effect (a redrive, or the offer's next change, asks the
+// stage again).
+func (w *worker) giveUp(ctx context.Context, r *kgo.Record, rec *schemas.OfferRecord, reason string) error {
+	w.dead(ctx, r, reason)
+	c := &schemas.OfferCommand{Kind: schemas.CommandResult, OfferID: rec.Offer.ID, SellerID: rec.Offer.SellerID,
+		ExpectedVersion: -1, Stage: w.cfg.Name, ReadVersion: rec.Version, Failed: reason}
+	if _, err := w.offers.Do(ctx, c); err != nil {
+		return fmt.Errorf("stage %s: release of offer %s not answered: %w", w.cfg.Name, rec.Offer.ID, err)
+	}
 	return nil
 }
 
