@@ -670,3 +670,46 @@ func TestInvalidResultIsDeadLetteredAndReleased(t *testing.T) {
 		t.Fatalf("offer after a refused result: version %d, title %q", r.Version, r.Offer.Title)
 	}
 }
+
+// TestStageAwayLongerThanMaxWait: items that waited max_wait since they
+// were queued for a stage that never came up are dead-lettered with the
+// reason, and their offers leave the queue.
+func TestStageAwayLongerThanMaxWait(t *testing.T) {
+	brokers := testkit.Broker(t, "").Addrs()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nowhere := ln.Addr().String()
+	ln.Close()
+	cfg := platformtest.Config(t.TempDir())
+	cfg.Brokers = brokers
+	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
+	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{{Name: "stage-n", Address: nowhere, Timeout: 500 * time.Millisecond, MaxWait: 3 * time.Second}}}
+	platformtest.Start(t, cfg)
+	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	var ids []string
+	for i := range 3 {
+		ids = append(ids, create(t, prod, "s", fmt.Sprint("offer ", i), time.Now()))
+	}
+	testkit.Eventually(t, time.Minute, "every item dead-lettered after max_wait", func() bool {
+		return len(testkit.ReadAll(t, brokers, topics.SchedulerDead)) == len(ids)
+	})
+	for _, r := range testkit.ReadAll(t, brokers, topics.SchedulerDead) {
+		var d schemas.DeadLetter
+		if err := schemas.DeadLetters.Decode(r.Value, &d); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(d.Reason, "away") {
+			t.Fatalf("dead letter's reason %q", d.Reason)
+		}
+	}
+	testkit.Eventually(t, time.Minute, "the offers out of the queue", func() bool {
+		for _, id := range ids {
+			if stageState(t, brokers, id, "stage-n").Queued {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -126,7 +126,7 @@ func (w *worker) item(ctx context.Context, r *kgo.Record) error {
 		w.m.Processed.With(w.cfg.Name, "not queued").Inc() // a repeated item: its result is saved
 		return nil
 	}
-	res, perr := w.call(ctx, rec, st)
+	res, perr := w.call(ctx, rec, st, it.At)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -163,10 +163,11 @@ func (w *worker) giveUp(ctx context.Context, r *kgo.Record, rec *schemas.OfferRe
 
 // call calls the stage's Process until it answers. A stage that is away
 // (its connection not ready: down, restarting, unreachable) is waited for
-// with backoff up to max_wait in all, without counting failures; a stage
-// that answers with an error is tried max_failures times. It returns the
-// last error once it gives up.
-func (w *worker) call(ctx context.Context, rec *schemas.OfferRecord, st schemas.StageState) (Result, error) {
+// with backoff until max_wait after the item was queued (queued, from the
+// log: a restart does not start the wait over), without counting
+// failures; a stage that answers with an error is tried max_failures
+// times. It returns the last error once it gives up.
+func (w *worker) call(ctx context.Context, rec *schemas.OfferRecord, st schemas.StageState, queued time.Time) (Result, error) {
 	backoff := w.backoff
 	var away time.Time // since when the stage is away, zero while it answers
 	for failures := 0; ; {
@@ -187,10 +188,13 @@ func (w *worker) call(ctx context.Context, rec *schemas.OfferRecord, st schemas.
 			w.m.Processed.With(w.cfg.Name, "stage away").Inc()
 			if away.IsZero() {
 				away = start
+				if !queued.IsZero() && queued.Before(start) {
+					away = queued
+				}
 				w.log.Warn("scheduler: stage away, waiting for it", "stage", w.cfg.Name, "offer", rec.Offer.ID, "max wait", w.cfg.MaxWait, "err", err)
 			}
 			if time.Since(away) >= w.cfg.MaxWait {
-				return Result{}, fmt.Errorf("stage %s away for %v: %w", w.cfg.Name, w.cfg.MaxWait, err)
+				return Result{}, fmt.Errorf("stage %s away, item queued more than %v ago: %w", w.cfg.Name, w.cfg.MaxWait, err)
 			}
 		default:
 			away = time.Time{}
