@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"slices"
 	"time"
@@ -34,6 +35,10 @@ type StageConfig struct {
 	// MaxFailures is how many times Process may fail on one offer before
 	// the item goes to scheduler.dead (default 5).
 	MaxFailures int `yaml:"max_failures"`
+	// PushURL, if set, is the stage's push hook: every result of the
+	// stage, once saved, is POSTed there as JSON (scheduler.Push) at least
+	// once, with a dedup key (also the Idempotency-Key header).
+	PushURL string `yaml:"push_url"`
 	// RecrawlEvery re-crawls the stage this often (0: never): every offer
 	// it wants goes to its low-priority queue.
 	RecrawlEvery time.Duration `yaml:"recrawl_every"`
@@ -111,6 +116,11 @@ func (c *Config) Validate() error {
 		}
 		if s.Timeout <= 0 {
 			s.Timeout = 5 * time.Second
+		}
+		if s.PushURL != "" {
+			if u, err := url.Parse(s.PushURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				errs = append(errs, fmt.Errorf("stage %s: push_url %q is not an http(s) URL", s.Name, s.PushURL))
+			}
 		}
 		if s.RecrawlEvery < 0 {
 			errs = append(errs, fmt.Errorf("stage %s: negative recrawl_every", s.Name))

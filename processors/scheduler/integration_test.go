@@ -2,9 +2,12 @@ package scheduler_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -712,4 +715,59 @@ func TestStageAwayLongerThanMaxWait(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestPushHookDeliversEverySavedResult: a stage with a push_url gets every
+// saved result POSTed with its dedup key, again after a failed delivery
+// (at least once), and the key names one result of one offer.
+func TestPushHookDeliversEverySavedResult(t *testing.T) {
+	brokers := testkit.Broker(t, "").Addrs()
+	var mu sync.Mutex
+	tries := map[string]int{}
+	var pushes []scheduler.Push
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p scheduler.Push
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil || r.Header.Get("Idempotency-Key") != p.DedupKey {
+			http.Error(w, "bad push", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if tries[p.DedupKey]++; tries[p.DedupKey] == 1 {
+			http.Error(w, "try again", http.StatusServiceUnavailable)
+			return
+		}
+		pushes = append(pushes, p)
+	}))
+	t.Cleanup(hook.Close)
+	stage := &attrStage{attr: "a", perOffer: map[string]int{}}
+	cfg := platformtest.Config(t.TempDir())
+	cfg.Brokers = brokers
+	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
+	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{{Name: "stage-a", Address: serve(t, stage), PushURL: hook.URL}}}
+	platformtest.Start(t, cfg)
+	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	ids := map[string]bool{}
+	for i := range 10 {
+		ids[create(t, prod, "s", fmt.Sprint("offer ", i), time.Now())] = true
+	}
+	testkit.Eventually(t, time.Minute, "every result pushed", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		got := map[string]bool{}
+		for _, p := range pushes {
+			got[p.Offer.ID] = true
+		}
+		return len(got) == len(ids)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range pushes {
+		if !ids[p.Offer.ID] || p.Stage != "stage-a" || p.Offer.Attributes.Get("a") != "done" || p.DedupKey != p.Offer.ID+"/stage-a/1" || !p.Changed {
+			t.Fatalf("push %+v", p)
+		}
+		if r := offer(t, brokers, p.Offer.ID); r.Version < p.OfferVersion {
+			t.Fatalf("pushed version %d of %s, the table has %d", p.OfferVersion, p.Offer.ID, r.Version)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"time"
@@ -108,6 +109,10 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	for _, s := range cfg.Stages.Stages {
 		w := newWorker(s, impls[s.Name], view, client, prod, cfg.Metrics, cfg.Logger)
 		goRun("stage "+s.Name, func(ctx context.Context) error { return w.run(ctx, brokers) })
+		if s.PushURL != "" {
+			p := &pusher{cfg: s, view: view, http: &http.Client{Timeout: 30 * time.Second}, log: cfg.Logger}
+			goRun("push "+s.Name, func(ctx context.Context) error { return p.run(ctx, brokers, prod, cfg.Metrics) })
+		}
 		if s.RecrawlEvery > 0 {
 			goRun("recrawl "+s.Name, func(ctx context.Context) error {
 				return recrawlEvery(ctx, s, impls[s.Name], view, prod, cfg.Logger)
