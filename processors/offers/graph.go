@@ -158,7 +158,9 @@ func (h *handler) apply(ctx goka.Context, cur *schemas.OfferRecord, d Decision) 
 		h.emitTimer(ctx, t)
 	}
 	if e := d.Effect; e != nil {
-		ctx.Emit(effects, ctx.Key(), e)
+		pub := *e
+		pub.State = Public(e.State)
+		ctx.Emit(effects, ctx.Key(), &pub)
 	}
 	if f := d.Forward; f != nil {
 		data, err := schemas.OfferCommands.Encode(f)
@@ -204,7 +206,7 @@ func (h *handler) emit(ctx goka.Context, r, prev *schemas.OfferRecord, change st
 		change = "REPEATED"
 	}
 	ctx.Emit(events, o.ID, &schemas.OfferEvent{Offer: *o, Version: r.Version, Change: change,
-		Banned: r.Moderation.Banned, BanReasons: r.Moderation.Reasons, At: o.UpdatedAt, Stages: r.Stages,
+		Banned: r.Moderation.Banned, BanReasons: r.Moderation.Reasons, At: o.UpdatedAt, Stages: PublicStages(r.Stages),
 		Changed: ChangedFields(prev, r)})
 	ctx.Emit(changes, o.SellerID, &schemas.CabinetChange{SellerID: o.SellerID, OfferID: o.ID,
 		SourceTopic: r.SourceTopic, SourcePartition: r.SourcePartition, SourceOffset: r.SourceOffset,

@@ -198,3 +198,20 @@ func ChangedFields(prev, next *schemas.OfferRecord) []string {
 	}
 	return out
 }
+
+// Public is what readers of offers.events and scheduler.effects see of a
+// stage's state: its version, queue mark and timer, never its private
+// contents (the stage reads them through the scheduler and its push hook).
+func Public(st schemas.StageState) schemas.StageState {
+	st.TypeURL, st.Value = "", nil
+	return st
+}
+
+// PublicStages is Public of every stage's state.
+func PublicStages(sts []schemas.StageState) []schemas.StageState {
+	out := make([]schemas.StageState, len(sts))
+	for i, st := range sts {
+		out[i] = Public(st)
+	}
+	return out
+}

@@ -769,5 +769,29 @@ func TestPushHookDeliversEverySavedResult(t *testing.T) {
 		if r := offer(t, brokers, p.Offer.ID); r.Version < p.OfferVersion {
 			t.Fatalf("pushed version %d of %s, the table has %d", p.OfferVersion, p.Offer.ID, r.Version)
 		}
+		// The stage gets its private state; the public topics do not.
+		if p.State.TypeURL != "count" || string(p.State.Value) != "x" || p.State.Version != 1 {
+			t.Fatalf("pushed state %+v", p.State)
+		}
+	}
+	for _, r := range testkit.ReadAll(t, brokers, topics.SchedulerEffects) {
+		var e schemas.StageEffect
+		if err := schemas.StageEffects.Decode(r.Value, &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.State.TypeURL != "" || len(e.State.Value) != 0 || e.State.Version != 1 {
+			t.Fatalf("scheduler.effects shows the stage's state %+v", e.State)
+		}
+	}
+	for _, r := range testkit.ReadAll(t, brokers, topics.OffersEvents) {
+		var ev schemas.OfferEvent
+		if err := schemas.OfferEvents.Decode(r.Value, &ev); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range ev.Stages {
+			if st.TypeURL != "" || len(st.Value) != 0 {
+				t.Fatalf("offers.events shows the stage's state %+v", st)
+			}
+		}
 	}
 }

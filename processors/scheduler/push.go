@@ -14,6 +14,7 @@ import (
 	"github.com/lovoo/goka"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
@@ -69,8 +70,14 @@ func (p *pusher) push(ctx context.Context, r *kgo.Record) error {
 	if e.Stage != p.cfg.Name {
 		return nil
 	}
-	if err := p.saved(ctx, &e); err != nil {
+	rec, err := p.saved(ctx, &e)
+	if err != nil {
 		return err
+	}
+	// scheduler.effects carries the state's version only; its contents,
+	// private to the stage, come from the table.
+	if st, _ := offers.StageOf(rec, e.Stage); st.Version == e.State.Version {
+		e.State = st
 	}
 	body, err := json.Marshal(Push{DedupKey: DedupKey(&e), Stage: e.Stage, OfferVersion: e.Version, State: e.State,
 		Changed: e.Changed, At: e.At, Offer: e.Offer})
@@ -97,18 +104,18 @@ func (p *pusher) push(ctx context.Context, r *kgo.Record) error {
 
 // saved waits until the view holds the offer at the effect's version or
 // later: the result the effect reports is in the table.
-func (p *pusher) saved(ctx context.Context, e *schemas.StageEffect) error {
+func (p *pusher) saved(ctx context.Context, e *schemas.StageEffect) (*schemas.OfferRecord, error) {
 	for {
 		v, err := p.view.Get(e.Offer.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if rec, ok := v.(*schemas.OfferRecord); ok && rec.Version >= e.Version {
-			return nil
+			return rec, nil
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lovoo/goka"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
@@ -84,6 +85,7 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 }
 
 type router struct {
+	view   *goka.View // the offers table: stages' private states
 	stages []StageConfig
 	impls  map[string]Stage
 	prod   *kgo.Client
@@ -124,7 +126,11 @@ func (r *router) batch(ctx context.Context, b *streams.Batch) error {
 				out := Route(sc, &ev, func() (Should, error) {
 					cctx, cancel := context.WithTimeout(ctx, sc.Timeout)
 					defer cancel()
-					return r.impls[sc.Name].ShouldProcess(cctx, &ev.Offer, ev.Version, stageIn(ev.Stages, sc.Name))
+					st, err := r.state(cctx, &ev, sc.Name)
+					if err != nil {
+						return Should{}, err
+					}
+					return r.impls[sc.Name].ShouldProcess(cctx, &ev.Offer, ev.Version, st)
 				})
 				mu.Lock()
 				cmds = append(cmds, out...)
@@ -137,6 +143,30 @@ func (r *router) batch(ctx context.Context, b *streams.Batch) error {
 	}
 	wg.Wait()
 	return send(ctx, r.prod, cmds)
+}
+
+// state returns the stage's state as of the event: its private contents
+// are not on offers.events, so they come from the offers view once it
+// holds the event's state version (or a later one).
+func (r *router) state(ctx context.Context, ev *schemas.OfferEvent, stage string) (schemas.StageState, error) {
+	want := stageIn(ev.Stages, stage)
+	for {
+		v, err := r.view.Get(ev.Offer.ID)
+		if err != nil {
+			return want, err
+		}
+		if rec, ok := v.(*schemas.OfferRecord); ok {
+			if st, _ := offers.StageOf(rec, stage); st.Version >= want.Version {
+				want.TypeURL, want.Value = st.TypeURL, st.Value
+				return want, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return want, fmt.Errorf("state of %s for offer %s not in the view: %w", stage, ev.Offer.ID, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 func stageIn(sts []schemas.StageState, stage string) schemas.StageState {

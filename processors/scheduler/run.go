@@ -104,7 +104,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	case <-results.Ready():
 	case <-ctx.Done():
 	}
-	r := &router{stages: cfg.Stages.Stages, impls: impls, prod: prod, m: cfg.Metrics, log: cfg.Logger}
+	r := &router{view: view, stages: cfg.Stages.Stages, impls: impls, prod: prod, m: cfg.Metrics, log: cfg.Logger}
 	goRun("router", func(ctx context.Context) error { return r.run(ctx, brokers) })
 	for _, s := range cfg.Stages.Stages {
 		w := newWorker(s, impls[s.Name], view, client, prod, cfg.Metrics, cfg.Logger)
