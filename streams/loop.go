@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -330,16 +329,11 @@ func (l *Loop) Run(parent context.Context) error {
 			if w == nil {
 				return // revoked meanwhile: its new owner reads these again
 			}
-			select {
-			case w.queue <- p.Records:
-			case <-ctx.Done():
-				return
-			}
-			if len(w.queue) == cap(w.queue) && w.paused.CompareAndSwap(false, true) {
-				cl.PauseFetchPartitions(map[string][]int32{p.Topic: {p.Partition}})
-				if l.cfg.Metrics != nil {
-					l.cfg.Metrics.Paused.With(l.cfg.Name).Inc()
-				}
+			// Never wait for a worker: a partition paused may still bring
+			// the records fetched before (franz-go#489); they wait in its
+			// backlog, and the other partitions go on.
+			if paused := w.push(p.Records); paused && l.cfg.Metrics != nil {
+				l.cfg.Metrics.Paused.With(l.cfg.Name).Inc()
 			}
 		})
 		if l.cfg.Group != "" {
@@ -377,7 +371,7 @@ func (l *Loop) worker(cl *kgo.Client, topic string, partition int32) *worker {
 // stop (on revocation and when Run returns).
 func (l *Loop) startLocked(cl *kgo.Client, k tp) *worker {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &worker{tp: k, cl: cl, queue: make(chan []*kgo.Record, l.cfg.Queue), cancel: cancel, done: make(chan struct{})}
+	w := &worker{tp: k, cl: cl, queue: make(chan []*kgo.Record, l.cfg.Queue), more: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	if l.slots != nil {
 		w.flights = newFlights()
 	}
@@ -420,9 +414,11 @@ func (l *Loop) stop(ps map[string][]int32) {
 	l.mu.Unlock()
 	for _, w := range stopped {
 		<-w.done
-		if w.paused.Load() {
+		w.mu.Lock()
+		if w.paused {
 			w.cl.ResumeFetchPartitions(map[string][]int32{w.topic: {w.partition}})
 		}
+		w.mu.Unlock()
 	}
 }
 
@@ -454,23 +450,96 @@ func (l *Loop) lost(ctx context.Context, _ *kgo.Client, lost map[string][]int32)
 
 type worker struct {
 	tp
-	cl     *kgo.Client
-	queue  chan []*kgo.Record
-	paused atomic.Bool
+	cl    *kgo.Client
+	queue chan []*kgo.Record
+	// backlog holds, in order, what came while the queue was full (the
+	// partition is paused then: at most the fetches already made); more
+	// tells the worker it grew. Pausing and resuming happen under mu, with
+	// the queue's state they follow.
+	mu      sync.Mutex
+	backlog [][]*kgo.Record
+	more    chan struct{}
+	paused  bool
 	cancel context.CancelFunc
 	done   chan struct{}
 	// flights are the records in flight of a concurrent loop.
 	flights *flights
 }
 
+// push hands recs to the worker without waiting, and pauses the partition
+// once the worker's queue is full; it reports whether it paused it.
+func (w *worker) push(recs []*kgo.Record) (paused bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	queued := false
+	if len(w.backlog) == 0 {
+		select {
+		case w.queue <- recs:
+			queued = true
+		default:
+		}
+	}
+	if !queued {
+		w.backlog = append(w.backlog, recs)
+		select {
+		case w.more <- struct{}{}:
+		default:
+		}
+	}
+	if w.paused || (queued && len(w.queue) < cap(w.queue)) {
+		return false
+	}
+	w.paused = true
+	w.cl.PauseFetchPartitions(map[string][]int32{w.topic: {w.partition}})
+	return true
+}
+
+// resumeIfRoomy resumes the partition if it is paused and the worker can
+// take more: nothing waits in its backlog and its queue is not full.
+func (w *worker) resumeIfRoomy() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.paused && len(w.backlog) == 0 && len(w.queue) < cap(w.queue) {
+		w.paused = false
+		w.cl.ResumeFetchPartitions(map[string][]int32{w.topic: {w.partition}})
+	}
+}
+
+// next returns the partition's next batch, in order (the queue holds the
+// older ones), or false once ctx ends.
+func (w *worker) next(ctx context.Context) ([]*kgo.Record, bool) {
+	for {
+		w.mu.Lock()
+		select {
+		case recs := <-w.queue:
+			w.mu.Unlock()
+			return recs, true
+		default:
+		}
+		if len(w.backlog) > 0 {
+			recs := w.backlog[0]
+			w.backlog[0] = nil
+			w.backlog = w.backlog[1:]
+			w.mu.Unlock()
+			return recs, true
+		}
+		w.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case recs := <-w.queue:
+			return recs, true
+		case <-w.more:
+		}
+	}
+}
+
 // work handles the partition's batches in order until ctx ends.
 func (l *Loop) work(ctx context.Context, w *worker) {
 	for {
-		var recs []*kgo.Record
-		select {
-		case <-ctx.Done():
+		recs, ok := w.next(ctx)
+		if !ok {
 			return
-		case recs = <-w.queue:
 		}
 		start := time.Now()
 		err := l.handle(ctx, w, recs)
@@ -483,9 +552,7 @@ func (l *Loop) work(ctx context.Context, w *worker) {
 			}
 			return // not marked: read again after the restart
 		}
-		if w.paused.CompareAndSwap(true, false) {
-			w.cl.ResumeFetchPartitions(map[string][]int32{w.topic: {w.partition}})
-		}
+		w.resumeIfRoomy()
 	}
 }
 
