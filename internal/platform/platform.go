@@ -306,12 +306,12 @@ func decodeVerdict(b []byte) (schemas.Verdict, streams.RequestID, error) {
 func registerLag(reg *metrics.Registry, adm *kadm.Client, stages []string) {
 	groups := []string{string(registry.Group), indexer.Group, indexer.RetryGroup, string(numerator.Group), numerator.SealerGroup,
 		string(offers.Group), offers.InboxGroup, string(drafts.Group), string(cabinet.Group), feeds.Group,
-		scheduler.RouterGroup, scheduler.TimersGroup}
+		scheduler.TimersGroup}
 	for _, src := range ydbsink.SourceNames() {
 		groups = append(groups, ydbsink.Group(src))
 	}
 	for _, s := range stages {
-		groups = append(groups, scheduler.Group(s, false), scheduler.Group(s, true))
+		groups = append(groups, scheduler.Group(s, false), scheduler.Group(s, true), scheduler.RouterGroupOf(s))
 	}
 	reg.GaugeFunc("offerlog_consumer_lag", "Records not yet consumed by a group, per topic and partition.",
 		[]string{"group", "topic", "partition"}, func() []metrics.Sample {

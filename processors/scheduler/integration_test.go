@@ -795,3 +795,47 @@ func TestPushHookDeliversEverySavedResult(t *testing.T) {
 		}
 	}
 }
+
+// slowShould holds ShouldProcess of every offer until release is closed.
+type slowShould struct {
+	release chan struct{}
+	asked   atomic.Int32
+}
+
+func (s *slowShould) ShouldProcess(ctx context.Context, _ *schemas.Offer, _ int64, _ schemas.StageState) (scheduler.Should, error) {
+	s.asked.Add(1)
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return scheduler.Should{}, ctx.Err()
+	}
+	return scheduler.Should{}, nil
+}
+
+func (s *slowShould) Process(context.Context, *schemas.Offer, int64, schemas.StageState) (scheduler.Result, error) {
+	return scheduler.Result{}, nil
+}
+
+// TestSlowShouldProcessDelaysNoOtherStage: while one stage's
+// ShouldProcess hangs, another stage decides on and processes every offer.
+func TestSlowShouldProcessDelaysNoOtherStage(t *testing.T) {
+	brokers := testkit.Broker(t, "").Addrs()
+	slow := &slowShould{release: make(chan struct{})}
+	t.Cleanup(func() { close(slow.release) })
+	other := &attrStage{attr: "a", perOffer: map[string]int{}}
+	cfg := platformtest.Config(t.TempDir())
+	cfg.Brokers = brokers
+	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
+	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{
+		{Name: "stage-slow", Address: serve(t, slow), Timeout: 10 * time.Minute},
+		{Name: "stage-a", Address: serve(t, other)},
+	}}
+	platformtest.Start(t, cfg)
+	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	var ids []string
+	for i := range 50 {
+		ids = append(ids, create(t, prod, "s", fmt.Sprint("offer ", i), time.Now()))
+	}
+	testkit.Eventually(t, time.Minute, "the slow stage asked", func() bool { return slow.asked.Load() > 0 })
+	testkit.Eventually(t, time.Minute, "every offer through the other stage", func() bool { return marked(t, brokers, "a", ids) == len(ids) })
+}

@@ -2,12 +2,15 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/lovoo/goka"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
@@ -52,8 +55,12 @@ func Route(cfg StageConfig, ev *schemas.OfferEvent, should func() (Should, error
 	return out
 }
 
-// RouterGroup is the router's consumer group.
+// RouterGroup was the consumer group of the router of every stage; each
+// stage now has its own (RouterGroupOf), which starts where this one was.
 const RouterGroup = "scheduler-router"
+
+// RouterGroupOf is the consumer group of a stage's router.
+func RouterGroupOf(stage string) string { return "scheduler-router-" + stage }
 
 // Metrics of the scheduler.
 type Metrics struct {
@@ -93,12 +100,44 @@ type router struct {
 	log    *slog.Logger
 }
 
-// runRouter reads offers.events until ctx is done and routes each change
-// to the stages.
+// run reads offers.events until ctx is done and routes each change to its
+// stages: r has one stage, each stage a router of its own, so that a slow
+// ShouldProcess of one stage never delays another's decisions.
 func (r *router) run(ctx context.Context, brokers []string) error {
-	return streams.RunLoop(ctx, streams.LoopConfig{Brokers: brokers, Group: RouterGroup, Topics: []string{topics.OffersEvents},
+	group := RouterGroupOf(r.stages[0].Name)
+	if err := inheritOffsets(ctx, r.prod, RouterGroup, group); err != nil {
+		return err
+	}
+	return streams.RunLoop(ctx, streams.LoopConfig{Name: group, Brokers: brokers, Group: group, Topics: []string{topics.OffersEvents},
 		DeadTopic: topics.SchedulerDead, Producer: r.prod, Logger: r.log, Metrics: r.m.Loop,
 		Backoff: streams.Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second}, BatchHandler: r.batch})
+}
+
+// inheritOffsets commits to group, if it has no offsets yet, those of
+// from: a new group takes over where the one it replaces stopped instead
+// of reading the topic from its start.
+func inheritOffsets(ctx context.Context, cl *kgo.Client, from, group string) error {
+	adm := kadm.NewClient(cl)
+	have, err := adm.FetchOffsets(ctx, group)
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		return fmt.Errorf("offsets of %s: %w", group, err)
+	}
+	if err == nil && len(have.Offsets()) > 0 {
+		return nil
+	}
+	old, err := adm.FetchOffsets(ctx, from)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("offsets of %s: %w", from, err)
+	}
+	if o := old.Offsets(); len(o) > 0 {
+		if _, err := adm.CommitOffsets(ctx, group, o); err != nil {
+			return fmt.Errorf("start %s at %s's offsets: %w", group, from, err)
+		}
+	}
+	return nil
 }
 
 // batch routes a partition's part of a poll: the last change of each offer

@@ -104,8 +104,10 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	case <-results.Ready():
 	case <-ctx.Done():
 	}
-	r := &router{view: view, stages: cfg.Stages.Stages, impls: impls, prod: prod, m: cfg.Metrics, log: cfg.Logger}
-	goRun("router", func(ctx context.Context) error { return r.run(ctx, brokers) })
+	for _, sc := range cfg.Stages.Stages {
+		r := &router{view: view, stages: []StageConfig{sc}, impls: impls, prod: prod, m: cfg.Metrics, log: cfg.Logger}
+		goRun("router "+sc.Name, func(ctx context.Context) error { return r.run(ctx, brokers) })
+	}
 	for _, s := range cfg.Stages.Stages {
 		w := newWorker(s, impls[s.Name], view, client, prod, cfg.Metrics, cfg.Logger)
 		goRun("stage "+s.Name, func(ctx context.Context) error { return w.run(ctx, brokers) })
