@@ -460,8 +460,8 @@ type worker struct {
 	backlog [][]*kgo.Record
 	more    chan struct{}
 	paused  bool
-	cancel context.CancelFunc
-	done   chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
 	// flights are the records in flight of a concurrent loop.
 	flights *flights
 }
