@@ -141,16 +141,17 @@ type chaosCheck struct {
 	answers, records int
 }
 
-// scheduled waits until the stage has marked every offer.
+// scheduled waits until the stage has marked every offer and holds none
+// in its queue: nothing was lost, nothing is Queued forever.
 func (c *chaosCheck) scheduled() {
 	c.t.Helper()
-	testkit.Eventually(c.t, 3*time.Minute, "the stage's result on every offer", func() bool {
+	testkit.Eventually(c.t, 3*time.Minute, "the stage's result on every offer, none left queued", func() bool {
 		for _, v := range testkit.Table(c.t, c.brokers, topics.OffersTable) {
 			var rec schemas.OfferRecord
 			if err := schemas.OfferRecords.Decode(v, &rec); err != nil {
 				c.t.Fatal(err)
 			}
-			if rec.Offer.Attributes.Get("a") != "done" {
+			if st, _ := offers.StageOf(&rec, chaosStageName); rec.Offer.Attributes.Get("a") != "done" || st.Queued {
 				return false
 			}
 		}
