@@ -21,6 +21,10 @@ import (
 	"github.com/offerlog/offerlog/topics"
 )
 
+// applyChunk is how many timer records are written to the store under one
+// hold of its lock.
+const applyChunk = 256
+
 // TimersGroup is the timer service's consumer group.
 const TimersGroup = "scheduler-timers"
 
@@ -95,10 +99,17 @@ func (t *Timers) Run(ctx context.Context) error {
 		// only make the group hand the partitions to resume.
 		ClientOptions: []kgo.Opt{kgo.AdjustFetchOffsetsFn(t.resume)},
 		BatchHandler: func(_ context.Context, b *streams.Batch) error {
-			t.mu.Lock()
-			defer t.mu.Unlock()
-			if err := t.apply(b.Records); err != nil {
-				return streams.Fatal(fmt.Errorf("timers: store write: %w", err))
+			// In chunks, each with its position: the firing loop, which
+			// shares the store's lock, waits for one chunk at most.
+			for recs := b.Records; len(recs) > 0; {
+				n := min(len(recs), applyChunk)
+				t.mu.Lock()
+				err := t.apply(recs[:n])
+				t.mu.Unlock()
+				if err != nil {
+					return streams.Fatal(fmt.Errorf("timers: store write: %w", err))
+				}
+				recs = recs[n:]
 			}
 			return nil
 		}})
