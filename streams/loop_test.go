@@ -508,3 +508,43 @@ func TestConcurrentLoopSlowRecordHoldsOnlyItsCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayWaitsForTheGroupToEmpty: a replay waits for the group's last
+// member to go (as a killed one does when its session expires) and then
+// runs; one whose member stays past MemberGrace is refused.
+func TestReplayWaitsForTheGroupToEmpty(t *testing.T) {
+	brokers := setup(t, 1)
+	produce(t, brokers, &kgo.Record{Topic: "in", Value: []byte("x")})
+	member := func() *kgo.Client {
+		cl := testkit.Client(t, brokers, kgo.ConsumerGroup("g"), kgo.ConsumeTopics("in"))
+		testkit.Eventually(t, 30*time.Second, "the member joined", func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			cl.PollFetches(ctx)
+			g, err := testkit.Admin(t, brokers).DescribeGroups(testkit.Context(t, 10*time.Second), "g")
+			return err == nil && len(g["g"].Members) == 1
+		})
+		return cl
+	}
+	r := streams.Replay{Group: "g", Inputs: []string{"in"}}
+	adm := testkit.Admin(t, brokers)
+
+	cl := member()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := r.Prepare(testkit.Context(t, time.Minute), adm)
+		errc <- err
+	}()
+	cl.Close() // leaves the group
+	if err := <-errc; err != nil {
+		t.Fatalf("replay once the member left: %v", err)
+	}
+
+	grace := streams.MemberGrace
+	streams.MemberGrace = time.Second
+	t.Cleanup(func() { streams.MemberGrace = grace })
+	member()
+	if _, err := r.Prepare(testkit.Context(t, time.Minute), adm); !errors.Is(err, streams.ErrGroupRunning) {
+		t.Fatalf("replay beside a member: %v", err)
+	}
+}

@@ -14,9 +14,38 @@ import (
 
 // ErrGroupRunning is returned by PrepareReplay when the group has members:
 // a replay rebuilds the group's state from scratch and must run alone.
-// The member of a process killed without leaving stays until its session
-// expires (10 s for offerlog's own consumers and processors).
-var ErrGroupRunning = errors.New("group has running members; stop them before replaying (a killed one leaves when its session expires, within 10 s)")
+// A replay waits MemberGrace for members to go first: the member of a
+// process killed without leaving stays until its session expires.
+var ErrGroupRunning = errors.New("group has running members; stop them before replaying")
+
+// MemberGrace is how long a replay waits for the group's members to go
+// before it refuses to run: a member of a process killed a moment ago
+// leaves when its session expires (10 s for offerlog's consumers).
+var MemberGrace = 15 * time.Second
+
+// waitAlone waits up to grace until the group has no members, or returns
+// ErrGroupRunning.
+func (r Replay) waitAlone(ctx context.Context, adm *kadm.Client, grace time.Duration) error {
+	deadline := time.Now().Add(grace)
+	for {
+		groups, err := adm.DescribeGroups(ctx, r.Group)
+		if err != nil {
+			return fmt.Errorf("replay %s: describe group: %w", r.Group, err)
+		}
+		g, ok := groups[r.Group]
+		if !ok || len(g.Members) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("replay %s: %d member(s) after %v: %w", r.Group, len(g.Members), grace, ErrGroupRunning)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replay %s: %w", r.Group, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
 
 // Replay describes how to rebuild one processor group from its inputs.
 type Replay struct {
@@ -42,12 +71,8 @@ type Replay struct {
 // must reach), deletes the group's committed offsets, recreates the table
 // topic empty and wipes the local storage. It returns the end offsets.
 func (r Replay) Prepare(ctx context.Context, adm *kadm.Client) (kadm.Offsets, error) {
-	groups, err := adm.DescribeGroups(ctx, r.Group)
-	if err != nil {
-		return nil, fmt.Errorf("replay %s: describe group: %w", r.Group, err)
-	}
-	if g, ok := groups[r.Group]; ok && len(g.Members) > 0 {
-		return nil, fmt.Errorf("replay %s: %d member(s): %w", r.Group, len(g.Members), ErrGroupRunning)
+	if err := r.waitAlone(ctx, adm, MemberGrace); err != nil {
+		return nil, err
 	}
 	ends, err := adm.ListEndOffsets(ctx, r.Inputs...)
 	if err != nil {
