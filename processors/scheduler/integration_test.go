@@ -59,11 +59,17 @@ func (s *attrStage) Process(_ context.Context, o *schemas.Offer, _ int64, st sch
 	s.mu.Lock()
 	s.running--
 	s.mu.Unlock()
+	return scheduler.Result{Offer: done(o, s.attr), State: &schemas.StageState{TypeURL: "count", Value: append(st.Value, 'x')}}, nil
+}
+
+// done returns o with attribute attr set to "done", as the tests' stages
+// answer.
+func done(o *schemas.Offer, attr string) *schemas.Offer {
 	next := *o
 	m := o.Attributes.Map()
-	m[s.attr] = "done"
+	m[attr] = "done"
 	next.Attributes = schemas.AttributesOf(m)
-	return scheduler.Result{Offer: &next, State: &schemas.StageState{TypeURL: "count", Value: append(st.Value, 'x')}}, nil
+	return &next
 }
 
 // timerStage asks to be woken 2 s after an offer's creation, once.
@@ -89,6 +95,18 @@ func (s *timerStage) Process(_ context.Context, o *schemas.Offer, _ int64, _ sch
 	s.calls[o.ID] = append(s.calls[o.ID], time.Now())
 	s.mu.Unlock()
 	return scheduler.Result{State: &schemas.StageState{TypeURL: "done"}, TimerAt: -1}, nil
+}
+
+// startStages runs the aggregate and the scheduler with stages on brokers
+// until the test ends, and returns a producer for the test's commands.
+func startStages(t *testing.T, brokers []string, stages ...scheduler.StageConfig) *kgo.Client {
+	t.Helper()
+	cfg := platformtest.Config(t.TempDir())
+	cfg.Brokers = brokers
+	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
+	cfg.Stages = scheduler.Config{Stages: stages}
+	platformtest.Start(t, cfg)
+	return testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
 }
 
 // serve serves stage over gRPC for the test and returns its address.
@@ -374,11 +392,7 @@ func (s *holdStage) Process(ctx context.Context, o *schemas.Offer, _ int64, _ sc
 			return scheduler.Result{}, ctx.Err()
 		}
 	}
-	next := *o
-	m := o.Attributes.Map()
-	m["s"] = "done"
-	next.Attributes = schemas.AttributesOf(m)
-	return scheduler.Result{Offer: &next}, nil
+	return scheduler.Result{Offer: done(o, "s")}, nil
 }
 
 // TestSlowCallOccupiesOneSlot: while a stage's call for one offer hangs,
@@ -389,15 +403,9 @@ func TestSlowCallOccupiesOneSlot(t *testing.T) {
 	brokers := testkit.Broker(t, "").Addrs()
 	hold := &holdStage{release: make(chan struct{})}
 	other := &attrStage{attr: "a", perOffer: map[string]int{}}
-	cfg := platformtest.Config(t.TempDir())
-	cfg.Brokers = brokers
-	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
-	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{
-		{Name: "stage-s", Address: serve(t, hold), MaxParallelism: 4, Timeout: 5 * time.Minute},
-		{Name: "stage-a", Address: serve(t, other), MaxParallelism: 4},
-	}}
-	platformtest.Start(t, cfg)
-	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	prod := startStages(t, brokers,
+		scheduler.StageConfig{Name: "stage-s", Address: serve(t, hold), MaxParallelism: 4, Timeout: 5 * time.Minute},
+		scheduler.StageConfig{Name: "stage-a", Address: serve(t, other), MaxParallelism: 4})
 	slow := create(t, prod, "s", "slow", time.Now())
 	testkit.Eventually(t, time.Minute, "the slow offer's call started", func() bool { return hold.held.Load() == 1 })
 	ids := map[string]bool{}
@@ -481,12 +489,7 @@ func TestStageAwayForAMinuteLosesNothing(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	stop := serveAt(t, addr, stage)
-	cfg := platformtest.Config(t.TempDir())
-	cfg.Brokers = brokers
-	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
-	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{{Name: "stage-a", Address: addr, MaxParallelism: 4, Timeout: 2 * time.Second}}}
-	platformtest.Start(t, cfg)
-	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	prod := startStages(t, brokers, scheduler.StageConfig{Name: "stage-a", Address: addr, MaxParallelism: 4, Timeout: 2 * time.Second})
 	first := []string{create(t, prod, "s", "before", time.Now())}
 	testkit.Eventually(t, time.Minute, "the stage up", func() bool { return marked(t, brokers, "a", first) == 1 })
 
@@ -519,11 +522,7 @@ func (s *failingStage) Process(_ context.Context, o *schemas.Offer, _ int64, _ s
 	if s.broken.Load() {
 		return scheduler.Result{}, errors.New("broken")
 	}
-	next := *o
-	m := o.Attributes.Map()
-	m["f"] = "done"
-	next.Attributes = schemas.AttributesOf(m)
-	return scheduler.Result{Offer: &next}, nil
+	return scheduler.Result{Offer: done(o, "f")}, nil
 }
 
 // TestRedriveQueuesTheDeadLettersOnce: items of a stage that failed too
@@ -534,12 +533,7 @@ func TestRedriveQueuesTheDeadLettersOnce(t *testing.T) {
 	brokers := testkit.Broker(t, "").Addrs()
 	stage := &failingStage{}
 	stage.broken.Store(true)
-	cfg := platformtest.Config(t.TempDir())
-	cfg.Brokers = brokers
-	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
-	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{{Name: "stage-f", Address: serve(t, stage), MaxFailures: 2}}}
-	platformtest.Start(t, cfg)
-	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	prod := startStages(t, brokers, scheduler.StageConfig{Name: "stage-f", Address: serve(t, stage), MaxFailures: 2})
 	var ids []string
 	for i := range 10 {
 		ids = append(ids, create(t, prod, "s", fmt.Sprint("offer ", i), time.Now()))
@@ -593,11 +587,7 @@ func (s *wantStage) ShouldProcess(_ context.Context, o *schemas.Offer, _ int64, 
 }
 
 func (s *wantStage) Process(_ context.Context, o *schemas.Offer, _ int64, _ schemas.StageState) (scheduler.Result, error) {
-	next := *o
-	m := o.Attributes.Map()
-	m["r"] = "done"
-	next.Attributes = schemas.AttributesOf(m)
-	return scheduler.Result{Offer: &next}, nil
+	return scheduler.Result{Offer: done(o, "r")}, nil
 }
 
 // TestRecrawlEvery: offers a stage did not want when they changed are
@@ -605,12 +595,7 @@ func (s *wantStage) Process(_ context.Context, o *schemas.Offer, _ int64, _ sche
 func TestRecrawlEvery(t *testing.T) {
 	brokers := testkit.Broker(t, "").Addrs()
 	stage := &wantStage{}
-	cfg := platformtest.Config(t.TempDir())
-	cfg.Brokers = brokers
-	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
-	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{{Name: "stage-r", Address: serve(t, stage), RecrawlEvery: time.Second}}}
-	platformtest.Start(t, cfg)
-	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	prod := startStages(t, brokers, scheduler.StageConfig{Name: "stage-r", Address: serve(t, stage), RecrawlEvery: time.Second})
 	var ids []string
 	for i := range 20 {
 		ids = append(ids, create(t, prod, "s", fmt.Sprint("offer ", i), time.Now()))
@@ -648,12 +633,7 @@ func (badStage) Process(_ context.Context, o *schemas.Offer, _ int64, _ schemas.
 // offer out of the queue, its state unchanged.
 func TestInvalidResultIsDeadLetteredAndReleased(t *testing.T) {
 	brokers := testkit.Broker(t, "").Addrs()
-	cfg := platformtest.Config(t.TempDir())
-	cfg.Brokers = brokers
-	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
-	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{{Name: "stage-x", Address: serve(t, badStage{})}}}
-	platformtest.Start(t, cfg)
-	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	prod := startStages(t, brokers, scheduler.StageConfig{Name: "stage-x", Address: serve(t, badStage{})})
 	id := create(t, prod, "s", "an offer", time.Now())
 	testkit.Eventually(t, time.Minute, "the refused result dead-lettered", func() bool {
 		return len(testkit.ReadAll(t, brokers, topics.SchedulerDead)) == 1
@@ -685,12 +665,7 @@ func TestStageAwayLongerThanMaxWait(t *testing.T) {
 	}
 	nowhere := ln.Addr().String()
 	ln.Close()
-	cfg := platformtest.Config(t.TempDir())
-	cfg.Brokers = brokers
-	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
-	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{{Name: "stage-n", Address: nowhere, Timeout: 500 * time.Millisecond, MaxWait: 3 * time.Second}}}
-	platformtest.Start(t, cfg)
-	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	prod := startStages(t, brokers, scheduler.StageConfig{Name: "stage-n", Address: nowhere, Timeout: 500 * time.Millisecond, MaxWait: 3 * time.Second})
 	var ids []string
 	for i := range 3 {
 		ids = append(ids, create(t, prod, "s", fmt.Sprint("offer ", i), time.Now()))
@@ -741,12 +716,7 @@ func TestPushHookDeliversEverySavedResult(t *testing.T) {
 	}))
 	t.Cleanup(hook.Close)
 	stage := &attrStage{attr: "a", perOffer: map[string]int{}}
-	cfg := platformtest.Config(t.TempDir())
-	cfg.Brokers = brokers
-	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
-	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{{Name: "stage-a", Address: serve(t, stage), PushURL: hook.URL}}}
-	platformtest.Start(t, cfg)
-	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	prod := startStages(t, brokers, scheduler.StageConfig{Name: "stage-a", Address: serve(t, stage), PushURL: hook.URL})
 	ids := map[string]bool{}
 	for i := range 10 {
 		ids[create(t, prod, "s", fmt.Sprint("offer ", i), time.Now())] = true
@@ -823,15 +793,9 @@ func TestSlowShouldProcessDelaysNoOtherStage(t *testing.T) {
 	slow := &slowShould{release: make(chan struct{})}
 	t.Cleanup(func() { close(slow.release) })
 	other := &attrStage{attr: "a", perOffer: map[string]int{}}
-	cfg := platformtest.Config(t.TempDir())
-	cfg.Brokers = brokers
-	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
-	cfg.Stages = scheduler.Config{Stages: []scheduler.StageConfig{
-		{Name: "stage-slow", Address: serve(t, slow), Timeout: 10 * time.Minute},
-		{Name: "stage-a", Address: serve(t, other)},
-	}}
-	platformtest.Start(t, cfg)
-	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	prod := startStages(t, brokers,
+		scheduler.StageConfig{Name: "stage-slow", Address: serve(t, slow), Timeout: 10 * time.Minute},
+		scheduler.StageConfig{Name: "stage-a", Address: serve(t, other)})
 	var ids []string
 	for i := range 50 {
 		ids = append(ids, create(t, prod, "s", fmt.Sprint("offer ", i), time.Now()))

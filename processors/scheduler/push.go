@@ -105,12 +105,18 @@ func (p *pusher) push(ctx context.Context, r *kgo.Record) error {
 // saved waits until the view holds the offer at the effect's version or
 // later: the result the effect reports is in the table.
 func (p *pusher) saved(ctx context.Context, e *schemas.StageEffect) (*schemas.OfferRecord, error) {
+	return awaitRecord(ctx, p.view, e.Offer.ID, func(rec *schemas.OfferRecord) bool { return rec.Version >= e.Version })
+}
+
+// awaitRecord polls the offers view until the record of id satisfies ok
+// and returns it, or ctx's error.
+func awaitRecord(ctx context.Context, view *goka.View, id string, ok func(*schemas.OfferRecord) bool) (*schemas.OfferRecord, error) {
 	for {
-		v, err := p.view.Get(e.Offer.ID)
+		v, err := view.Get(id)
 		if err != nil {
 			return nil, err
 		}
-		if rec, ok := v.(*schemas.OfferRecord); ok && rec.Version >= e.Version {
+		if rec, isRec := v.(*schemas.OfferRecord); isRec && ok(rec) {
 			return rec, nil
 		}
 		select {

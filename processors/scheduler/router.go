@@ -189,23 +189,16 @@ func (r *router) batch(ctx context.Context, b *streams.Batch) error {
 // holds the event's state version (or a later one).
 func (r *router) state(ctx context.Context, ev *schemas.OfferEvent, stage string) (schemas.StageState, error) {
 	want := stageIn(ev.Stages, stage)
-	for {
-		v, err := r.view.Get(ev.Offer.ID)
-		if err != nil {
-			return want, err
-		}
-		if rec, ok := v.(*schemas.OfferRecord); ok {
-			if st, _ := offers.StageOf(rec, stage); st.Version >= want.Version {
-				want.TypeURL, want.Value = st.TypeURL, st.Value
-				return want, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return want, fmt.Errorf("state of %s for offer %s not in the view: %w", stage, ev.Offer.ID, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
+	rec, err := awaitRecord(ctx, r.view, ev.Offer.ID, func(rec *schemas.OfferRecord) bool {
+		st, _ := offers.StageOf(rec, stage)
+		return st.Version >= want.Version
+	})
+	if err != nil {
+		return want, fmt.Errorf("state of %s for offer %s not in the view: %w", stage, ev.Offer.ID, err)
 	}
+	st, _ := offers.StageOf(rec, stage)
+	want.TypeURL, want.Value = st.TypeURL, st.Value
+	return want, nil
 }
 
 func stageIn(sts []schemas.StageState, stage string) schemas.StageState {
