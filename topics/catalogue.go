@@ -103,7 +103,13 @@ const (
 	SchedulerDead = "scheduler.dead"
 	// QueuePrefix starts the name of every stage queue.
 	QueuePrefix = "scheduler.queue."
+	// PushPrefix starts the name of every stage's push topic.
+	PushPrefix = "scheduler.push."
 )
+
+// PushTopic returns the push topic of stage: its saved results, with its
+// private state, for the stage's owner alone.
+func PushTopic(stage string) string { return PushPrefix + stage }
 
 // QueueTopic returns the queue of stage, or its low-priority queue (for
 // re-crawls).
@@ -114,9 +120,14 @@ func QueueTopic(stage string, low bool) string {
 	return QueuePrefix + stage
 }
 
-// ForStages returns the queues of the stages.
-func ForStages(stages []string, partitions int32) []Topic {
+// ForStages returns the queues of the stages, and the push topics of
+// those of them in pushing.
+func ForStages(stages, pushing []string, partitions int32) []Topic {
 	var out []Topic
+	for _, s := range pushing {
+		out = append(out, Topic{Name: PushTopic(s), Partitions: partitions, Retention: 7 * day, Schema: schemas.StageEffectName,
+			Doc: "saved results of stage " + s + " with its state, for the stage's push hook"})
+	}
 	for _, s := range stages {
 		for _, low := range []bool{false, true} {
 			out = append(out, Topic{Name: QueueTopic(s, low), Partitions: partitions, Retention: 7 * day, Schema: schemas.QueueItemName,
@@ -281,6 +292,9 @@ func SchemaFor(topic string) (string, bool) {
 	}
 	if strings.HasPrefix(topic, QueuePrefix) {
 		return schemas.QueueItemName, true
+	}
+	if strings.HasPrefix(topic, PushPrefix) {
+		return schemas.StageEffectName, true
 	}
 	if client, ok := strings.CutPrefix(topic, SaasPrefix); ok && ValidateClient(client) == nil {
 		return schemas.SaasDocumentName, true

@@ -41,7 +41,7 @@ func (s markStage) Process(_ context.Context, o *schemas.Offer, _ int64, _ schem
 func runSchedulerBench(ctx context.Context, env *Env) (Result, error) {
 	n := env.Keys
 	stages := scheduler.Config{Stages: []scheduler.StageConfig{{Name: "bench-a", MaxParallelism: 16}, {Name: "bench-b", MaxParallelism: 16}}}
-	if _, err := topics.Ensure(ctx, env.Admin, -1, topics.ForStages(stages.Names(), env.Partitions)); err != nil {
+	if _, err := topics.Ensure(ctx, env.Admin, -1, topics.ForStages(stages.Names(), nil, env.Partitions)); err != nil {
 		return Result{}, err
 	}
 	prod, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),

@@ -269,7 +269,7 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 	}
 	p.closers = append(p.closers, admCl.Close)
 	p.adm = kadm.NewClient(admCl)
-	created, err := topics.Ensure(ctx, p.adm, cfg.Replication, append(topics.Catalogue(cfg.Partitions), topics.ForStages(cfg.Stages.Names(), cfg.Partitions)...))
+	created, err := topics.Ensure(ctx, p.adm, cfg.Replication, append(topics.Catalogue(cfg.Partitions), topics.ForStages(cfg.Stages.Names(), cfg.Stages.PushTopics(), cfg.Partitions)...))
 	if err != nil {
 		return p, fmt.Errorf("topics: %w", err)
 	}

@@ -39,6 +39,11 @@ type StageConfig struct {
 	// stage, once saved, is POSTed there as JSON (scheduler.Push) at least
 	// once, with a dedup key (also the Idempotency-Key header).
 	PushURL string `yaml:"push_url"`
+	// PushTopic, if set, makes the stage's push hook its own topic
+	// instead (topics.PushTopic: scheduler.push.STAGE): every result, once
+	// saved, is written there at least once as a StageEffect with the
+	// stage's state in clear and the dedup key in the dedup_key header.
+	PushTopic bool `yaml:"push_topic"`
 	// RecrawlEvery re-crawls the stage this often (0: never): every offer
 	// it wants goes to its low-priority queue.
 	RecrawlEvery time.Duration `yaml:"recrawl_every"`
@@ -122,6 +127,9 @@ func (c *Config) Validate() error {
 				errs = append(errs, fmt.Errorf("stage %s: push_url %q is not an http(s) URL", s.Name, s.PushURL))
 			}
 		}
+		if s.PushURL != "" && s.PushTopic {
+			errs = append(errs, fmt.Errorf("stage %s: give push_url or push_topic, not both", s.Name))
+		}
 		if s.RecrawlEvery < 0 {
 			errs = append(errs, fmt.Errorf("stage %s: negative recrawl_every", s.Name))
 		}
@@ -130,6 +138,17 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// PushTopics returns the names of the stages whose push hook is a topic.
+func (c Config) PushTopics() []string {
+	var out []string
+	for _, s := range c.Stages {
+		if s.PushTopic {
+			out = append(out, s.Name)
+		}
+	}
+	return out
 }
 
 // Names returns the stages' names.

@@ -803,3 +803,50 @@ func TestSlowShouldProcessDelaysNoOtherStage(t *testing.T) {
 	testkit.Eventually(t, time.Minute, "the slow stage asked", func() bool { return slow.asked.Load() > 0 })
 	testkit.Eventually(t, time.Minute, "every offer through the other stage", func() bool { return marked(t, brokers, "a", ids) == len(ids) })
 }
+
+// TestPushTopicCarriesEverySavedResult: a stage with push_topic gets every
+// saved result on scheduler.push.STAGE, keyed by the offer, with its state
+// in clear and the dedup key in a header; a stage without one gets no
+// topic.
+func TestPushTopicCarriesEverySavedResult(t *testing.T) {
+	brokers := testkit.Broker(t, "").Addrs()
+	stage := &attrStage{attr: "a", perOffer: map[string]int{}}
+	other := &attrStage{attr: "b", perOffer: map[string]int{}}
+	prod := startStages(t, brokers,
+		scheduler.StageConfig{Name: "stage-a", Address: serve(t, stage), PushTopic: true},
+		scheduler.StageConfig{Name: "stage-b", Address: serve(t, other)})
+	ids := map[string]bool{}
+	for i := range 10 {
+		ids[create(t, prod, "s", fmt.Sprint("offer ", i), time.Now())] = true
+	}
+	push := topics.PushTopic("stage-a")
+	testkit.Eventually(t, time.Minute, "every result on the push topic", func() bool {
+		got := map[string]bool{}
+		for _, r := range testkit.ReadAll(t, brokers, push) {
+			got[string(r.Key)] = true
+		}
+		return len(got) == len(ids)
+	})
+	for _, r := range testkit.ReadAll(t, brokers, push) {
+		var e schemas.StageEffect
+		if err := schemas.StageEffects.Decode(r.Value, &e); err != nil {
+			t.Fatal(err)
+		}
+		if !ids[string(r.Key)] || e.Offer.ID != string(r.Key) || e.Stage != "stage-a" || e.Offer.Attributes.Get("a") != "done" {
+			t.Fatalf("pushed %+v", e)
+		}
+		if len(r.Headers) != 1 || r.Headers[0].Key != scheduler.DedupHeader || string(r.Headers[0].Value) != e.Offer.ID+"/stage-a/1" {
+			t.Fatalf("push headers %v", r.Headers)
+		}
+		if e.State.TypeURL != "count" || string(e.State.Value) != "x" || e.State.Version != 1 {
+			t.Fatalf("pushed state %+v", e.State)
+		}
+	}
+	listed, err := testkit.Admin(t, brokers).ListTopics(testkit.Context(t, 30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if listed.Has(topics.PushTopic("stage-b")) {
+		t.Fatal("a push topic for a stage without a push hook")
+	}
+}

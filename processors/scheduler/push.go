@@ -42,17 +42,33 @@ func DedupKey(e *schemas.StageEffect) string {
 	return e.Offer.ID + "/" + e.Stage + "/" + strconv.FormatInt(e.State.Version, 10)
 }
 
-// pusher delivers a stage's effects to its push_url after they are saved:
-// it reads scheduler.effects (the stage's own), waits until the offers view
-// shows the offer at the effect's version or later (the result is in the
-// table), and POSTs the result; a failed POST is retried with backoff, and
-// one failing too long goes to scheduler.dead with the reason. An effect is
-// committed once delivered.
+// pusher delivers a stage's effects to its push hook after they are
+// saved: it reads scheduler.effects (the stage's own), waits until the
+// offers view shows the offer at the effect's version or later (the result
+// is in the table), and hands the result, with the stage's state from the
+// table, to its sink: a webhook (push_url) or the stage's push topic
+// (push_topic). A failed delivery is retried with backoff, and one failing
+// too long goes to scheduler.dead with the reason. An effect is committed
+// once delivered.
 type pusher struct {
 	cfg  StageConfig
 	view *goka.View
-	http *http.Client
+	sink func(context.Context, *schemas.StageEffect) error
 	log  *slog.Logger
+}
+
+// newPusher returns the push hook of stage cfg, or nil if it has none.
+func newPusher(cfg StageConfig, view *goka.View, prod *kgo.Client, log *slog.Logger) *pusher {
+	p := &pusher{cfg: cfg, view: view, log: log}
+	switch {
+	case cfg.PushURL != "":
+		p.sink = webhook(cfg.PushURL, &http.Client{Timeout: 30 * time.Second})
+	case cfg.PushTopic:
+		p.sink = topicSink(topics.PushTopic(cfg.Name), prod)
+	default:
+		return nil
+	}
+	return p
 }
 
 func (p *pusher) run(ctx context.Context, brokers []string, prod *kgo.Client, m *Metrics) error {
@@ -79,27 +95,57 @@ func (p *pusher) push(ctx context.Context, r *kgo.Record) error {
 	if st, _ := offers.StageOf(rec, e.Stage); st.Version == e.State.Version {
 		e.State = st
 	}
-	body, err := json.Marshal(Push{DedupKey: DedupKey(&e), Stage: e.Stage, OfferVersion: e.Version, State: e.State,
-		Changed: e.Changed, At: e.At, Offer: e.Offer})
-	if err != nil {
-		return streams.Permanentf("encode the push: %v", err)
+	return p.sink(ctx, &e)
+}
+
+// webhook POSTs each result to url as JSON (Push), with its dedup key in
+// the Idempotency-Key header; an answer other than 2xx is a failure.
+func webhook(url string, hc *http.Client) func(context.Context, *schemas.StageEffect) error {
+	return func(ctx context.Context, e *schemas.StageEffect) error {
+		body, err := json.Marshal(Push{DedupKey: DedupKey(e), Stage: e.Stage, OfferVersion: e.Version, State: e.State,
+			Changed: e.Changed, At: e.At, Offer: e.Offer})
+		if err != nil {
+			return streams.Permanentf("encode the push: %v", err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return streams.Permanentf("push request: %v", err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", DedupKey(e))
+		resp, err := hc.Do(req)
+		if err != nil {
+			return fmt.Errorf("push %s: %w", DedupKey(e), err)
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("push %s: %s answered %s", DedupKey(e), url, resp.Status)
+		}
+		return nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.cfg.PushURL, bytes.NewReader(body))
-	if err != nil {
-		return streams.Permanentf("push request: %v", err)
+}
+
+// DedupHeader is the header of a push topic's record holding its dedup key.
+const DedupHeader = "dedup_key"
+
+// topicSink writes each result to topic: the effect, Avro (StageEffect)
+// with the stage's state in clear, keyed by the offer id, its dedup key in
+// the dedup_key header. The write is acknowledged by every in-sync replica
+// before the effect is committed.
+func topicSink(topic string, prod *kgo.Client) func(context.Context, *schemas.StageEffect) error {
+	return func(ctx context.Context, e *schemas.StageEffect) error {
+		v, err := schemas.StageEffects.Encode(e)
+		if err != nil {
+			return streams.Permanentf("encode the push: %v", err)
+		}
+		r := &kgo.Record{Topic: topic, Key: []byte(e.Offer.ID), Value: v,
+			Headers: []kgo.RecordHeader{{Key: DedupHeader, Value: []byte(DedupKey(e))}}}
+		if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+			return fmt.Errorf("push %s to %s: %w", DedupKey(e), topic, err)
+		}
+		return nil
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", DedupKey(&e))
-	resp, err := p.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("push %s: %w", DedupKey(&e), err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("push %s: %s answered %s", DedupKey(&e), p.cfg.PushURL, resp.Status)
-	}
-	return nil
 }
 
 // saved waits until the view holds the offer at the effect's version or

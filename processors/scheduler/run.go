@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"path/filepath"
 	"sync"
 	"time"
@@ -111,8 +110,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	for _, s := range cfg.Stages.Stages {
 		w := newWorker(s, impls[s.Name], view, client, prod, cfg.Metrics, cfg.Logger)
 		goRun("stage "+s.Name, func(ctx context.Context) error { return w.run(ctx, brokers) })
-		if s.PushURL != "" {
-			p := &pusher{cfg: s, view: view, http: &http.Client{Timeout: 30 * time.Second}, log: cfg.Logger}
+		if p := newPusher(s, view, prod, cfg.Logger); p != nil {
 			goRun("push "+s.Name, func(ctx context.Context) error { return p.run(ctx, brokers, prod, cfg.Metrics) })
 		}
 		if s.RecrawlEvery > 0 {
