@@ -115,3 +115,39 @@ func ReadRange(ctx context.Context, brokers []string, topic string, from, ends m
 	}
 	return nil
 }
+
+// Backlog returns how many records of topic group has not committed yet:
+// over every partition, the end offset less the group's commit (or the
+// log start offset, where the group has none or one before it).
+func Backlog(ctx context.Context, adm *kadm.Client, group, topic string) (int64, error) {
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("backlog of %s on %s: %w", group, topic, err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("backlog of %s on %s: %w", group, topic, err)
+	}
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return 0, fmt.Errorf("backlog of %s on %s: %w", group, topic, err)
+	}
+	var n int64
+	ends.Each(func(end kadm.ListedOffset) {
+		from := int64(0)
+		if s, ok := starts.Lookup(topic, end.Partition); ok {
+			from = s.Offset
+		}
+		if c, ok := committed.Lookup(topic, end.Partition); ok && c.Err == nil && c.At > from {
+			from = c.At
+		}
+		n += max(0, end.Offset-from)
+	})
+	return n, nil
+}

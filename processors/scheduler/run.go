@@ -155,7 +155,7 @@ func Recrawl(ctx context.Context, brokers []string, sc StageConfig, stage Stage,
 	if err != nil {
 		return 0, fmt.Errorf("recrawl: %w", err)
 	}
-	rc := recrawler{sc: sc, stage: stage, prod: cl, log: log}
+	rc := recrawler{sc: sc, stage: stage, prod: cl, adm: kadm.NewClient(cl), log: log}
 	var sendErr error
 	err = streams.ReadRange(ctx, brokers, topics.OffersTable, nil, ends, func(r *kgo.Record) {
 		var rec schemas.OfferRecord
@@ -170,12 +170,20 @@ func Recrawl(ctx context.Context, brokers []string, sc StageConfig, stage Stage,
 	return rc.queued, nil
 }
 
+// recrawlAhead bounds how far a re-crawl runs ahead of the aggregate and
+// of the stage: it sends its next batch of commands only once offers.commands
+// and the stage's low-priority queue hold no more than this many records
+// not yet done. A re-crawl of a million offers thus never buries fresh
+// changes behind its commands at the aggregate; it goes at the stage's pace.
+const recrawlAhead = 2000
+
 // recrawler decides, offer by offer, what a re-crawl queues, and sends the
-// commands in batches.
+// commands in batches, each once the backlog allows it.
 type recrawler struct {
 	sc     StageConfig
 	stage  Stage
 	prod   *kgo.Client
+	adm    *kadm.Client
 	log    *slog.Logger
 	cmds   []*schemas.OfferCommand
 	queued int
@@ -203,12 +211,40 @@ func (rc *recrawler) offer(ctx context.Context, rec *schemas.OfferRecord) error 
 }
 
 func (rc *recrawler) flush(ctx context.Context) error {
+	if err := rc.yield(ctx); err != nil {
+		return err
+	}
 	if err := send(ctx, rc.prod, rc.cmds); err != nil {
 		return err
 	}
 	rc.queued += len(rc.cmds)
 	rc.cmds = rc.cmds[:0]
 	return nil
+}
+
+// yield waits until the aggregate's commands and the stage's low-priority
+// queue are within recrawlAhead of done.
+func (rc *recrawler) yield(ctx context.Context) error {
+	logged := time.Now()
+	for {
+		cmds, err := streams.Backlog(ctx, rc.adm, string(offers.Group), topics.OffersCommands)
+		var low int64
+		if err == nil {
+			low, err = streams.Backlog(ctx, rc.adm, Group(rc.sc.Name, true), topics.QueueTopic(rc.sc.Name, true))
+		}
+		if err == nil && cmds+low <= recrawlAhead {
+			return nil
+		}
+		if time.Since(logged) > 30*time.Second {
+			rc.log.Info("recrawl: waits for the backlog", "stage", rc.sc.Name, "commands", cmds, "low_queue", low, "queued", rc.queued, "err", err)
+			logged = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // recrawlEvery re-crawls the stage every sc.RecrawlEvery over the
@@ -223,7 +259,7 @@ func recrawlEvery(ctx context.Context, sc StageConfig, stage Stage, view *goka.V
 			return nil
 		case <-tick.C:
 		}
-		rc := recrawler{sc: sc, stage: stage, prod: prod, log: log}
+		rc := recrawler{sc: sc, stage: stage, prod: prod, adm: kadm.NewClient(prod), log: log}
 		it, err := view.Iterator()
 		if err != nil {
 			log.Warn("recrawl: the offers view cannot be read", "stage", sc.Name, "err", err)
