@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -47,5 +48,65 @@ func TestListensWhereAsked(t *testing.T) {
 	addr := b.Addrs()[0]
 	if _, err := broker.Start(broker.Config{Addr: addr}); err == nil {
 		t.Fatalf("a second broker started on the busy address %s", addr)
+	}
+}
+
+// TestCompactionWaitsForADirtyLog: the broker compacts a partition only once
+// the bytes written since its last compaction are half its log (Kafka's
+// min.cleanable.dirty.ratio), so a clean log of millions of records is not
+// re-read, stalling every client, at every round. Partition 1 is made dirty
+// and partition 0 barely: once a round has compacted 1, it has looked at 0
+// and left it.
+func TestCompactionWaitsForADirtyLog(t *testing.T) {
+	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", CompactEvery: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	testkit.EnsureTopics(t, b.Addrs(), []topics.Topic{{Name: "t", Partitions: 2, Compacted: true}})
+	cl := testkit.Client(t, b.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	ctx := testkit.Context(t, time.Minute)
+	put := func(p int32, key string, n int) { // one batch per record: compaction keeps the last batch
+		for i := range n {
+			r := &kgo.Record{Topic: "t", Partition: p, Key: []byte(key), Value: []byte(fmt.Sprint(key, i))}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	count := func(p int32) int {
+		n := 0
+		for _, r := range testkit.ReadAll(t, b.Addrs(), "t") {
+			if r.Partition == p {
+				n++
+			}
+		}
+		return n
+	}
+	// Compaction keeps a partition's last batch as it is: each step ends
+	// with a record of a new key.
+	for i := range 100 {
+		put(0, fmt.Sprint("key-", i), 1)
+	}
+	put(0, "x", 2)
+	put(0, "end-1", 1)
+	put(1, "y", 2)
+	put(1, "end-1", 1)
+	b.Compact()
+	if n0, n1 := count(0), count(1); n0 != 102 || n1 != 2 {
+		t.Fatalf("after Compact: %d and %d records, want 102 and 2", n0, n1)
+	}
+
+	put(0, "x", 3) // 4 of 106 records dirty
+	put(0, "end-2", 1)
+	put(1, "y", 5) // 6 of 8
+	put(1, "end-2", 1)
+	testkit.Eventually(t, time.Minute, "the dirty partition compacted", func() bool { return count(1) < 8 })
+	if n := count(0); n != 106 {
+		t.Fatalf("partition 0 holds %d records: a log 4 %% dirty was compacted", n)
+	}
+	b.Compact() // asked for, every compacted partition is
+	if n := count(0); n != 103 {
+		t.Fatalf("partition 0 holds %d records after Compact", n)
 	}
 }

@@ -65,6 +65,7 @@ type (
 		clientMetrics      map[string]map[string]*string // subscription -> config key -> config value, see data.go
 		shareGroups        shareGroups
 		compactTicker      *time.Ticker
+		compacting         bool // a ticker's round is under way (offerlog patch)
 		offsetExpireTicker *time.Ticker
 
 		// storageDir is the root directory for segment and index files.
@@ -489,7 +490,7 @@ outer:
 			continue
 
 		case <-c.compactTickerC():
-			c.compactAll()
+			c.compactAll(false)
 			continue
 
 		case <-c.offsetExpireTicker.C:
@@ -558,7 +559,7 @@ outer:
 					fn()
 					continue inner
 				case <-c.compactTickerC():
-					c.compactAll()
+					c.compactAll(false)
 					continue inner
 				case <-c.offsetExpireTicker.C:
 					c.expireGroupOffsets()
@@ -962,7 +963,7 @@ func (c *Cluster) tryControlKey(key int16, creq *clientReq) (kmsg.Response, erro
 				fn()
 				continue
 			case <-c.compactTickerC():
-				c.compactAll()
+				c.compactAll(false)
 				continue
 			case <-c.offsetExpireTicker.C:
 				c.expireGroupOffsets()
@@ -1488,7 +1489,7 @@ func (c *Cluster) SetFollowers(topic string, partition int32, followers []int32)
 // Tombstones (nil value) older than delete.retention.ms are removed.
 func (c *Cluster) Compact() {
 	c.admin(func() {
-		c.compactAll()
+		c.compactAll(true)
 	})
 }
 
@@ -1500,17 +1501,93 @@ func (c *Cluster) ApplyRetention() {
 	})
 }
 
-// compactAll compacts and applies retention on all eligible topics.
+// compactAll compacts and applies retention on all eligible topics. With
+// force (Compact) it compacts every compacted partition at once. The
+// ticker's round (offerlog patch) compacts only partitions whose bytes
+// written since their last compaction are at least
+// min.cleanable.dirty.ratio of the log, as Kafka's log cleaner chooses, and
+// one partition per turn of the cluster's loop, so that requests are served
+// between them: compaction reads a whole partition inside the loop, and
+// compacting every partition of a clean million-record topic in one turn
+// stalled every client for seconds, every backoff.
 // Must be called from Cluster.run().
-func (c *Cluster) compactAll() {
+func (c *Cluster) compactAll(force bool) {
+	var dirty []*partData
 	for t := range c.data.tps {
+		ratio := c.minCleanableRatio(t)
 		for _, pd := range c.data.tps[t] {
-			if c.data.isCompactTopic(t) {
+			switch {
+			case !c.data.isCompactTopic(t):
+			case force:
 				c.compact(pd, t)
+				pd.cleanBytes = pd.nbytes
+			case pd.dirtyRatio() >= ratio:
+				dirty = append(dirty, pd)
 			}
 			c.applyRetention(pd, t)
 		}
 	}
+	if len(dirty) > 0 && !c.compacting {
+		c.compacting = true
+		go c.compactEach(dirty)
+	}
+}
+
+// compactEach compacts the partitions one per turn of the cluster's loop
+// (offerlog patch), skipping any deleted meanwhile, until done or the
+// cluster dies.
+func (c *Cluster) compactEach(pds []*partData) {
+	run := func(fn func()) bool {
+		done := make(chan struct{})
+		select {
+		case c.adminCh <- func() { fn(); close(done) }:
+		case <-c.die:
+			return false
+		}
+		select {
+		case <-done:
+			return true
+		case <-c.die:
+			return false
+		}
+	}
+	for _, pd := range pds {
+		ok := run(func() {
+			if cur, exists := c.data.tps.getp(pd.t, pd.p); exists && cur == pd {
+				c.compact(pd, pd.t)
+				pd.cleanBytes = pd.nbytes
+			}
+		})
+		if !ok {
+			return
+		}
+	}
+	run(func() { c.compacting = false })
+}
+
+// dirtyRatio is the share of the partition's bytes written since its last
+// compaction (offerlog patch).
+func (pd *partData) dirtyRatio() float64 {
+	if pd.nbytes <= 0 {
+		return 0
+	}
+	return float64(pd.nbytes-min(pd.cleanBytes, pd.nbytes)) / float64(pd.nbytes)
+}
+
+// minCleanableRatio is topic t's min.cleanable.dirty.ratio, or the broker's
+// log.cleaner.min.cleanable.ratio, or Kafka's default 0.5 (offerlog patch).
+func (c *Cluster) minCleanableRatio(t string) float64 {
+	if v, ok := c.data.tcfgs[t]["min.cleanable.dirty.ratio"]; ok && v != nil {
+		if r, err := strconv.ParseFloat(*v, 64); err == nil {
+			return r
+		}
+	}
+	if v, ok := c.bcfgs["log.cleaner.min.cleanable.ratio"]; ok && v != nil {
+		if r, err := strconv.ParseFloat(*v, 64); err == nil {
+			return r
+		}
+	}
+	return 0.5
 }
 
 // applyRetentionAll applies retention on all topics.

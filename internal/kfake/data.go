@@ -115,6 +115,11 @@ type (
 		maxTimestampSeen int64 // max MaxTimestamp across all batches (the running max for maxEarlierTimestamp)
 		maxTimestampSeg  int   // index of the segment with the greatest max timestamp, the earliest on a tie
 		nbytes           int64
+		// cleanBytes is nbytes right after the partition's last
+		// compaction (offerlog patch): the bytes written since are its
+		// dirty part, and the ticker compacts it only once that part is
+		// min.cleanable.dirty.ratio of the log, as Kafka's cleaner does.
+		cleanBytes int64
 
 		// PID-based LSO tracking: maps producer ID to earliest
 		// uncommitted offset on this partition. LSO = min of all
@@ -796,17 +801,18 @@ func (d *data) setTopicConfig(t, k string, v *string, dry bool) bool {
 // All valid topic configs we support, as well as the equivalent broker
 // config if there is one.
 var validTopicConfigs = map[string]string{
-	"cleanup.policy":         "",
-	"compression.type":       "compression.type",
-	"delete.retention.ms":    "",
-	"kfake.is_internal":      "",
-	"max.message.bytes":      "log.message.max.bytes",
-	"message.timestamp.type": "log.message.timestamp.type",
-	"min.insync.replicas":    "min.insync.replicas",
-	"retention.bytes":        "log.retention.bytes",
-	"retention.ms":           "log.retention.ms",
-	"segment.bytes":          "log.segment.bytes",
-	"segment.ms":             "log.roll.ms",
+	"cleanup.policy":            "",
+	"compression.type":          "compression.type",
+	"delete.retention.ms":       "",
+	"kfake.is_internal":         "",
+	"max.message.bytes":         "log.message.max.bytes",
+	"message.timestamp.type":    "log.message.timestamp.type",
+	"min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio", // offerlog patch
+	"min.insync.replicas":       "min.insync.replicas",
+	"retention.bytes":           "log.retention.bytes",
+	"retention.ms":              "log.retention.ms",
+	"segment.bytes":             "log.segment.bytes",
+	"segment.ms":                "log.roll.ms",
 }
 
 // All valid broker configs we support, as well as their equivalent
@@ -825,6 +831,7 @@ var validBrokerConfigs = map[string]string{
 	"group.min.session.timeout.ms":              "",
 	"group.max.session.timeout.ms":              "",
 	"log.cleaner.backoff.ms":                    "",
+	"log.cleaner.min.cleanable.ratio":           "min.cleanable.dirty.ratio", // offerlog patch
 	"log.dir":                                   "",
 	"log.message.timestamp.type":                "message.timestamp.type",
 	"transaction.max.timeout.ms":                "",
@@ -973,6 +980,7 @@ var configDefaults = map[string]string{
 	"default.replication.factor":                "3",
 	"fetch.max.bytes":                           "57671680",
 	"log.cleaner.backoff.ms":                    "3600000",
+	"log.cleaner.min.cleanable.ratio":           "0.5", // offerlog patch
 	"max.incremental.fetch.session.cache.slots": strconv.Itoa(defMaxFetchSessionCacheSlots),
 	"group.consumer.heartbeat.interval.ms":      strconv.Itoa(defHeartbeatInterval),
 	"group.consumer.session.timeout.ms":         strconv.Itoa(defSessionTimeout),
@@ -1018,6 +1026,8 @@ var configTypes = map[string]kmsg.ConfigType{
 	"group.min.session.timeout.ms":              kmsg.ConfigTypeInt,
 	"group.max.session.timeout.ms":              kmsg.ConfigTypeInt,
 	"log.cleaner.backoff.ms":                    kmsg.ConfigTypeLong,
+	"log.cleaner.min.cleanable.ratio":           kmsg.ConfigTypeDouble, // offerlog patch
+	"min.cleanable.dirty.ratio":                 kmsg.ConfigTypeDouble, // offerlog patch
 	"log.dir":                                   kmsg.ConfigTypeString,
 	"log.segment.bytes":                         kmsg.ConfigTypeInt,
 	"log.roll.ms":                               kmsg.ConfigTypeLong,
