@@ -49,8 +49,15 @@ type Schema struct {
 	Release string
 	// Avro is the parsed schema.
 	Avro avro.Schema
-	// Fingerprint is the CRC-64-AVRO fingerprint of the canonical form.
+	// Fingerprint is the CRC-64-AVRO fingerprint of the Parsing Canonical
+	// Form as the Avro specification defines it (CanonicalForm): the one
+	// written in the single-object header.
 	Fingerprint uint64
+	// LegacyFingerprint is the one offerlog wrote before v0.4.0 (of a
+	// canonical form that kept logicalType; equal to Fingerprint for a
+	// schema without logical types). Data headed with it is still read:
+	// see doc.go for how long.
+	LegacyFingerprint uint64
 }
 
 type catalog struct {
@@ -96,12 +103,8 @@ func parseAll() (*catalog, error) {
 				errs = append(errs, fmt.Errorf("schemas: %s defined twice", s.Name))
 			}
 			c.current[s.Name] = s
-			c.byFP[s.Fingerprint] = s
 		} else {
 			c.released[s.Name] = append(c.released[s.Name], s)
-			if _, ok := c.byFP[s.Fingerprint]; !ok {
-				c.byFP[s.Fingerprint] = s
-			}
 		}
 		return nil
 	})
@@ -111,9 +114,22 @@ func parseAll() (*catalog, error) {
 	for _, rs := range c.released {
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Release < rs[j].Release })
 	}
-	// Current schemas win the fingerprint map over identical released ones.
+	// Both fingerprints of every schema resolve. Spec fingerprints win over
+	// legacy ones, and current schemas over identical released ones.
+	var all []*Schema
+	for _, rs := range c.released {
+		all = append(all, rs...)
+	}
 	for _, s := range c.current {
-		c.byFP[s.Fingerprint] = s
+		all = append(all, s)
+	}
+	for _, s := range all {
+		c.byFP[s.LegacyFingerprint] = s
+	}
+	for _, s := range all {
+		if prev, ok := c.byFP[s.Fingerprint]; !ok || prev.Fingerprint != s.Fingerprint || s.Release == "" {
+			c.byFP[s.Fingerprint] = s
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -154,11 +170,11 @@ func parseFile(p, release string) (*Schema, error) {
 	if !ok {
 		return nil, fmt.Errorf("schemas: %s: top-level schema must be a named record", path.Base(p))
 	}
-	fp, err := soe.ComputeFingerprint(sch)
+	legacy, err := legacyFingerprint(sch)
 	if err != nil {
-		return nil, fmt.Errorf("schemas: fingerprint %s: %w", p, err)
+		return nil, fmt.Errorf("schemas: %s: %w", p, err)
 	}
-	return &Schema{Name: named.FullName(), Release: release, Avro: sch, Fingerprint: binary.LittleEndian.Uint64(fp)}, nil
+	return &Schema{Name: named.FullName(), Release: release, Avro: sch, Fingerprint: Fingerprint(sch), LegacyFingerprint: legacy}, nil
 }
 
 // Current returns the current schema named name (a full record name such as
