@@ -242,3 +242,17 @@ func Frame(s *Schema, body []byte) []byte {
 	copy(out[10:], body)
 	return out
 }
+
+// ByFingerprint returns the schema with fingerprint fp (spec or legacy),
+// or ErrUnknownSchema.
+func ByFingerprint(fp uint64) (*Schema, error) {
+	c, err := load()
+	if err != nil {
+		return nil, err
+	}
+	s, ok := c.byFP[fp]
+	if !ok {
+		return nil, fmt.Errorf("%w: %016x", ErrUnknownSchema, fp)
+	}
+	return s, nil
+}

@@ -92,6 +92,7 @@ func New(cfg Config) (*Server, error) {
 	s.route("POST /v1/clients/{client}/documents", s.postDocument)
 	s.route("GET /v1/clients/{client}/documents/{pk}", s.getDocument)
 	s.routeOffers()
+	s.routeSchemaRegistry()
 	s.route("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -1,0 +1,518 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/hamba/avro/v2"
+	"github.com/hamba/avro/v2/pkg/crc64"
+
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// The schema registry API: the Confluent Schema Registry REST API's read
+// side, its schema lookup and its registration of known or compatible
+// schemas, under /schema-registry, over the schemas this binary carries.
+// Subjects follow TopicNameStrategy: "<topic>-value" for every topic whose
+// values are Avro (keys are plain strings: there are no "-key" subjects).
+// A subject's versions are its schema's releases in order, then the current
+// schema, consecutive identical ones (the same schema text: defaults and
+// docs count, as for Confluent's registry) counted once. A schema's id is
+// derived from its text, so every instance and every restart answers the
+// same id without coordination.
+
+// SubjectVersion is one version of a subject, as the registry API answers.
+type SubjectVersion struct {
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+	ID      int32  `json:"id"`
+	Schema  string `json:"schema"`
+}
+
+// RegistryError is the body of the registry API's error answers, with
+// Confluent's error codes.
+type RegistryError struct {
+	Code    int    `json:"error_code"`
+	Message string `json:"message"`
+}
+
+// Confluent's error codes the registry API answers.
+const (
+	codeSubjectNotFound = 40401
+	codeVersionNotFound = 40402
+	codeSchemaNotFound  = 40403
+	codeIncompatible    = 409
+	codeInvalidSchema   = 42201
+	codeInvalidVersion  = 42202
+)
+
+// registrySchema is one distinct schema the registry serves.
+type registrySchema struct {
+	id     int32
+	text   string // the full schema JSON, self-contained
+	schema *schemas.Schema
+}
+
+// subjectIndex is the registry's view of the catalogue, built once.
+type subjectIndex struct {
+	subjects map[string][]*registrySchema // "<topic>-value" -> versions, oldest first
+	byID     map[int32]*registrySchema
+	byText   map[string]*registrySchema
+}
+
+var (
+	indexOnce sync.Once
+	index     *subjectIndex
+	indexErr  error
+)
+
+func registryIndex() (*subjectIndex, error) {
+	indexOnce.Do(func() { index, indexErr = buildIndex(topics.Catalogue(1)) })
+	return index, indexErr
+}
+
+// SchemaID is the registry id of a schema: the low 31 bits of the
+// CRC-64-AVRO of its full text (json of the parsed schema: docs, defaults
+// and logical types included), a positive int32 as Confluent's clients
+// expect. It is 0 only for a schema that cannot be written as JSON.
+func SchemaID(s *schemas.Schema) int32 {
+	text, err := json.Marshal(s.Avro)
+	if err != nil {
+		return 0
+	}
+	return textID(string(text))
+}
+
+func textID(text string) int32 {
+	h := crc64.New()
+	_, _ = h.Write([]byte(text))
+	return int32(h.Sum64()&0x7fffffff) | 1<<24 // never a small id a test or a guess would hit
+}
+
+func buildIndex(catalogue []topics.Topic) (*subjectIndex, error) {
+	idx := &subjectIndex{subjects: map[string][]*registrySchema{}, byID: map[int32]*registrySchema{}, byText: map[string]*registrySchema{}}
+	versionsOf := map[string][]*registrySchema{}
+	for _, t := range catalogue {
+		if t.Schema == "" {
+			continue
+		}
+		vs, ok := versionsOf[t.Schema]
+		if !ok {
+			var err error
+			if vs, err = idx.versions(t.Schema); err != nil {
+				return nil, err
+			}
+			versionsOf[t.Schema] = vs
+		}
+		idx.subjects[t.Name+"-value"] = vs
+	}
+	return idx, nil
+}
+
+// versions returns the distinct versions of the schema named name, oldest
+// first, adding them to the id and fingerprint maps.
+func (idx *subjectIndex) versions(name string) ([]*registrySchema, error) {
+	released, err := schemas.Released(name)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := schemas.Current(name)
+	if err != nil {
+		return nil, err
+	}
+	var out []*registrySchema
+	for _, s := range append(slices.Clone(released), cur) {
+		raw, err := json.Marshal(s.Avro)
+		if err != nil {
+			return nil, fmt.Errorf("schema registry: %s: %w", name, err)
+		}
+		text := string(raw)
+		if len(out) > 0 && out[len(out)-1].text == text {
+			continue
+		}
+		rs, ok := idx.byText[text]
+		if !ok {
+			rs = &registrySchema{id: textID(text), text: text, schema: s}
+			if other, taken := idx.byID[rs.id]; taken {
+				return nil, fmt.Errorf("schema registry: %s and %s share id %d", other.schema.Name, s.Name, rs.id)
+			}
+			idx.byID[rs.id], idx.byText[text] = rs, rs
+		}
+		out = append(out, rs)
+	}
+	return out, nil
+}
+
+// subject returns the versions of subject, for the catalogue's topics and
+// the per-client and per-stage ones.
+func (idx *subjectIndex) subject(subject string) ([]*registrySchema, bool) {
+	if vs, ok := idx.subjects[subject]; ok {
+		return vs, true
+	}
+	topic, ok := strings.CutSuffix(subject, "-value")
+	if !ok {
+		return nil, false
+	}
+	name, ok := topics.SchemaFor(topic)
+	if !ok {
+		return nil, false
+	}
+	for _, vs := range idx.subjects {
+		if len(vs) > 0 && vs[0].schema.Name == name {
+			return vs, true
+		}
+	}
+	vs, err := idx.versions(name)
+	return vs, err == nil
+}
+
+// version picks a version of vs: "latest", or 1.., or -1 (latest).
+func version(vs []*registrySchema, v string) (int, *RegistryError) {
+	if v == "latest" || v == "-1" {
+		return len(vs), nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, &RegistryError{Code: codeInvalidVersion, Message: fmt.Sprintf("The specified version '%s' is not a valid version id. "+
+			"Allowed values are between [1, 2^31-1] and the string \"latest\"", v)}
+	}
+	if n > len(vs) {
+		return 0, &RegistryError{Code: codeVersionNotFound, Message: fmt.Sprintf("Version %d not found.", n)}
+	}
+	return n, nil
+}
+
+// lookup finds a submitted schema among vs: the version with the same
+// text (once parsed: whitespace and attribute order do not count), else the
+// latest with the same spec canonical form; 0 for none.
+func lookup(vs []*registrySchema, s avro.Schema) int {
+	if raw, err := json.Marshal(s); err == nil {
+		for i, rs := range vs {
+			if rs.text == string(raw) {
+				return i + 1
+			}
+		}
+	}
+	fp := schemas.Fingerprint(s)
+	for i := len(vs) - 1; i >= 0; i-- {
+		if vs[i].schema.Fingerprint == fp {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// parseSubmitted parses a schema a client submits: self-contained, as
+// Confluent's serializers send it (references are not supported).
+func parseSubmitted(text string) (avro.Schema, *RegistryError) {
+	s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
+	if err != nil {
+		return nil, &RegistryError{Code: codeInvalidSchema, Message: "Invalid schema: " + err.Error()}
+	}
+	return s, nil
+}
+
+// registerable decides a registration: the version the schema already is
+// (then it is answered with its id), or, for a new schema, whether readers
+// of the latest version's data can read data written with it and it can
+// read theirs (backward compatible with the latest); a new schema is then
+// still refused, as offerlog's schemas change only with a release.
+func registerable(vs []*registrySchema, s avro.Schema) (int, *RegistryError) {
+	if v := lookup(vs, s); v > 0 {
+		return v, nil
+	}
+	latest := vs[len(vs)-1]
+	if err := avro.NewSchemaCompatibility().Compatible(s, latest.schema.Avro); err != nil {
+		return 0, &RegistryError{Code: codeIncompatible, Message: fmt.Sprintf(
+			"Schema being registered is incompatible with an earlier schema for subject: %v", err)}
+	}
+	return 0, nil
+}
+
+func writeRegistry(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func registryErr(w http.ResponseWriter, status int, e *RegistryError) { writeRegistry(w, status, e) }
+
+func (s *Server) routeSchemaRegistry() {
+	const root = "/schema-registry"
+	s.route("GET "+root+"/subjects", s.srSubjects)
+	s.route("GET "+root+"/subjects/{subject}/versions", s.srVersions)
+	s.route("GET "+root+"/subjects/{subject}/versions/{version}", s.srVersion)
+	s.route("GET "+root+"/subjects/{subject}/versions/{version}/schema", s.srVersionSchema)
+	s.route("GET "+root+"/schemas/ids/{id}", s.srSchemaByID)
+	s.route("GET "+root+"/schemas/ids/{id}/schema", s.srSchemaByID)
+	s.route("GET "+root+"/schemas/ids/{id}/versions", s.srSchemaVersions)
+	s.route("GET "+root+"/schemas/types", func(w http.ResponseWriter, _ *http.Request) {
+		writeRegistry(w, http.StatusOK, []string{"AVRO"})
+	})
+	s.route("GET "+root+"/config", func(w http.ResponseWriter, _ *http.Request) {
+		writeRegistry(w, http.StatusOK, map[string]string{"compatibilityLevel": "BACKWARD"})
+	})
+	s.route("GET "+root+"/config/{subject}", s.srConfig)
+	s.route("POST "+root+"/subjects/{subject}", s.srLookup)
+	s.route("POST "+root+"/subjects/{subject}/versions", s.srRegister)
+	s.route("GET /v1/schemas/{fingerprint}", s.schemaByFingerprint)
+}
+
+// srIndex returns the index, or answers 500.
+func srIndex(w http.ResponseWriter) *subjectIndex {
+	idx, err := registryIndex()
+	if err != nil {
+		registryErr(w, http.StatusInternalServerError, &RegistryError{Code: 50001, Message: err.Error()})
+		return nil
+	}
+	return idx
+}
+
+// srSubjectOf returns the versions of the request's subject, or answers
+// 404 with 40401.
+func srSubjectOf(w http.ResponseWriter, r *http.Request) []*registrySchema {
+	idx := srIndex(w)
+	if idx == nil {
+		return nil
+	}
+	vs, ok := idx.subject(r.PathValue("subject"))
+	if !ok {
+		registryErr(w, http.StatusNotFound, &RegistryError{Code: codeSubjectNotFound,
+			Message: fmt.Sprintf("Subject '%s' not found.", r.PathValue("subject"))})
+		return nil
+	}
+	return vs
+}
+
+func (s *Server) srSubjects(w http.ResponseWriter, _ *http.Request) {
+	idx := srIndex(w)
+	if idx == nil {
+		return
+	}
+	out := make([]string, 0, len(idx.subjects))
+	for name := range idx.subjects {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	writeRegistry(w, http.StatusOK, out)
+}
+
+func (s *Server) srVersions(w http.ResponseWriter, r *http.Request) {
+	vs := srSubjectOf(w, r)
+	if vs == nil {
+		return
+	}
+	out := make([]int, len(vs))
+	for i := range vs {
+		out[i] = i + 1
+	}
+	writeRegistry(w, http.StatusOK, out)
+}
+
+// srVersionOf returns the requested version, or answers the error.
+func srVersionOf(w http.ResponseWriter, r *http.Request) (*registrySchema, int) {
+	vs := srSubjectOf(w, r)
+	if vs == nil {
+		return nil, 0
+	}
+	v, rerr := version(vs, r.PathValue("version"))
+	if rerr != nil {
+		status := http.StatusNotFound
+		if rerr.Code == codeInvalidVersion {
+			status = http.StatusUnprocessableEntity
+		}
+		registryErr(w, status, rerr)
+		return nil, 0
+	}
+	return vs[v-1], v
+}
+
+func (s *Server) srVersion(w http.ResponseWriter, r *http.Request) {
+	if rs, v := srVersionOf(w, r); rs != nil {
+		writeRegistry(w, http.StatusOK, SubjectVersion{Subject: r.PathValue("subject"), Version: v, ID: rs.id, Schema: rs.text})
+	}
+}
+
+func (s *Server) srVersionSchema(w http.ResponseWriter, r *http.Request) {
+	if rs, _ := srVersionOf(w, r); rs != nil {
+		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+		_, _ = w.Write([]byte(rs.text))
+	}
+}
+
+// srByID returns the schema of the request's id, or answers 404 with 40403.
+func srByID(w http.ResponseWriter, r *http.Request) *registrySchema {
+	idx := srIndex(w)
+	if idx == nil {
+		return nil
+	}
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 32)
+	rs := idx.byID[int32(id)]
+	if err != nil || rs == nil {
+		registryErr(w, http.StatusNotFound, &RegistryError{Code: codeSchemaNotFound, Message: fmt.Sprintf("Schema %s not found", r.PathValue("id"))})
+		return nil
+	}
+	return rs
+}
+
+func (s *Server) srSchemaByID(w http.ResponseWriter, r *http.Request) {
+	rs := srByID(w, r)
+	if rs == nil {
+		return
+	}
+	if strings.HasSuffix(r.URL.Path, "/schema") {
+		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+		_, _ = w.Write([]byte(rs.text))
+		return
+	}
+	writeRegistry(w, http.StatusOK, map[string]string{"schema": rs.text})
+}
+
+func (s *Server) srSchemaVersions(w http.ResponseWriter, r *http.Request) {
+	rs := srByID(w, r)
+	if rs == nil {
+		return
+	}
+	idx, _ := registryIndex()
+	type subjectVersion struct {
+		Subject string `json:"subject"`
+		Version int    `json:"version"`
+	}
+	out := []subjectVersion{}
+	for name, vs := range idx.subjects {
+		for i, v := range vs {
+			if v == rs {
+				out = append(out, subjectVersion{Subject: name, Version: i + 1})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b subjectVersion) int { return strings.Compare(a.Subject, b.Subject) })
+	writeRegistry(w, http.StatusOK, out)
+}
+
+func (s *Server) srConfig(w http.ResponseWriter, r *http.Request) {
+	if srSubjectOf(w, r) != nil {
+		writeRegistry(w, http.StatusOK, map[string]string{"compatibilityLevel": "BACKWARD"})
+	}
+}
+
+// registryRequest is the body of a lookup or a registration.
+type registryRequest struct {
+	Schema     string `json:"schema"`
+	SchemaType string `json:"schemaType,omitempty"`
+	References []any  `json:"references,omitempty"`
+}
+
+// srSubmitted decodes and parses the submitted schema, or answers the error.
+func srSubmitted(w http.ResponseWriter, r *http.Request) avro.Schema {
+	var body registryRequest
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			registryErr(w, http.StatusRequestEntityTooLarge, &RegistryError{Code: 41301, Message: "schema larger than 1 MiB"})
+			return nil
+		}
+		registryErr(w, http.StatusBadRequest, &RegistryError{Code: 400, Message: "malformed JSON: " + err.Error()})
+		return nil
+	}
+	if body.SchemaType != "" && body.SchemaType != "AVRO" {
+		registryErr(w, http.StatusUnprocessableEntity, &RegistryError{Code: codeInvalidSchema,
+			Message: fmt.Sprintf("Invalid schema type %s: offerlog's topics carry Avro", body.SchemaType)})
+		return nil
+	}
+	sch, rerr := parseSubmitted(body.Schema)
+	if rerr != nil {
+		registryErr(w, http.StatusUnprocessableEntity, rerr)
+		return nil
+	}
+	return sch
+}
+
+func (s *Server) srLookup(w http.ResponseWriter, r *http.Request) {
+	vs := srSubjectOf(w, r)
+	if vs == nil {
+		return
+	}
+	sch := srSubmitted(w, r)
+	if sch == nil {
+		return
+	}
+	v := lookup(vs, sch)
+	if v == 0 {
+		registryErr(w, http.StatusNotFound, &RegistryError{Code: codeSchemaNotFound, Message: "Schema not found"})
+		return
+	}
+	rs := vs[v-1]
+	writeRegistry(w, http.StatusOK, SubjectVersion{Subject: r.PathValue("subject"), Version: v, ID: rs.id, Schema: rs.text})
+}
+
+func (s *Server) srRegister(w http.ResponseWriter, r *http.Request) {
+	vs := srSubjectOf(w, r)
+	if vs == nil {
+		return
+	}
+	sch := srSubmitted(w, r)
+	if sch == nil {
+		return
+	}
+	v, rerr := registerable(vs, sch)
+	switch {
+	case rerr != nil:
+		registryErr(w, http.StatusConflict, rerr)
+	case v > 0:
+		writeRegistry(w, http.StatusOK, map[string]int32{"id": vs[v-1].id})
+	default:
+		registryErr(w, http.StatusConflict, &RegistryError{Code: codeIncompatible, Message: "Schema is compatible with the latest " +
+			"version but new: offerlog's schemas are its own and change only with a release; write with a registered version"})
+	}
+}
+
+// FingerprintSchema is the answer of GET /v1/schemas/{fingerprint}.
+type FingerprintSchema struct {
+	Name        string          `json:"name"`
+	Release     string          `json:"release,omitempty"`
+	Fingerprint string          `json:"fingerprint"`
+	ID          int32           `json:"id"`
+	Canonical   string          `json:"canonical_form"`
+	Schema      json.RawMessage `json:"schema"`
+}
+
+// schemaByFingerprint answers the schema a single-object header names: the
+// fingerprint as 16 hex digits (the 8 header bytes read little-endian,
+// printed big-endian) or as Java's signed decimal.
+func (s *Server) schemaByFingerprint(w http.ResponseWriter, r *http.Request) {
+	raw := r.PathValue("fingerprint")
+	var fp uint64
+	var err error
+	if len(raw) == 16 {
+		fp, err = strconv.ParseUint(raw, 16, 64)
+	} else {
+		var signed int64
+		signed, err = strconv.ParseInt(raw, 10, 64)
+		fp = uint64(signed)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fieldErr("fingerprint", "want 16 hex digits or a signed decimal, got %q", raw))
+		return
+	}
+	sch, err := schemas.ByFingerprint(fp)
+	if err != nil {
+		writeError(w, http.StatusNotFound, fieldErr("fingerprint", "no schema has fingerprint %016x", fp))
+		return
+	}
+	text, err := json.Marshal(sch.Avro)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, FingerprintSchema{Name: sch.Name, Release: sch.Release, Fingerprint: fmt.Sprintf("%016x", sch.Fingerprint),
+		ID: SchemaID(sch), Canonical: schemas.CanonicalForm(sch.Avro), Schema: text})
+}
