@@ -1,7 +1,9 @@
 package schemas
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/hamba/avro/v2"
@@ -70,8 +72,29 @@ func (c *Codec[T]) Decode(data []byte, v *T) error {
 	if err != nil {
 		return err
 	}
-	if err := avro.Unmarshal(sch, body, v); err != nil {
+	if err := unmarshalAll(sch, body, v); err != nil {
 		return fmt.Errorf("schemas: decode %s: %w", c.reader.Name, err)
+	}
+	return nil
+}
+
+// ErrTrailingBytes is returned for a body with bytes left after its value.
+var ErrTrailingBytes = errors.New("bytes left after the value")
+
+// unmarshalAll decodes body into v and checks that the value took all of
+// it: avro.Unmarshal takes a body cut short at an end of input as complete
+// (it treats io.EOF as success) and ignores bytes after the value.
+func unmarshalAll(sch avro.Schema, body []byte, v any) error {
+	r := avro.NewReader(nil, 0).Reset(body)
+	r.ReadVal(sch, v)
+	if r.Error != nil {
+		if errors.Is(r.Error, io.EOF) {
+			return fmt.Errorf("body cut short after %d bytes: %w", len(body), io.ErrUnexpectedEOF)
+		}
+		return r.Error
+	}
+	if r.Peek(); r.Error == nil {
+		return ErrTrailingBytes
 	}
 	return nil
 }

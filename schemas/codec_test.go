@@ -66,3 +66,24 @@ func TestCodecRejectsForeignData(t *testing.T) {
 		t.Fatal("decoding a Verdict as a RawDocument succeeded")
 	}
 }
+
+// TestDecodeTakesTheWholeBody: a body cut short anywhere, or with bytes
+// after its value, does not decode.
+func TestDecodeTakesTheWholeBody(t *testing.T) {
+	data, err := Verdicts.Encode(&Verdict{Client: "c", PK: "p", Verdict: Accepted, Reason: "fine", Timestamp: time.UnixMilli(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v Verdict
+	if err := Verdicts.Decode(data, &v); err != nil || v.Reason != "fine" {
+		t.Fatalf("whole: %+v %v", v, err)
+	}
+	for n := 10; n < len(data); n++ {
+		if err := Verdicts.Decode(data[:n], &v); err == nil {
+			t.Fatalf("cut to %d of %d bytes: decoded %+v", n, len(data), v)
+		}
+	}
+	if err := Verdicts.Decode(append(append([]byte(nil), data...), 0), &v); !errors.Is(err, ErrTrailingBytes) {
+		t.Fatalf("a byte after the value: %v", err)
+	}
+}
