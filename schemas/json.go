@@ -42,7 +42,7 @@ func DecodeJSON(data []byte) (*Schema, any, error) {
 		return nil, nil, err
 	}
 	var native any
-	if err := avro.Unmarshal(w.Avro, body, &native); err != nil {
+	if err := unmarshalAll(w.Avro, body, &native); err != nil {
 		return w, nil, fmt.Errorf("decode %s: %w", w.Name, err)
 	}
 	return w, toJSON(w.Avro, native), nil
