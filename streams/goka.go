@@ -115,6 +115,10 @@ func (c Config) ProcessorOptions(group goka.Group) []goka.ProcessorOption {
 		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(c.Sarama(id))),
 		goka.WithProducerBuilder(c.producer(id)),
 		goka.WithLogger(c.gokaLogger()),
+		// A record with a null value is handed to the callback (nil), which
+		// answers it like any undecodable one: goka's default drops it
+		// without a trace.
+		goka.WithNilHandling(goka.NilProcess),
 	}
 }
 

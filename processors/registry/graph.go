@@ -61,9 +61,11 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 // With synced, a document naming an epoch the catalogue does not know yet,
 // and recent enough for its registration to be in flight, waits for the
 // catalogue's next sync (Catalogue.KeepSynced, run beside the processor);
-// the callbacks themselves never call the broker.
-func Graph(epochs *Catalogue, synced bool, rules Rules, m *Metrics) *goka.GroupGraph {
-	h := &handler{epochs: epochs, synced: synced, rules: rules, m: m}
+// the callbacks themselves never call the broker. Partitions is how many
+// documents.ingest has: a record on another partition than its key's is
+// refused (0: not checked).
+func Graph(epochs *Catalogue, synced bool, rules Rules, partitions int32, m *Metrics) *goka.GroupGraph {
+	h := &handler{epochs: epochs, synced: synced, rules: rules, partitions: partitions, m: m}
 	return goka.DefineGroup(Group,
 		goka.Input(ingest, new(codec.Bytes), h.ingest),
 		goka.Persist(TableCodec),
@@ -77,10 +79,11 @@ func Graph(epochs *Catalogue, synced bool, rules Rules, m *Metrics) *goka.GroupG
 }
 
 type handler struct {
-	epochs *Catalogue
-	synced bool
-	rules  Rules
-	m      *Metrics
+	epochs     *Catalogue
+	synced     bool
+	rules      Rules
+	partitions int32
+	m          *Metrics
 }
 
 func (h *handler) current(ctx goka.Context) *schemas.RegistryRecord {
@@ -90,6 +93,10 @@ func (h *handler) current(ctx goka.Context) *schemas.RegistryRecord {
 func (h *handler) ingest(ctx goka.Context, msg any) {
 	data, _ := msg.([]byte)
 	at := ctx.Timestamp()
+	if reason := Misplaced(ctx.Key(), data, ctx.Partition(), h.partitions); reason != "" {
+		h.reject(ctx, data, reason)
+		return
+	}
 	w, _, err := schemas.Writer(data)
 	switch {
 	case err != nil:
@@ -186,6 +193,30 @@ func (h *handler) verdict(ctx goka.Context, v *schemas.Verdict) {
 	h.m.Verdicts.With(string(v.Verdict)).Inc()
 }
 
+// Misplaced returns why a record of documents.ingest cannot be decided at
+// all, or "": a null value (the processor is built to see them: goka drops
+// them by default), a key that is not client/pk, or a key on another
+// partition than the one Kafka's default partitioner (murmur2) gives it,
+// where an older version of the document could win. Partitions 0 checks
+// no partition.
+func Misplaced(key string, value []byte, partition, partitions int32) string {
+	switch {
+	case value == nil:
+		return "null value: documents.ingest takes RawDocuments (a deletion is a document with action DELETE)"
+	case !validKey(key):
+		return fmt.Sprintf("key %q is not client/pk", key)
+	case partitions > 0 && streams.Partition(key, partitions) != partition:
+		return fmt.Sprintf("key %q belongs on partition %d of %d (murmur2, as the Java client and franz-go place keys), not %d",
+			key, streams.Partition(key, partitions), partitions, partition)
+	}
+	return ""
+}
+
+func validKey(key string) bool {
+	_, _, ok := SplitKey(key)
+	return ok
+}
+
 // reject answers a message that is not a decodable document: an invalid
 // verdict, and the message kept whole on documents.dead.
 func (h *handler) reject(ctx goka.Context, data []byte, reason string) {
@@ -194,7 +225,7 @@ func (h *handler) reject(ctx goka.Context, data []byte, reason string) {
 	h.m.DeadLetters.Inc()
 	client, pk, ok := SplitKey(ctx.Key())
 	if !ok {
-		pk = ctx.Key()
+		client, pk = "", ctx.Key()
 	}
 	h.verdict(ctx, &schemas.Verdict{
 		Client: client, PK: pk, Verdict: schemas.Invalid, Reason: reason,

@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -171,56 +172,92 @@ func TestShuffledVersionsEndFreshest(t *testing.T) {
 	}
 }
 
+// TestBadInputGetsAVerdictAndADeadLetter: every record a producer can send
+// that is not a document of its key's partition gets an INVALID verdict
+// with the reason and is kept on documents.dead; a good one after them is
+// accepted.
 func TestBadInputGetsAVerdictAndADeadLetter(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
 	c := newCluster(t)
 	stop := c.start(t)
-	cl := testkit.Client(t, c.brokers)
+	cl := testkit.Client(t, c.brokers, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx := testkit.Context(t, time.Minute)
 	v := schemas.Verdict{Client: "x", PK: "y", Verdict: schemas.Accepted, Timestamp: time.Now()}
 	foreign, _ := schemas.Verdicts.Encode(&v)
-	recs := []*kgo.Record{
-		{Topic: topics.DocumentsIngest, Key: []byte("shop/1"), Value: []byte("not avro")},
-		{Topic: topics.DocumentsIngest, Key: []byte("shop/2"), Value: foreign},
-		{Topic: topics.DocumentsIngest, Key: []byte("shop/3"), Value: []byte{0xC3, 0x01, 1, 2, 3, 4, 5, 6, 7, 8}},
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	doc := shuffledVersions(1, 1, 7)[0]
+	body, err := schemas.RawDocuments.Encode(doc)
+	if err != nil {
 		t.Fatal(err)
+	}
+	key := "shop/" + doc.PK
+	ends, err := streams.EndOffsets(ctx, testkit.Admin(t, c.brokers), topics.DocumentsIngest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int32(len(ends))
+	right := streams.Partition(key, n)
+	at := func(k string) int32 { return streams.Partition(k, n) }
+	cases := []struct {
+		key    string
+		value  []byte
+		part   int32
+		reason string
+	}{
+		{"shop/1", []byte("not avro"), at("shop/1"), "undecodable"},
+		{"shop/2", foreign, at("shop/2"), "not a offerlog.documents.RawDocument"},
+		{"shop/3", []byte{0xC3, 0x01, 1, 2, 3, 4, 5, 6, 7, 8}, at("shop/3"), "unknown writer schema"},
+		{"shop/4", nil, at("shop/4"), "null value"},
+		{"shop/5", body[:len(body)-3], at("shop/5"), "cut short"},
+		{"shop/6", append(append([]byte(nil), body...), 0), at("shop/6"), "bytes left"},
+		{"no-slash", body, at("no-slash"), "not client/pk"},
+		{key, body, (right + 1) % n, fmt.Sprintf("belongs on partition %d", right)},
+	}
+	for _, cs := range cases {
+		r := &kgo.Record{Topic: topics.DocumentsIngest, Key: []byte(cs.key), Value: cs.value, Partition: cs.part}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	good := shuffledVersions(1, 1, 1)
 	produceDocs(t, c.brokers, good)
-	got := waitVerdicts(t, c.brokers, 4)
+	got := waitVerdicts(t, c.brokers, len(cases)+1)
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	invalid, accepted := 0, 0
+	accepted := 0
+	reasons := map[string]string{} // key -> reason of its INVALID verdict
 	for _, v := range got {
 		switch v.Verdict {
 		case schemas.Invalid:
-			invalid++
+			k := v.PK
+			if v.Client != "" {
+				k = v.Client + "/" + v.PK
+			}
+			reasons[k] = v.Reason
 		case schemas.Accepted:
 			accepted++
 		}
 	}
-	if invalid != 3 || accepted != 1 {
+	if accepted != 1 || len(reasons) != len(cases) {
 		t.Fatalf("verdicts %+v", got)
 	}
-	deads := testkit.ReadAll(t, c.brokers, topics.DocumentsDead)
-	if len(deads) != 3 {
-		t.Fatalf("%d dead letters, want 3", len(deads))
-	}
-	var dl schemas.DeadLetter
-	for _, r := range deads {
+	deads := map[string]schemas.DeadLetter{}
+	for _, r := range testkit.ReadAll(t, c.brokers, topics.DocumentsDead) {
+		var dl schemas.DeadLetter
 		if err := schemas.DeadLetters.Decode(r.Value, &dl); err != nil {
 			t.Fatal(err)
 		}
-		if string(dl.Key) == "shop/1" && string(dl.Value) != "not avro" {
-			t.Fatalf("dead letter lost the bytes: %q", dl.Value)
+		deads[string(dl.Key)] = dl
+	}
+	for _, cs := range cases {
+		if !strings.Contains(reasons[cs.key], cs.reason) {
+			t.Errorf("%s: verdict's reason %q, want %q in it", cs.key, reasons[cs.key], cs.reason)
 		}
-		if dl.Reason == "" {
-			t.Fatal("dead letter without a reason")
+		dl, ok := deads[cs.key]
+		if !ok || !bytes.Equal(dl.Value, cs.value) || !strings.Contains(dl.Reason, cs.reason) {
+			t.Errorf("%s: dead letter %v %+v", cs.key, ok, dl)
 		}
 	}
 }

@@ -79,7 +79,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Epochs.Sync(ctx, adm); err != nil {
 		return fmt.Errorf("registry: catch up epochs: %w", err)
 	}
-	proc, err := goka.NewProcessor(cfg.Streams.Brokers, Graph(cfg.Epochs, true, cfg.Rules, cfg.Metrics),
+	ends, err := streams.EndOffsets(ctx, adm, topics.DocumentsIngest)
+	if err != nil {
+		return fmt.Errorf("registry: %w", err)
+	}
+	proc, err := goka.NewProcessor(cfg.Streams.Brokers, Graph(cfg.Epochs, true, cfg.Rules, int32(len(ends)), cfg.Metrics),
 		cfg.Streams.ProcessorOptions(Group)...)
 	if err != nil {
 		return fmt.Errorf("registry: %w", err)
