@@ -3,6 +3,7 @@ package registry_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -505,5 +506,42 @@ func TestGarbageInTheTableIsDeadLettered(t *testing.T) {
 	if len(deads) != 1 || schemas.DeadLetters.Decode(deads[0].Value, &dl) != nil ||
 		dl.Topic != topics.RegistryTable || string(dl.Value) != "garbage" || !strings.Contains(dl.Reason, "undecodable table value") {
 		t.Fatalf("dead letters %d, first %+v; want the table value's", len(deads), dl)
+	}
+}
+
+// TestOversizedRecordLeavesTheRegistryServing: a 5 MB undecodable value is
+// answered INVALID and dead-lettered as a bounded record (its first 64 KiB,
+// its size and SHA-256), and the registry goes on deciding.
+func TestOversizedRecordLeavesTheRegistryServing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	c := newCluster(t)
+	stop := c.start(t)
+	cl := testkit.Client(t, c.brokers, kgo.ProducerBatchMaxBytes(8<<20))
+	big := bytes.Repeat([]byte{0xC3}, 5<<20)
+	if err := cl.ProduceSync(testkit.Context(t, time.Minute), &kgo.Record{Topic: topics.DocumentsIngest, Key: []byte("shop/big"), Value: big}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	produceDocs(t, c.brokers, shuffledVersions(1, 1, 3))
+	got := waitVerdicts(t, c.brokers, 2)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	byVerdict := map[schemas.Decision]int{}
+	for _, v := range got {
+		byVerdict[v.Verdict]++
+	}
+	if byVerdict[schemas.Invalid] != 1 || byVerdict[schemas.Accepted] != 1 {
+		t.Fatalf("verdicts %+v", got)
+	}
+	deads := testkit.ReadAll(t, c.brokers, topics.DocumentsDead)
+	var dl schemas.DeadLetter
+	if len(deads) != 1 || schemas.DeadLetters.Decode(deads[0].Value, &dl) != nil {
+		t.Fatalf("%d dead letters", len(deads))
+	}
+	sum := sha256.Sum256(big)
+	if len(deads[0].Value) > 100<<10 || len(dl.Value) != streams.MaxDeadLetterValue || dl.ValueSize != int64(len(big)) || !bytes.Equal(dl.ValueSHA256, sum[:]) {
+		t.Fatalf("dead letter of %d bytes keeps %d of %d bytes", len(deads[0].Value), len(dl.Value), dl.ValueSize)
 	}
 }
