@@ -1,7 +1,12 @@
 package metrics
 
 import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -35,4 +40,69 @@ func TestTextFormat(t *testing.T) {
 			t.Errorf("missing %q in\n%s", want, b.String())
 		}
 	}
+}
+
+// TestServedByClientGolang: /metrics carries the Go runtime and process
+// collectors, answers OpenMetrics when asked, survives concurrent scrapes
+// while values change, and lists a computed series once even if its
+// function repeats it.
+func TestServedByClientGolang(t *testing.T) {
+	r := New()
+	c := r.Counter("offerlog_things_total", "Things.", "kind")
+	r.GaugeFunc("offerlog_lag", "Lag.", []string{"group"}, func() []Sample {
+		return []Sample{{Labels: []string{"g"}, Value: 1}, {Labels: []string{"g"}, Value: 2}}
+	})
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 8 {
+		wg.Go(func() {
+			for range 20 {
+				c.With(fmt.Sprint(i)).Inc()
+				resp, err := http.Get(srv.URL)
+				if err != nil {
+					errs <- err
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || !strings.Contains(string(body), "go_goroutines") ||
+					!strings.Contains(string(body), "process_") || strings.Count(string(body), "offerlog_lag{") != 1 {
+					errs <- fmt.Errorf("scrape: %d\n%s", resp.StatusCode, body)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := c.With("3").Value(); got != 20 {
+		t.Fatalf("counter %d, want 20", got)
+	}
+	if !strings.Contains(scrape(t, srv.URL, "application/openmetrics-text"), "# EOF") {
+		t.Fatal("no OpenMetrics answer")
+	}
+	if !strings.Contains(scrape(t, srv.URL, ""), `offerlog_lag{group="g"} 2`) {
+		t.Fatal("the last sample of a repeated series is not the one served")
+	}
+}
+
+func scrape(t *testing.T, url, accept string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

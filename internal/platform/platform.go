@@ -21,12 +21,7 @@ import (
 	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/internal/offerapi"
-	"github.com/offerlog/offerlog/processors/cabinet"
-	"github.com/offerlog/offerlog/processors/drafts"
-	"github.com/offerlog/offerlog/processors/feeds"
-	"github.com/offerlog/offerlog/processors/indexer"
 	"github.com/offerlog/offerlog/processors/numerator"
-	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/processors/scheduler"
 	"github.com/offerlog/offerlog/schemas"
@@ -195,6 +190,7 @@ func Run(ctx context.Context, cfg Config) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer p.sup.Wait()
 	defer cancel()
+	p.sup.Go(runCtx, "lag", false, p.lag.run)
 	for _, c := range plan(cfg.Components, cfg.HTTPAddr != "") {
 		if err := c.start(runCtx, p); err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
@@ -233,6 +229,7 @@ type process struct {
 	reg     *metrics.Registry
 	scfg    streams.Config
 	sup     *supervisor
+	lag     *lagWatcher
 	// ready collects a channel per component, closed when it is ready.
 	ready []<-chan struct{}
 	// closers run when every component has stopped, last added first.
@@ -281,7 +278,7 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 	if cfg.Replication > 0 {
 		p.scfg.Replication = int(cfg.Replication)
 	}
-	registerLag(p.reg, p.adm, cfg.Stages.Names())
+	p.lag = newLagWatcher(p.reg, p.adm, cfg.Stages.Names())
 	p.sup = &supervisor{log: log, restarts: p.reg.Counter("offerlog_component_restarts_total", "Restarts of a component after it failed, by component.", "component")}
 	return p, nil
 }
@@ -299,39 +296,4 @@ func decodeVerdict(b []byte) (schemas.Verdict, streams.RequestID, error) {
 	var v schemas.Verdict
 	err := schemas.Verdicts.Decode(b, &v)
 	return v, streams.RequestID{Partition: v.SourcePartition, Offset: v.SourceOffset}, err
-}
-
-// registerLag exports the consumer lag of offerlog's groups, computed at
-// scrape time.
-func registerLag(reg *metrics.Registry, adm *kadm.Client, stages []string) {
-	groups := []string{string(registry.Group), indexer.Group, indexer.RetryGroup, string(numerator.Group), numerator.SealerGroup,
-		string(offers.Group), offers.InboxGroup, string(drafts.Group), string(cabinet.Group), feeds.Group,
-		scheduler.TimersGroup}
-	for _, src := range ydbsink.SourceNames() {
-		groups = append(groups, ydbsink.Group(src))
-	}
-	for _, s := range stages {
-		groups = append(groups, scheduler.Group(s, false), scheduler.Group(s, true), scheduler.RouterGroupOf(s))
-	}
-	reg.GaugeFunc("offerlog_consumer_lag", "Records not yet consumed by a group, per topic and partition.",
-		[]string{"group", "topic", "partition"}, func() []metrics.Sample {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			lags, err := adm.Lag(ctx, groups...)
-			if err != nil {
-				return nil
-			}
-			var out []metrics.Sample
-			for _, g := range groups {
-				l, ok := lags[g]
-				if !ok || l.Error() != nil {
-					continue
-				}
-				for _, ml := range l.Lag.Sorted() {
-					out = append(out, metrics.Sample{
-						Labels: []string{g, ml.Topic, fmt.Sprint(ml.Partition)}, Value: float64(ml.Lag)})
-				}
-			}
-			return out
-		})
 }

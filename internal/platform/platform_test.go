@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,6 +141,37 @@ func TestAPIEndToEndAndRestart(t *testing.T) {
 	expect(t, "read a missing document", s, b, http.StatusNotFound, "no document")
 	s, b = call(t, "GET", p.url("/metrics"), "")
 	expect(t, "metrics", s, b, http.StatusOK, `offerlog_registry_verdicts_total{verdict="ACCEPTED"}`)
+	// The lag, computed in the background, is one series per group, topic
+	// and partition, and concurrent scrapes are served.
+	testkit.Eventually(t, 30*time.Second, "the registry's lag on /metrics", func() bool {
+		_, b := call(t, "GET", p.url("/metrics"), "")
+		return strings.Contains(b, `offerlog_consumer_lag{group="registry",partition="0",topic="documents.ingest"}`)
+	})
+	var scrapes sync.WaitGroup
+	for range 8 {
+		scrapes.Go(func() { // not call: t.Fatal belongs to the test's goroutine
+			resp, err := http.Get(p.url("/metrics"))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			s, b := resp.StatusCode, string(raw)
+			seen := map[string]bool{}
+			for _, line := range strings.Split(b, "\n") {
+				series, _, _ := strings.Cut(line, " ")
+				if strings.HasPrefix(line, "offerlog_consumer_lag{") && seen[series] {
+					t.Errorf("lag series %s listed twice", series)
+				}
+				seen[series] = true
+			}
+			if s != http.StatusOK {
+				t.Errorf("concurrent scrape: %d", s)
+			}
+		})
+	}
+	scrapes.Wait()
 	s, b = call(t, "GET", p.url("/readyz"), "")
 	expect(t, "ready", s, b, http.StatusOK, "ready")
 
