@@ -87,3 +87,28 @@ func TestDecodeTakesTheWholeBody(t *testing.T) {
 		t.Fatalf("a byte after the value: %v", err)
 	}
 }
+
+// TestConfluentFramingDecodes: a value in Confluent's framing (zero, the
+// 4-byte registry id, the body) decodes like its single-object form; an
+// unknown id is ErrUnknownSchema.
+func TestConfluentFramingDecodes(t *testing.T) {
+	s, err := Current(VerdictName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	soe, err := Verdicts.Encode(&Verdict{Client: "c", PK: "p", Verdict: Stale, Timestamp: time.UnixMilli(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v Verdict
+	if err := Verdicts.Decode(FrameConfluent(s, soe[10:]), &v); err != nil || v.Verdict != Stale || v.PK != "p" {
+		t.Fatalf("confluent-framed: %+v %v", v, err)
+	}
+	if got, err := ByID(s.ID); err != nil || got.Name != VerdictName {
+		t.Fatalf("by id %d: %v %v", s.ID, got, err)
+	}
+	bad := FrameConfluent(&Schema{ID: 12345}, soe[10:])
+	if err := Verdicts.Decode(bad, &v); !errors.Is(err, ErrUnknownSchema) {
+		t.Fatalf("unknown id: %v", err)
+	}
+}

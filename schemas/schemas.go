@@ -3,6 +3,7 @@ package schemas
 import (
 	"embed"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/hamba/avro/v2"
+	"github.com/hamba/avro/v2/pkg/crc64"
 	"github.com/hamba/avro/v2/soe"
 )
 
@@ -58,11 +60,18 @@ type Schema struct {
 	// schema without logical types). Data headed with it is still read:
 	// see doc.go for how long.
 	LegacyFingerprint uint64
+	// ID is the schema's id in the schema registry API and in Confluent
+	// framing (RegistryID of Text).
+	ID int32
+	// Text is the schema as self-contained JSON: docs, defaults and
+	// logical types included, named types defined at first use.
+	Text string
 }
 
 type catalog struct {
 	current map[string]*Schema // by name
 	byFP    map[uint64]*Schema
+	byID    map[int32]*Schema
 	// released[name] lists the released versions of a schema, oldest first.
 	released map[string][]*Schema
 }
@@ -82,6 +91,7 @@ func parseAll() (*catalog, error) {
 	c := &catalog{
 		current:  map[string]*Schema{},
 		byFP:     map[uint64]*Schema{},
+		byID:     map[int32]*Schema{},
 		released: map[string][]*Schema{},
 	}
 	var errs []error
@@ -130,6 +140,12 @@ func parseAll() (*catalog, error) {
 		if prev, ok := c.byFP[s.Fingerprint]; !ok || prev.Fingerprint != s.Fingerprint || s.Release == "" {
 			c.byFP[s.Fingerprint] = s
 		}
+		if prev, ok := c.byID[s.ID]; ok && prev.Text != s.Text {
+			errs = append(errs, fmt.Errorf("schemas: %s and %s share registry id %d", prev.Name, s.Name, s.ID))
+		}
+		if prev, ok := c.byID[s.ID]; !ok || s.Release == "" || prev.Release > s.Release {
+			c.byID[s.ID] = s
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -174,7 +190,12 @@ func parseFile(p, release string) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schemas: %s: %w", p, err)
 	}
-	return &Schema{Name: named.FullName(), Release: release, Avro: sch, Fingerprint: Fingerprint(sch), LegacyFingerprint: legacy}, nil
+	text, err := json.Marshal(sch)
+	if err != nil {
+		return nil, fmt.Errorf("schemas: %s as JSON: %w", p, err)
+	}
+	return &Schema{Name: named.FullName(), Release: release, Avro: sch, Fingerprint: Fingerprint(sch), LegacyFingerprint: legacy,
+		ID: RegistryID(string(text)), Text: string(text)}, nil
 }
 
 // Current returns the current schema named name (a full record name such as
@@ -216,12 +237,23 @@ func All() ([]*Schema, error) {
 	return out, nil
 }
 
-// Writer returns the schema whose fingerprint heads data, and the Avro body
-// after the header. It returns ErrNotFramed or ErrUnknownSchema (wrapped).
+// Writer returns the schema that heads data, and the Avro body after the
+// header: data is single-object encoded (C3 01 and the fingerprint) or in
+// Confluent's framing (a zero byte and the 4-byte big-endian registry id,
+// as Confluent's serializers write with a schema of the registry API). It
+// returns ErrNotFramed or ErrUnknownSchema (wrapped).
 func Writer(data []byte) (*Schema, []byte, error) {
 	c, err := load()
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(data) >= 5 && data[0] == 0 {
+		id := int32(binary.BigEndian.Uint32(data[1:5]))
+		s, ok := c.byID[id]
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: registry id %d", ErrUnknownSchema, id)
+		}
+		return s, data[5:], nil
 	}
 	fp, body, err := soe.ParseHeader(data)
 	if err != nil {
@@ -240,6 +272,38 @@ func Frame(s *Schema, body []byte) []byte {
 	out[0], out[1] = 0xC3, 0x01
 	binary.LittleEndian.PutUint64(out[2:10], s.Fingerprint)
 	copy(out[10:], body)
+	return out
+}
+
+// RegistryID is the registry id of a schema's JSON text: the low 31 bits
+// of its CRC-64-AVRO, with bit 24 set so that no small id a client guesses
+// names one; a positive int32, as Confluent's clients expect. Derived from
+// the text, it is the same on every instance and after every restart.
+func RegistryID(text string) int32 {
+	h := crc64.New()
+	_, _ = h.Write([]byte(text))
+	return int32(h.Sum64()&0x7fffffff) | 1<<24
+}
+
+// ByID returns the schema with registry id id, or ErrUnknownSchema.
+func ByID(id int32) (*Schema, error) {
+	c, err := load()
+	if err != nil {
+		return nil, err
+	}
+	s, ok := c.byID[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: registry id %d", ErrUnknownSchema, id)
+	}
+	return s, nil
+}
+
+// FrameConfluent returns body in Confluent's framing for s: a zero byte,
+// s's registry id (4 bytes, big-endian), body.
+func FrameConfluent(s *Schema, body []byte) []byte {
+	out := make([]byte, 5+len(body))
+	binary.BigEndian.PutUint32(out[1:5], uint32(s.ID))
+	copy(out[5:], body)
 	return out
 }
 

@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/hamba/avro/v2"
-	"github.com/hamba/avro/v2/pkg/crc64"
 
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/topics"
@@ -53,18 +52,9 @@ const (
 	codeInvalidVersion  = 42202
 )
 
-// registrySchema is one distinct schema the registry serves.
-type registrySchema struct {
-	id     int32
-	text   string // the full schema JSON, self-contained
-	schema *schemas.Schema
-}
-
 // subjectIndex is the registry's view of the catalogue, built once.
 type subjectIndex struct {
-	subjects map[string][]*registrySchema // "<topic>-value" -> versions, oldest first
-	byID     map[int32]*registrySchema
-	byText   map[string]*registrySchema
+	subjects map[string][]*schemas.Schema // "<topic>-value" -> versions, oldest first
 }
 
 var (
@@ -78,27 +68,9 @@ func registryIndex() (*subjectIndex, error) {
 	return index, indexErr
 }
 
-// SchemaID is the registry id of a schema: the low 31 bits of the
-// CRC-64-AVRO of its full text (json of the parsed schema: docs, defaults
-// and logical types included), a positive int32 as Confluent's clients
-// expect. It is 0 only for a schema that cannot be written as JSON.
-func SchemaID(s *schemas.Schema) int32 {
-	text, err := json.Marshal(s.Avro)
-	if err != nil {
-		return 0
-	}
-	return textID(string(text))
-}
-
-func textID(text string) int32 {
-	h := crc64.New()
-	_, _ = h.Write([]byte(text))
-	return int32(h.Sum64()&0x7fffffff) | 1<<24 // never a small id a test or a guess would hit
-}
-
 func buildIndex(catalogue []topics.Topic) (*subjectIndex, error) {
-	idx := &subjectIndex{subjects: map[string][]*registrySchema{}, byID: map[int32]*registrySchema{}, byText: map[string]*registrySchema{}}
-	versionsOf := map[string][]*registrySchema{}
+	idx := &subjectIndex{subjects: map[string][]*schemas.Schema{}}
+	versionsOf := map[string][]*schemas.Schema{}
 	for _, t := range catalogue {
 		if t.Schema == "" {
 			continue
@@ -117,8 +89,8 @@ func buildIndex(catalogue []topics.Topic) (*subjectIndex, error) {
 }
 
 // versions returns the distinct versions of the schema named name, oldest
-// first, adding them to the id and fingerprint maps.
-func (idx *subjectIndex) versions(name string) ([]*registrySchema, error) {
+// first.
+func (idx *subjectIndex) versions(name string) ([]*schemas.Schema, error) {
 	released, err := schemas.Released(name)
 	if err != nil {
 		return nil, err
@@ -127,32 +99,18 @@ func (idx *subjectIndex) versions(name string) ([]*registrySchema, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []*registrySchema
+	var out []*schemas.Schema
 	for _, s := range append(slices.Clone(released), cur) {
-		raw, err := json.Marshal(s.Avro)
-		if err != nil {
-			return nil, fmt.Errorf("schema registry: %s: %w", name, err)
+		if len(out) == 0 || out[len(out)-1].Text != s.Text {
+			out = append(out, s)
 		}
-		text := string(raw)
-		if len(out) > 0 && out[len(out)-1].text == text {
-			continue
-		}
-		rs, ok := idx.byText[text]
-		if !ok {
-			rs = &registrySchema{id: textID(text), text: text, schema: s}
-			if other, taken := idx.byID[rs.id]; taken {
-				return nil, fmt.Errorf("schema registry: %s and %s share id %d", other.schema.Name, s.Name, rs.id)
-			}
-			idx.byID[rs.id], idx.byText[text] = rs, rs
-		}
-		out = append(out, rs)
 	}
 	return out, nil
 }
 
 // subject returns the versions of subject, for the catalogue's topics and
 // the per-client and per-stage ones.
-func (idx *subjectIndex) subject(subject string) ([]*registrySchema, bool) {
+func (idx *subjectIndex) subject(subject string) ([]*schemas.Schema, bool) {
 	if vs, ok := idx.subjects[subject]; ok {
 		return vs, true
 	}
@@ -165,7 +123,7 @@ func (idx *subjectIndex) subject(subject string) ([]*registrySchema, bool) {
 		return nil, false
 	}
 	for _, vs := range idx.subjects {
-		if len(vs) > 0 && vs[0].schema.Name == name {
+		if len(vs) > 0 && vs[0].Name == name {
 			return vs, true
 		}
 	}
@@ -174,7 +132,7 @@ func (idx *subjectIndex) subject(subject string) ([]*registrySchema, bool) {
 }
 
 // version picks a version of vs: "latest", or 1.., or -1 (latest).
-func version(vs []*registrySchema, v string) (int, *RegistryError) {
+func version(vs []*schemas.Schema, v string) (int, *RegistryError) {
 	if v == "latest" || v == "-1" {
 		return len(vs), nil
 	}
@@ -192,17 +150,17 @@ func version(vs []*registrySchema, v string) (int, *RegistryError) {
 // lookup finds a submitted schema among vs: the version with the same
 // text (once parsed: whitespace and attribute order do not count), else the
 // latest with the same spec canonical form; 0 for none.
-func lookup(vs []*registrySchema, s avro.Schema) int {
+func lookup(vs []*schemas.Schema, s avro.Schema) int {
 	if raw, err := json.Marshal(s); err == nil {
 		for i, rs := range vs {
-			if rs.text == string(raw) {
+			if rs.Text == string(raw) {
 				return i + 1
 			}
 		}
 	}
 	fp := schemas.Fingerprint(s)
 	for i := len(vs) - 1; i >= 0; i-- {
-		if vs[i].schema.Fingerprint == fp {
+		if vs[i].Fingerprint == fp {
 			return i + 1
 		}
 	}
@@ -224,12 +182,12 @@ func parseSubmitted(text string) (avro.Schema, *RegistryError) {
 // of the latest version's data can read data written with it and it can
 // read theirs (backward compatible with the latest); a new schema is then
 // still refused, as offerlog's schemas change only with a release.
-func registerable(vs []*registrySchema, s avro.Schema) (int, *RegistryError) {
+func registerable(vs []*schemas.Schema, s avro.Schema) (int, *RegistryError) {
 	if v := lookup(vs, s); v > 0 {
 		return v, nil
 	}
 	latest := vs[len(vs)-1]
-	if err := avro.NewSchemaCompatibility().Compatible(s, latest.schema.Avro); err != nil {
+	if err := avro.NewSchemaCompatibility().Compatible(s, latest.Avro); err != nil {
 		return 0, &RegistryError{Code: codeIncompatible, Message: fmt.Sprintf(
 			"Schema being registered is incompatible with an earlier schema for subject: %v", err)}
 	}
@@ -277,7 +235,7 @@ func srIndex(w http.ResponseWriter) *subjectIndex {
 
 // srSubjectOf returns the versions of the request's subject, or answers
 // 404 with 40401.
-func srSubjectOf(w http.ResponseWriter, r *http.Request) []*registrySchema {
+func srSubjectOf(w http.ResponseWriter, r *http.Request) []*schemas.Schema {
 	idx := srIndex(w)
 	if idx == nil {
 		return nil
@@ -317,7 +275,7 @@ func (s *Server) srVersions(w http.ResponseWriter, r *http.Request) {
 }
 
 // srVersionOf returns the requested version, or answers the error.
-func srVersionOf(w http.ResponseWriter, r *http.Request) (*registrySchema, int) {
+func srVersionOf(w http.ResponseWriter, r *http.Request) (*schemas.Schema, int) {
 	vs := srSubjectOf(w, r)
 	if vs == nil {
 		return nil, 0
@@ -336,26 +294,25 @@ func srVersionOf(w http.ResponseWriter, r *http.Request) (*registrySchema, int) 
 
 func (s *Server) srVersion(w http.ResponseWriter, r *http.Request) {
 	if rs, v := srVersionOf(w, r); rs != nil {
-		writeRegistry(w, http.StatusOK, SubjectVersion{Subject: r.PathValue("subject"), Version: v, ID: rs.id, Schema: rs.text})
+		writeRegistry(w, http.StatusOK, SubjectVersion{Subject: r.PathValue("subject"), Version: v, ID: rs.ID, Schema: rs.Text})
 	}
 }
 
 func (s *Server) srVersionSchema(w http.ResponseWriter, r *http.Request) {
 	if rs, _ := srVersionOf(w, r); rs != nil {
 		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
-		_, _ = w.Write([]byte(rs.text))
+		_, _ = w.Write([]byte(rs.Text))
 	}
 }
 
 // srByID returns the schema of the request's id, or answers 404 with 40403.
-func srByID(w http.ResponseWriter, r *http.Request) *registrySchema {
-	idx := srIndex(w)
-	if idx == nil {
-		return nil
-	}
+func srByID(w http.ResponseWriter, r *http.Request) *schemas.Schema {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 32)
-	rs := idx.byID[int32(id)]
-	if err != nil || rs == nil {
+	var rs *schemas.Schema
+	if err == nil {
+		rs, err = schemas.ByID(int32(id))
+	}
+	if err != nil {
 		registryErr(w, http.StatusNotFound, &RegistryError{Code: codeSchemaNotFound, Message: fmt.Sprintf("Schema %s not found", r.PathValue("id"))})
 		return nil
 	}
@@ -369,10 +326,10 @@ func (s *Server) srSchemaByID(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.HasSuffix(r.URL.Path, "/schema") {
 		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
-		_, _ = w.Write([]byte(rs.text))
+		_, _ = w.Write([]byte(rs.Text))
 		return
 	}
-	writeRegistry(w, http.StatusOK, map[string]string{"schema": rs.text})
+	writeRegistry(w, http.StatusOK, map[string]string{"schema": rs.Text})
 }
 
 func (s *Server) srSchemaVersions(w http.ResponseWriter, r *http.Request) {
@@ -388,7 +345,7 @@ func (s *Server) srSchemaVersions(w http.ResponseWriter, r *http.Request) {
 	out := []subjectVersion{}
 	for name, vs := range idx.subjects {
 		for i, v := range vs {
-			if v == rs {
+			if v.ID == rs.ID {
 				out = append(out, subjectVersion{Subject: name, Version: i + 1})
 			}
 		}
@@ -451,7 +408,7 @@ func (s *Server) srLookup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rs := vs[v-1]
-	writeRegistry(w, http.StatusOK, SubjectVersion{Subject: r.PathValue("subject"), Version: v, ID: rs.id, Schema: rs.text})
+	writeRegistry(w, http.StatusOK, SubjectVersion{Subject: r.PathValue("subject"), Version: v, ID: rs.ID, Schema: rs.Text})
 }
 
 func (s *Server) srRegister(w http.ResponseWriter, r *http.Request) {
@@ -468,7 +425,7 @@ func (s *Server) srRegister(w http.ResponseWriter, r *http.Request) {
 	case rerr != nil:
 		registryErr(w, http.StatusConflict, rerr)
 	case v > 0:
-		writeRegistry(w, http.StatusOK, map[string]int32{"id": vs[v-1].id})
+		writeRegistry(w, http.StatusOK, map[string]int32{"id": vs[v-1].ID})
 	default:
 		registryErr(w, http.StatusConflict, &RegistryError{Code: codeIncompatible, Message: "Schema is compatible with the latest " +
 			"version but new: offerlog's schemas are its own and change only with a release; write with a registered version"})
@@ -508,11 +465,6 @@ func (s *Server) schemaByFingerprint(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fieldErr("fingerprint", "no schema has fingerprint %016x", fp))
 		return
 	}
-	text, err := json.Marshal(sch.Avro)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
-		return
-	}
 	writeJSON(w, http.StatusOK, FingerprintSchema{Name: sch.Name, Release: sch.Release, Fingerprint: fmt.Sprintf("%016x", sch.Fingerprint),
-		ID: SchemaID(sch), Canonical: schemas.CanonicalForm(sch.Avro), Schema: text})
+		ID: sch.ID, Canonical: schemas.CanonicalForm(sch.Avro), Schema: json.RawMessage(sch.Text)})
 }

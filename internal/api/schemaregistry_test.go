@@ -104,7 +104,7 @@ func TestSchemaRegistryAnswersAsConfluentClientsExpect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if latest.Subject != subject || latest.Version != versions[len(versions)-1] || latest.ID != api.SchemaID(cur) || first.ID == latest.ID {
+	if latest.Subject != subject || latest.Version != versions[len(versions)-1] || latest.ID != cur.ID || first.ID == latest.ID {
 		t.Fatalf("latest %+v, first %+v", latest, first)
 	}
 	// The schema text is self-contained Avro whose canonical form is the
@@ -121,6 +121,12 @@ func TestSchemaRegistryAnswersAsConfluentClientsExpect(t *testing.T) {
 	}
 	if code, body := call(t, "GET", fmt.Sprint(sr, "/schemas/ids/", latest.ID, "/schema"), "", nil); code != 200 || body != latest.Schema {
 		t.Fatalf("raw schema by id: %d %s", code, body)
+	}
+
+	var uses []subjectUse
+	if code, body := call(t, "GET", fmt.Sprint(sr, "/schemas/ids/", latest.ID, "/versions"), "", &uses); code != 200 ||
+		!slices.Contains(uses, subjectUse{Subject: subject, Version: latest.Version}) {
+		t.Fatalf("versions of id %d: %d %s", latest.ID, code, body)
 	}
 
 	// Errors carry Confluent's codes.
@@ -179,6 +185,12 @@ func TestSchemaRegistryAnswersAsConfluentClientsExpect(t *testing.T) {
 	if code, _ := call(t, "GET", base+"/v1/schemas/0000000000000001", "", &e); code != 404 || e.Error == "" {
 		t.Fatalf("unknown fingerprint: %d %+v", code, e)
 	}
+}
+
+// subjectUse is an entry of GET /schemas/ids/{id}/versions.
+type subjectUse struct {
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
 }
 
 // fingerprintOf parses schema text and returns its spec fingerprint.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -544,4 +546,80 @@ func TestOversizedRecordLeavesTheRegistryServing(t *testing.T) {
 	if len(deads[0].Value) > 100<<10 || len(dl.Value) != streams.MaxDeadLetterValue || dl.ValueSize != int64(len(big)) || !bytes.Equal(dl.ValueSHA256, sum[:]) {
 		t.Fatalf("dead letter of %d bytes keeps %d of %d bytes", len(deads[0].Value), len(dl.Value), dl.ValueSize)
 	}
+}
+
+// TestAnotherClientsFramingsDecode: documents written by another Kafka
+// client (kcat, bytes from files) in the two framings a spec-following
+// producer uses are accepted: single-object encoding headed with the
+// fingerprint the Avro specification defines (computed here by its
+// algorithm over the schema's canonical form), and Confluent's framing
+// with the registry id the schema registry API answers.
+func TestAnotherClientsFramingsDecode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	path, err := exec.LookPath("kcat")
+	if err != nil {
+		if os.Getenv("OFFERLOG_REQUIRE_KCAT") != "" {
+			t.Fatal("kcat is not installed (make test installs it)")
+		}
+		t.Skip("kcat is not installed (make test installs it and runs this)")
+	}
+	c := newCluster(t)
+	stop := c.start(t)
+	sch, err := schemas.Current(schemas.RawDocumentName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := shuffledVersions(2, 1, 11)
+	dir := t.TempDir()
+	for i, doc := range docs {
+		framed, err := schemas.RawDocuments.Encode(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := framed[10:]
+		var value []byte
+		if i == 0 {
+			value = binary.LittleEndian.AppendUint64([]byte{0xC3, 0x01}, specFingerprint([]byte(schemas.CanonicalForm(sch.Avro))))
+		} else {
+			value = binary.BigEndian.AppendUint32([]byte{0}, uint32(sch.ID))
+		}
+		file := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.WriteFile(file, append(value, body...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(path, "-P", "-b", c.brokers[0], "-t", topics.DocumentsIngest, "-k", "shop/"+doc.PK,
+			"-X", "topic.partitioner=murmur2", file)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("kcat -P: %v\n%s", err, out)
+		}
+	}
+	got := waitVerdicts(t, c.brokers, len(docs))
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range got {
+		if v.Verdict != schemas.Accepted {
+			t.Fatalf("verdict %+v", v)
+		}
+	}
+}
+
+// specFingerprint is the Avro specification's CRC-64-AVRO, as written there.
+func specFingerprint(buf []byte) uint64 {
+	const empty uint64 = 0xc15d213aa4d7a795
+	var table [256]uint64
+	for i := range table {
+		fp := uint64(i)
+		for range 8 {
+			fp = (fp >> 1) ^ (empty & -(fp & 1))
+		}
+		table[i] = fp
+	}
+	fp := empty
+	for _, b := range buf {
+		fp = (fp >> 8) ^ table[byte(fp)^b]
+	}
+	return fp
 }
