@@ -1,6 +1,9 @@
 package streams
 
-import "hash"
+import (
+	"fmt"
+	"hash"
+)
 
 // Murmur2 returns Kafka's murmur2 hash of b, the hash the Java client,
 // franz-go's default partitioner and librdkafka's "murmur2" partitioner use.
@@ -61,3 +64,19 @@ func (h *kafkaHash) Reset()         { h.buf = h.buf[:0] }
 func (h *kafkaHash) Size() int      { return 4 }
 func (h *kafkaHash) BlockSize() int { return 4 }
 func (h *kafkaHash) Sum32() uint32  { return Murmur2(h.buf) & 0x7fffffff }
+
+// Misplaced returns why a record of key read from partition is not where
+// Kafka's default partitioner (murmur2) puts it among partitions, or ""
+// (also for partitions 0: unknown). A table's processor must refuse such a
+// record: the key's state lives in another partition, where an older
+// version would win.
+func Misplaced(key string, partition, partitions int32) string {
+	if partitions <= 0 {
+		return ""
+	}
+	if want := Partition(key, partitions); want != partition {
+		return fmt.Sprintf("key %q belongs on partition %d of %d (murmur2, as the Java client and franz-go place keys), not %d",
+			key, want, partitions, partition)
+	}
+	return ""
+}

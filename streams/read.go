@@ -151,3 +151,17 @@ func Backlog(ctx context.Context, adm *kadm.Client, group, topic string) (int64,
 	})
 	return n, nil
 }
+
+// Partitions returns how many partitions topic has.
+func Partitions(ctx context.Context, brokers []string, topic string) (int32, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	ends, err := EndOffsets(ctx, kadm.NewClient(cl), topic)
+	if err != nil {
+		return 0, err
+	}
+	return int32(len(ends)), nil
+}

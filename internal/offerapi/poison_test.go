@@ -1,12 +1,17 @@
 package offerapi_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -61,4 +66,56 @@ func TestGarbageInTablesIsDeadLettered(t *testing.T) {
 	// Valid traffic goes on: a new feed is loaded and counted.
 	n.want(t, 202, "POST", "/v1/sellers/gina/feeds/2", feed(4, 5, "t2"), nil)
 	n.byExternal(t, "gina", "all", 2+2)
+}
+
+// TestBadCommandsAreDeadLettered: a null value, bytes that are no command,
+// and a command on another partition than its key's (where the offer's
+// state is not) are each dead-lettered with the reason, and the aggregate
+// goes on answering.
+func TestBadCommandsAreDeadLettered(t *testing.T) {
+	b := testkit.Broker(t, "")
+	brokers := b.Addrs()
+	n := start(t, brokers, t.TempDir())
+	id := offers.NewID()
+	c := &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s", ExpectedVersion: -1, DraftID: id,
+		Offer: &schemas.Offer{Category: "cars", Title: "misplaced"}}
+	cmd, err := schemas.OfferCommands.Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := streams.Partitions(testkit.Context(t, time.Minute), brokers, topics.OffersCommands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := testkit.Client(t, brokers, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	wrong := (streams.Partition(id, parts) + 1) % parts
+	for _, r := range []*kgo.Record{
+		{Topic: topics.OffersCommands, Key: []byte("11111111111"), Value: nil, Partition: streams.Partition("11111111111", parts)},
+		{Topic: topics.OffersCommands, Key: []byte("22222222222"), Value: []byte("no command"), Partition: streams.Partition("22222222222", parts)},
+		{Topic: topics.OffersCommands, Key: []byte(id), Value: cmd, Partition: wrong},
+	} {
+		if err := cl.ProduceSync(testkit.Context(t, time.Minute), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reasons := map[string]string{}
+	testkit.Eventually(t, time.Minute, "three dead letters", func() bool {
+		for _, r := range testkit.ReadAll(t, brokers, topics.OffersDead) {
+			var dl schemas.DeadLetter
+			if err := schemas.DeadLetters.Decode(r.Value, &dl); err != nil {
+				t.Fatal(err)
+			}
+			reasons[string(dl.Key)] = dl.Reason
+		}
+		return len(reasons) == 3
+	})
+	for key, want := range map[string]string{"11111111111": "undecodable", "22222222222": "undecodable",
+		id: fmt.Sprintf("belongs on partition %d", streams.Partition(id, parts))} {
+		if !strings.Contains(reasons[key], want) {
+			t.Errorf("%s: reason %q, want %q in it", key, reasons[key], want)
+		}
+	}
+	n.want(t, 404, "GET", "/v1/offers/"+id, "", nil)
+	n.want(t, 202, "POST", "/v1/sellers/gina/feeds/1", feed(1, 2, "t1"), nil)
+	n.byExternal(t, "gina", "all", 2)
 }

@@ -56,9 +56,10 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 	}
 }
 
-// Graph returns the aggregate's group graph, with the queues of stages.
-func Graph(m *Metrics, stages []string) *goka.GroupGraph {
-	h := &handler{m: m, stages: stages}
+// Graph returns the aggregate's group graph, with the queues of stages;
+// partitions is how many offers.commands has (0: placement not checked).
+func Graph(m *Metrics, stages []string, partitions int32) *goka.GroupGraph {
+	h := &handler{m: m, stages: stages, partitions: partitions}
 	edges := []goka.Edge{
 		goka.Input(commands, new(codec.Bytes), h.command),
 		goka.Output(commands, new(codec.Bytes)), // a publish moving along its draft's chain of ids
@@ -82,8 +83,9 @@ func Graph(m *Metrics, stages []string) *goka.GroupGraph {
 }
 
 type handler struct {
-	m      *Metrics
-	stages []string
+	m          *Metrics
+	stages     []string
+	partitions int32
 }
 
 func current(ctx goka.Context) *schemas.OfferRecord {
@@ -96,6 +98,10 @@ func input(ctx goka.Context) Input {
 
 func (h *handler) command(ctx goka.Context, msg any) {
 	data, _ := msg.([]byte)
+	if reason := streams.Misplaced(ctx.Key(), ctx.Partition(), h.partitions); reason != "" {
+		h.reject(ctx, data, "", Decision{Outcome: schemas.OutcomeInvalid, Reason: reason})
+		return
+	}
 	var c schemas.OfferCommand
 	if err := schemas.OfferCommands.Decode(data, &c); err != nil {
 		h.reject(ctx, data, "", Decision{Outcome: schemas.OutcomeInvalid, Reason: fmt.Sprintf("undecodable command: %v", err)})

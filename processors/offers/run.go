@@ -3,12 +3,14 @@ package offers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/lovoo/goka"
 
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
 )
 
 // Config of the offer aggregate.
@@ -16,8 +18,11 @@ type Config struct {
 	Streams streams.Config
 	// Stages are the names of the configured stages (their queues are the
 	// aggregate's outputs).
-	Stages  []string
-	Metrics *Metrics
+	Stages []string
+	// Partitions of offers.commands: a command on another partition than
+	// its key's is refused. 0: Run asks the broker.
+	Partitions int32
+	Metrics    *Metrics
 	// OnReady, if set, is called when the processor has recovered its table
 	// and is processing.
 	OnReady func()
@@ -27,7 +32,7 @@ func (c *Config) graph() *goka.GroupGraph {
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(metrics.New())
 	}
-	return Graph(c.Metrics, c.Stages)
+	return Graph(c.Metrics, c.Stages, c.Partitions)
 }
 
 // Run runs the offer aggregate and its inbox (RunInbox) until ctx is
@@ -39,6 +44,13 @@ func Run(ctx context.Context, cfg Config) error {
 	log := cfg.Streams.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	if cfg.Partitions == 0 {
+		n, err := streams.Partitions(ctx, cfg.Streams.Brokers, topics.OffersCommands)
+		if err != nil {
+			return fmt.Errorf("offers: %w", err)
+		}
+		cfg.Partitions = n
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -60,5 +72,6 @@ func Run(ctx context.Context, cfg Config) error {
 // are idempotent: the cabinet skips changes it applied, the compacted
 // topics get the same values). The group must not be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
+	cfg.Partitions = partitions
 	return streams.ReplayGroup(ctx, cfg.Streams, cfg.graph, partitions, replication)
 }

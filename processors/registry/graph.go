@@ -205,11 +205,8 @@ func Misplaced(key string, value []byte, partition, partitions int32) string {
 		return "null value: documents.ingest takes RawDocuments (a deletion is a document with action DELETE)"
 	case !validKey(key):
 		return fmt.Sprintf("key %q is not client/pk", key)
-	case partitions > 0 && streams.Partition(key, partitions) != partition:
-		return fmt.Sprintf("key %q belongs on partition %d of %d (murmur2, as the Java client and franz-go place keys), not %d",
-			key, streams.Partition(key, partitions), partitions, partition)
 	}
-	return ""
+	return streams.Misplaced(key, partition, partitions)
 }
 
 func validKey(key string) bool {
