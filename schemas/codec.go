@@ -45,8 +45,11 @@ func codecFor[T any](name string) *Codec[T] {
 // Schema returns the reader (current) schema of the codec.
 func (c *Codec[T]) Schema() *Schema { return c.reader }
 
-// Encode returns v framed with the current schema.
-func (c *Codec[T]) Encode(v *T) ([]byte, error) {
+// Encode returns v framed with the current schema (single-object encoding).
+func (c *Codec[T]) Encode(v *T) ([]byte, error) { return c.EncodeFramed(v, FramingSOE) }
+
+// EncodeFramed returns v encoded with the current schema in framing f.
+func (c *Codec[T]) EncodeFramed(v *T, f Framing) ([]byte, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
@@ -54,7 +57,35 @@ func (c *Codec[T]) Encode(v *T) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schemas: encode %s: %w", c.reader.Name, err)
 	}
+	if f == FramingConfluent {
+		return FrameConfluent(c.reader, body), nil
+	}
 	return Frame(c.reader, body), nil
+}
+
+// Framing is how a value names its writer schema ahead of its Avro body.
+// Every reader takes both; writers of export topics use the one configured.
+type Framing string
+
+// Framings.
+const (
+	// FramingSOE is Avro's single-object encoding: C3 01 and the 8-byte
+	// fingerprint of the schema's Parsing Canonical Form.
+	FramingSOE Framing = "soe"
+	// FramingConfluent is Confluent's: a zero byte and the schema's 4-byte
+	// registry id (the schema registry API's).
+	FramingConfluent Framing = "confluent"
+)
+
+// ParseFraming returns the framing named s ("" is soe).
+func ParseFraming(s string) (Framing, error) {
+	switch Framing(s) {
+	case "", FramingSOE:
+		return FramingSOE, nil
+	case FramingConfluent:
+		return FramingConfluent, nil
+	}
+	return "", fmt.Errorf("framing %q: want soe or confluent", s)
 }
 
 // Decode decodes framed data into v, resolving the writer's schema against

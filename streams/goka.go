@@ -165,7 +165,12 @@ func (g gokaLogger) Printf(format string, v ...any) { g.l.Debug(fmt.Sprintf(form
 
 // Avro is a goka.Codec over an Avro codec of package schemas. Decode returns
 // a *T. Safe for concurrent use.
-type Avro[T any] struct{ C *schemas.Codec[T] }
+type Avro[T any] struct {
+	C *schemas.Codec[T]
+	// Framing of the values it encodes (default: single-object encoding);
+	// it decodes both.
+	Framing schemas.Framing
+}
 
 // Encode encodes a *T or a T; []byte is taken as already encoded, so a
 // value written to a table and a topic is encoded once.
@@ -174,9 +179,9 @@ func (a Avro[T]) Encode(value any) ([]byte, error) {
 	case []byte:
 		return v, nil
 	case *T:
-		return a.C.Encode(v)
+		return a.C.EncodeFramed(v, a.Framing)
 	case T:
-		return a.C.Encode(&v)
+		return a.C.EncodeFramed(&v, a.Framing)
 	}
 	return nil, fmt.Errorf("streams: codec of %s cannot encode %T", a.C.Schema().Name, value)
 }
@@ -203,7 +208,7 @@ type Undecodable struct {
 }
 
 // Encode is Avro's.
-func (t Table[T]) Encode(value any) ([]byte, error) { return Avro[T](t).Encode(value) }
+func (t Table[T]) Encode(value any) ([]byte, error) { return Avro[T]{C: t.C}.Encode(value) }
 
 // Decode returns a *T, or an *Undecodable.
 func (t Table[T]) Decode(data []byte) (any, error) {

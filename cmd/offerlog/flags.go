@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/offerlog/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/schemas"
 )
 
 // flags is a command's flag set whose flags default to OFFERLOG_<NAME>
@@ -121,6 +122,12 @@ func (f *flags) platform() *platform.Config {
 		cfg.Partitions = int32(n)
 		return nil
 	})
+	f.Func("export-framing", "framing of the export topics (documents.results, offers.events, saas.*, yt.*): soe or confluent (default soe)",
+		func(s string) error {
+			fr, err := schemas.ParseFraming(s)
+			cfg.ExportFraming = fr
+			return err
+		})
 	f.IntVar(&cfg.Rules.MaxDocumentBytes, "max-document-bytes", cfg.Rules.MaxDocumentBytes, "largest accepted document, encoded")
 	f.DurationVar(&cfg.Rules.TombstoneTTL, "tombstone-ttl", cfg.Rules.TombstoneTTL, "how long a delete blocks older versions")
 	f.DurationVar(&cfg.EpochGrace, "epoch-grace", cfg.EpochGrace, "how long after its registration a new epoch makes older epochs stale")

@@ -42,7 +42,7 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		done := make(chan struct{})
 		go func() { defer close(done); _ = epochs.Follow(fctx, *brokers, log) }()
 		defer func() { cancel(); <-done }()
-		err = registry.Replay(ctx, registry.Config{Streams: scfg, Rules: cfg.Rules, Epochs: epochs, Logger: log},
+		err = registry.Replay(ctx, registry.Config{Streams: scfg, Rules: cfg.Rules, Epochs: epochs, Framing: cfg.ExportFraming, Logger: log},
 			cfg.Partitions, cfg.Replication)
 		if err != nil {
 			return err
@@ -53,12 +53,12 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		err = numerator.Replay(ctx, ncfg, cfg.Partitions, cfg.Replication)
 	case indexer.Group:
 		err = indexer.Replay(ctx, indexer.Config{Brokers: *brokers, Partitions: cfg.Partitions,
-			Replication: cfg.Replication, Logger: log})
+			Replication: cfg.Replication, Framing: cfg.ExportFraming, Logger: log})
 	case string(offers.Group):
 		// The aggregate decides stage commands only for configured stages:
 		// replay with the stages it ran with.
 		if err = cfg.Validate(); err == nil {
-			err = offers.Replay(ctx, offers.Config{Streams: scfg, Stages: cfg.Stages.Names()}, cfg.Partitions, cfg.Replication)
+			err = offers.Replay(ctx, offers.Config{Streams: scfg, Stages: cfg.Stages.Names(), Framing: cfg.ExportFraming}, cfg.Partitions, cfg.Replication)
 		}
 	case string(drafts.Group):
 		err = drafts.Replay(ctx, drafts.Config{Streams: scfg}, cfg.Partitions, cfg.Replication)

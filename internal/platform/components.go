@@ -55,7 +55,8 @@ var components = []component{
 	{name: ComponentIndexer, user: true, needs: []string{componentRegistryView}, start: startIndexer},
 	{name: ComponentNumerator, user: true, start: startNumerator},
 	{name: ComponentOffers, user: true, start: func(ctx context.Context, p *process) error {
-		c := offers.Config{Streams: p.scfg, Stages: p.cfg.Stages.Names(), Metrics: offers.NewMetrics(p.reg), OnReady: p.readyFunc()}
+		c := offers.Config{Streams: p.scfg, Stages: p.cfg.Stages.Names(), Framing: p.cfg.ExportFraming, Metrics: offers.NewMetrics(p.reg),
+			OnReady: p.readyFunc()}
 		return p.goGroup(ctx, ComponentOffers, func(ctx context.Context) error { return offers.Run(ctx, c) })
 	}},
 	{name: ComponentDrafts, user: true, start: func(ctx context.Context, p *process) error {
@@ -155,7 +156,7 @@ func startEpochs(ctx context.Context, p *process) error {
 }
 
 func startRegistry(ctx context.Context, p *process) error {
-	c := registry.Config{Streams: p.scfg, Rules: p.cfg.Rules, Epochs: p.epochs, SweepInterval: p.cfg.SweepInterval,
+	c := registry.Config{Streams: p.scfg, Rules: p.cfg.Rules, Epochs: p.epochs, SweepInterval: p.cfg.SweepInterval, Framing: p.cfg.ExportFraming,
 		Metrics: registry.NewMetrics(p.reg), Logger: p.log, OnReady: p.readyFunc()}
 	p.sup.Go(ctx, ComponentRegistry, true, func(ctx context.Context) error { return registry.Run(ctx, c) })
 	return nil
@@ -173,7 +174,7 @@ func startRegistryView(ctx context.Context, p *process) error {
 }
 
 func startIndexer(ctx context.Context, p *process) error {
-	c := indexer.Config{Brokers: p.brokers, Partitions: p.cfg.Partitions, Replication: p.cfg.Replication,
+	c := indexer.Config{Brokers: p.brokers, Partitions: p.cfg.Partitions, Replication: p.cfg.Replication, Framing: p.cfg.ExportFraming,
 		Current: p.registryView.Get, Metrics: indexer.NewMetrics(p.reg), Logger: p.log}
 	p.sup.Go(ctx, ComponentIndexer, true, func(ctx context.Context) error { return indexer.Run(ctx, c) })
 	return nil

@@ -57,6 +57,10 @@ type Config struct {
 	GRPCAddr string
 	// Components to run; empty runs all.
 	Components []string
+	// ExportFraming is the framing of the export topics (documents.results,
+	// offers.events, saas.<client>, yt.<client>): soe (default) or
+	// confluent. Every topic is read in both.
+	ExportFraming schemas.Framing
 	// Partitions of the catalogue's partitioned topics; Replication of the
 	// topics created (-1: the broker's default).
 	Partitions  int32

@@ -42,8 +42,10 @@ type Config struct {
 	Current Lookup
 	// RetryMin and RetryMax bound the exponential backoff of retries.
 	RetryMin, RetryMax time.Duration
-	Metrics            *Metrics
-	Logger             *slog.Logger
+	// Framing of saas.<client> and yt.<client>, export topics (default soe).
+	Framing schemas.Framing
+	Metrics *Metrics
+	Logger  *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -273,7 +275,7 @@ func (ix *indexer) deliver(ctx context.Context, cl *kgo.Client, jobs []job) ([]*
 		}
 		var outs []*kgo.Record
 		if j.saas {
-			data, err := schemas.SaasDocuments.Encode(conv.Saas)
+			data, err := schemas.SaasDocuments.EncodeFramed(conv.Saas, ix.cfg.Framing)
 			if err != nil {
 				fail(i, err)
 				continue
@@ -281,7 +283,7 @@ func (ix *indexer) deliver(ctx context.Context, cl *kgo.Client, jobs []job) ([]*
 			outs = append(outs, &kgo.Record{Topic: topics.SaasTopic(j.rec.Client), Key: j.key, Value: data})
 		}
 		if conv.Yt != nil {
-			data, err := schemas.YtRecords.Encode(conv.Yt)
+			data, err := schemas.YtRecords.EncodeFramed(conv.Yt, ix.cfg.Framing)
 			if err != nil {
 				fail(i, err)
 				continue

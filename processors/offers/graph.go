@@ -57,14 +57,15 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 }
 
 // Graph returns the aggregate's group graph, with the queues of stages;
-// partitions is how many offers.commands has (0: placement not checked).
-func Graph(m *Metrics, stages []string, partitions int32) *goka.GroupGraph {
+// partitions is how many offers.commands has (0: placement not checked);
+// offers.events, an export topic, is written in framing.
+func Graph(m *Metrics, stages []string, partitions int32, framing schemas.Framing) *goka.GroupGraph {
 	h := &handler{m: m, stages: stages, partitions: partitions}
 	edges := []goka.Edge{
 		goka.Input(commands, new(codec.Bytes), h.command),
 		goka.Output(commands, new(codec.Bytes)), // a publish moving along its draft's chain of ids
 		goka.Persist(TableCodec),
-		goka.Output(events, streams.Avro[schemas.OfferEvent]{C: schemas.OfferEvents}),
+		goka.Output(events, streams.Avro[schemas.OfferEvent]{C: schemas.OfferEvents, Framing: framing}),
 		goka.Output(results, streams.Avro[schemas.OfferResult]{C: schemas.OfferResults}),
 		goka.Output(dead, streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}),
 		goka.Output(requests, streams.Avro[schemas.PhotoRequest]{C: schemas.PhotoRequests}),

@@ -9,6 +9,7 @@ import (
 	"github.com/lovoo/goka"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -22,7 +23,9 @@ type Config struct {
 	// Partitions of offers.commands: a command on another partition than
 	// its key's is refused. 0: Run asks the broker.
 	Partitions int32
-	Metrics    *Metrics
+	// Framing of offers.events, an export topic (default soe).
+	Framing schemas.Framing
+	Metrics *Metrics
 	// OnReady, if set, is called when the processor has recovered its table
 	// and is processing.
 	OnReady func()
@@ -32,7 +35,7 @@ func (c *Config) graph() *goka.GroupGraph {
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(metrics.New())
 	}
-	return Graph(c.Metrics, c.Stages, c.Partitions)
+	return Graph(c.Metrics, c.Stages, c.Partitions, c.Framing)
 }
 
 // Run runs the offer aggregate and its inbox (RunInbox) until ctx is

@@ -64,12 +64,14 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 // the callbacks themselves never call the broker. Partitions is how many
 // documents.ingest has: a record on another partition than its key's is
 // refused (0: not checked).
-func Graph(epochs *Catalogue, synced bool, rules Rules, partitions int32, m *Metrics) *goka.GroupGraph {
+//
+// Verdicts are written in framing (documents.results is an export topic).
+func Graph(epochs *Catalogue, synced bool, rules Rules, partitions int32, framing schemas.Framing, m *Metrics) *goka.GroupGraph {
 	h := &handler{epochs: epochs, synced: synced, rules: rules, partitions: partitions, m: m}
 	return goka.DefineGroup(Group,
 		goka.Input(ingest, new(codec.Bytes), h.ingest),
 		goka.Persist(TableCodec),
-		goka.Output(results, streams.Avro[schemas.Verdict]{C: schemas.Verdicts}),
+		goka.Output(results, streams.Avro[schemas.Verdict]{C: schemas.Verdicts, Framing: framing}),
 		goka.Output(changes, streams.Avro[schemas.RegistryRecord]{C: schemas.RegistryRecords}),
 		goka.Output(dead, streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}),
 		// The sweep's expiry checks go into the group's own input.

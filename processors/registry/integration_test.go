@@ -30,6 +30,7 @@ type cluster struct {
 	brokers []string
 	epochs  *registry.Catalogue
 	state   string
+	framing schemas.Framing // of the verdicts
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -45,7 +46,7 @@ func newCluster(t *testing.T) *cluster {
 func (c *cluster) config(onReady func()) registry.Config {
 	return registry.Config{
 		Streams: streams.Config{Brokers: c.brokers, StateDir: c.state, Replication: 1, Logger: testkit.Logger()},
-		Rules:   registry.DefaultRules(), Epochs: c.epochs, Logger: testkit.Logger(), OnReady: onReady,
+		Rules:   registry.DefaultRules(), Epochs: c.epochs, Logger: testkit.Logger(), OnReady: onReady, Framing: c.framing,
 	}
 }
 
@@ -553,7 +554,8 @@ func TestOversizedRecordLeavesTheRegistryServing(t *testing.T) {
 // producer uses are accepted: single-object encoding headed with the
 // fingerprint the Avro specification defines (computed here by its
 // algorithm over the schema's canonical form), and Confluent's framing
-// with the registry id the schema registry API answers.
+// with the registry id the schema registry API answers. The verdicts are
+// written in Confluent's framing, as --export-framing confluent asks.
 func TestAnotherClientsFramingsDecode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
@@ -566,6 +568,7 @@ func TestAnotherClientsFramingsDecode(t *testing.T) {
 		t.Skip("kcat is not installed (make test installs it and runs this)")
 	}
 	c := newCluster(t)
+	c.framing = schemas.FramingConfluent
 	stop := c.start(t)
 	sch, err := schemas.Current(schemas.RawDocumentName)
 	if err != nil {
@@ -602,6 +605,15 @@ func TestAnotherClientsFramingsDecode(t *testing.T) {
 	for _, v := range got {
 		if v.Verdict != schemas.Accepted {
 			t.Fatalf("verdict %+v", v)
+		}
+	}
+	verdict, err := schemas.Current(schemas.VerdictName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range testkit.ReadAll(t, c.brokers, topics.DocumentsResults) {
+		if len(r.Value) < 5 || r.Value[0] != 0 || int32(binary.BigEndian.Uint32(r.Value[1:5])) != verdict.ID {
+			t.Fatalf("a verdict not in Confluent's framing: % x", r.Value[:min(len(r.Value), 10)])
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -27,7 +28,9 @@ type Config struct {
 	// SweepInterval is how often the table is scanned for due expiries;
 	// 0 disables the sweep (documents still expire lazily when touched).
 	SweepInterval time.Duration
-	Metrics       *Metrics
+	// Framing of the verdicts on documents.results (default soe).
+	Framing schemas.Framing
+	Metrics *Metrics
 	Logger        *slog.Logger
 	// OnReady, if set, is called when the processor has recovered its table
 	// and is processing.
@@ -83,7 +86,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("registry: %w", err)
 	}
-	proc, err := goka.NewProcessor(cfg.Streams.Brokers, Graph(cfg.Epochs, true, cfg.Rules, int32(len(ends)), cfg.Metrics),
+	proc, err := goka.NewProcessor(cfg.Streams.Brokers, Graph(cfg.Epochs, true, cfg.Rules, int32(len(ends)), cfg.Framing, cfg.Metrics),
 		cfg.Streams.ProcessorOptions(Group)...)
 	if err != nil {
 		return fmt.Errorf("registry: %w", err)
