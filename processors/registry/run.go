@@ -31,7 +31,7 @@ type Config struct {
 	// Framing of the verdicts on documents.results (default soe).
 	Framing schemas.Framing
 	Metrics *Metrics
-	Logger        *slog.Logger
+	Logger  *slog.Logger
 	// OnReady, if set, is called when the processor has recovered its table
 	// and is processing.
 	OnReady func()
