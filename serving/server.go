@@ -107,7 +107,7 @@ func (s *Server) Run(ctx context.Context) error {
 
 // hold serves shard i until it is lost or ctx is done.
 func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{}) error {
-	adm, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Brokers...))
+	adm, err := streams.NewClient(s.cfg.Brokers)
 	if err != nil {
 		return err
 	}

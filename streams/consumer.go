@@ -8,7 +8,6 @@ import (
 // linger, for the commands, outputs and dead letters of the component name.
 // extra options come last.
 func NewProducer(brokers []string, name string, extra ...kgo.Opt) (*kgo.Client, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID("offerlog-" + name),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0)}
-	return kgo.NewClient(append(opts, extra...)...)
+	opts := []kgo.Opt{kgo.ClientID("offerlog-" + name), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0)}
+	return NewClient(brokers, append(opts, extra...)...)
 }

@@ -50,9 +50,9 @@ func (c Config) Validate() error {
 
 // Sarama returns a fresh sarama configuration with offerlog's choices:
 // inputs start at the oldest offset (so a new group, and a replay, sees every
-// event), producers wait for all in-sync replicas, no compression (the broker
-// is local in dev and records are small; Kafka compresses on the wire when
-// configured on topics).
+// event), producers wait for all in-sync replicas and compress, and bound
+// their records, as the process's ClientSettings say (no compression by
+// default), like every franz-go client of offerlog.
 func (c Config) Sarama(clientID string) *sarama.Config {
 	cfg := goka.DefaultConfig()
 	cfg.ClientID = clientID
@@ -72,7 +72,8 @@ func (c Config) Sarama(clientID string) *sarama.Config {
 	cfg.Consumer.Group.Session.Timeout = 10 * time.Second
 	cfg.Consumer.Group.Rebalance.Timeout = 20 * time.Second
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Compression = sarama.CompressionNone
+	cfg.Producer.Compression = saramaCodec(Settings().Compression)
+	cfg.Producer.MaxMessageBytes = int(Settings().MaxRecordBytes)
 	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
 	cfg.Producer.Flush.Bytes = 1 << 20
 	cfg.Producer.Partitioner = sarama.NewCustomPartitioner(

@@ -56,7 +56,7 @@ func ReplayGroup(ctx context.Context, s Config, graph func() *goka.GroupGraph, p
 	for _, e := range g.InputStreams() {
 		spec.Inputs = append(spec.Inputs, e.Topic())
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Brokers...), kgo.ClientID("offerlog-replay"))
+	cl, err := NewClient(s.Brokers, kgo.ClientID("offerlog-replay"))
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}

@@ -262,9 +262,10 @@ func (l *Loop) clientOptions() []kgo.Opt {
 	if l.cfg.Start != nil {
 		start = *l.cfg.Start
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(l.cfg.Brokers...), kgo.ClientID("offerlog-" + l.cfg.Name),
+	opts := append([]kgo.Opt{kgo.SeedBrokers(l.cfg.Brokers...)}, ClientOptions()...)
+	opts = append(opts, kgo.ClientID("offerlog-"+l.cfg.Name),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
-		kgo.FetchMaxWait(200 * time.Millisecond), kgo.ConsumeResetOffset(start)}
+		kgo.FetchMaxWait(200*time.Millisecond), kgo.ConsumeResetOffset(start))
 	switch {
 	case l.cfg.Group != "":
 		// A member killed without leaving holds its partitions until its

@@ -46,7 +46,7 @@ func EndOffsets(ctx context.Context, adm *kadm.Client, topic string) (map[int32]
 // as the positions they take, and not passed to fn). It returns ctx's error
 // if ctx ends first.
 func ReadToEnd(ctx context.Context, brokers []string, topic string, fn func(*kgo.Record)) error {
-	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	adm, err := NewClient(brokers)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func ReadRange(ctx context.Context, brokers []string, topic string, from, ends m
 	if len(want) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(start),
+	cl, err := NewClient(brokers, kgo.ConsumePartitions(start),
 		kgo.KeepControlRecords(), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		return err
@@ -154,7 +154,7 @@ func Backlog(ctx context.Context, adm *kadm.Client, group, topic string) (int64,
 
 // Partitions returns how many partitions topic has.
 func Partitions(ctx context.Context, brokers []string, topic string) (int32, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	cl, err := NewClient(brokers)
 	if err != nil {
 		return 0, err
 	}

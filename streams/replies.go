@@ -54,7 +54,7 @@ func NewReplies[T any](topic string, keep time.Duration, log *slog.Logger, decod
 // done. Ready is closed once it is positioned: replies to requests made after
 // that are seen.
 func (r *Replies[T]) Run(ctx context.Context, brokers []string) error {
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	admCl, err := NewClient(brokers)
 	if err != nil {
 		return fmt.Errorf("replies: %w", err)
 	}

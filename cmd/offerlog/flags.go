@@ -11,6 +11,7 @@ import (
 
 	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
 )
 
 // flags is a command's flag set whose flags default to OFFERLOG_<NAME>
@@ -18,6 +19,7 @@ import (
 type flags struct {
 	*flag.FlagSet
 	logLevel string
+	client   streams.ClientSettings
 	// positional are the arguments that are not flags, wherever they stood.
 	positional []string
 }
@@ -27,6 +29,16 @@ func newFlags(name string, stderr io.Writer) *flags {
 	fs.SetOutput(stderr)
 	f := &flags{FlagSet: fs}
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&f.client.Compression, "compression", "none", "compression of what this process produces: none, gzip, snappy, lz4 or zstd")
+	fs.Func("max-record-bytes", fmt.Sprintf("largest record batch this process produces, and the embedded broker takes (default %d)",
+		streams.DefaultMaxRecordBytes), func(s string) error {
+		var n int32
+		if _, err := fmt.Sscan(s, &n); err != nil || n < 1024 {
+			return fmt.Errorf("want an integer of at least 1024")
+		}
+		f.client.MaxRecordBytes = n
+		return nil
+	})
 	return f
 }
 
@@ -55,6 +67,9 @@ func (f *flags) parse(args []string) error {
 		}
 		rest := f.FlagSet.Args()
 		if len(rest) == 0 {
+			if err := streams.Configure(f.client); err != nil {
+				return fmt.Errorf("%w: %v", errUsage, err)
+			}
 			return nil
 		}
 		f.positional = append(f.positional, rest[0])

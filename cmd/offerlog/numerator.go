@@ -10,6 +10,7 @@ import (
 
 	"github.com/offerlog/offerlog/processors/numerator/sharding"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -57,7 +58,7 @@ func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(*brokers...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	cl, err := streams.NewClient(*brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -40,7 +41,7 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return err
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(*brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
+	cl, err := streams.NewClient(*brokers, kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
 		return err

@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -29,7 +29,7 @@ func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if err := requireBrokers(brokers); err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(*brokers...))
+	cl, err := streams.NewClient(*brokers)
 	if err != nil {
 		return err
 	}

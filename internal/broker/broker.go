@@ -14,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/offerlog/offerlog/streams"
 )
 
 // Config of the embedded broker.
@@ -34,6 +36,10 @@ type Config struct {
 	// CompactEvery is how often compacted topics are compacted and
 	// retention is applied; default 10 s.
 	CompactEvery time.Duration
+	// MaxRecordBytes is the largest record batch it takes
+	// (message.max.bytes); default the process's streams.Settings, what
+	// its producers write at most.
+	MaxRecordBytes int32
 	// Logger receives the broker's warnings and errors.
 	Logger *slog.Logger
 }
@@ -52,6 +58,9 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.CompactEvery <= 0 {
 		cfg.CompactEvery = 10 * time.Second
 	}
+	if cfg.MaxRecordBytes <= 0 {
+		cfg.MaxRecordBytes = streams.Settings().MaxRecordBytes
+	}
 	host, port, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("broker: address %q: %w", cfg.Addr, err)
@@ -65,7 +74,7 @@ func Start(cfg Config) (*Broker, error) {
 		}),
 		kfake.BrokerConfigs(map[string]string{
 			"log.cleaner.backoff.ms": strconv.FormatInt(cfg.CompactEvery.Milliseconds(), 10),
-			"message.max.bytes":      "8388608",
+			"message.max.bytes":      strconv.Itoa(int(cfg.MaxRecordBytes)),
 		}),
 	}
 	if cfg.Fsync {

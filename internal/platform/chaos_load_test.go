@@ -292,7 +292,7 @@ func waitSealed(ctx context.Context, brokers []string, g int64) error {
 }
 
 func (l *numeratorLoad) run(ctx context.Context) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(l.brokers...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	cl, err := streams.NewClient(l.brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
 		l.v.add("numerator load: %v", err)
 		return

@@ -16,6 +16,7 @@ import (
 	"github.com/offerlog/offerlog/processors/drafts"
 	"github.com/offerlog/offerlog/processors/feeds"
 	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -52,7 +53,7 @@ func (g *process) view(ctx context.Context, table goka.Table, codec goka.Codec, 
 
 // producer returns a producer with acks=all, closed when the process stops.
 func (g *process) producer(id string) (*kgo.Client, error) {
-	p, err := kgo.NewClient(kgo.SeedBrokers(g.brokers...), kgo.ClientID(id),
+	p, err := streams.NewClient(g.brokers, kgo.ClientID(id),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
 	if err != nil {
 		return nil, err

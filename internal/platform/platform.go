@@ -264,7 +264,7 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 		log.Info("embedded broker started", "addr", b.Addrs()[0], "data", filepath.Join(cfg.DataDir, "broker"))
 	}
 	p.brokers = p.info.Brokers
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(p.brokers...), kgo.ClientID("offerlog-admin"))
+	admCl, err := streams.NewClient(p.brokers, kgo.ClientID("offerlog-admin"))
 	if err != nil {
 		return p, err
 	}

@@ -223,7 +223,7 @@ func Replay(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("offerlog-replay"))
+	cl, err := streams.NewClient(cfg.Brokers, kgo.ClientID("offerlog-replay"))
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
@@ -341,7 +341,7 @@ func (ix *indexer) ensureClient(ctx context.Context, client string) error {
 	if err := topics.ValidateClient(client); err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(ix.cfg.Brokers...))
+	cl, err := streams.NewClient(ix.cfg.Brokers)
 	if err != nil {
 		return err
 	}

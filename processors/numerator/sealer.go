@@ -309,7 +309,7 @@ func (s *sealer) adopt(ctx context.Context, cur *schemas.NumeratorState, v Versi
 		return false, nil // not a state of this numerator's line, or not newer
 	}
 	remote := strings.Split(p.Cluster, ",")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(remote...), kgo.ClientID("numerator-sealer-adopt"))
+	cl, err := streams.NewClient(remote, kgo.ClientID("numerator-sealer-adopt"))
 	if err != nil {
 		return false, fmt.Errorf("adopt the state of %s: %w", p.Cluster, err)
 	}

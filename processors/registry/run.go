@@ -73,7 +73,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Streams.Brokers...), kgo.ClientID("offerlog-registry-admin"))
+	cl, err := streams.NewClient(cfg.Streams.Brokers, kgo.ClientID("offerlog-registry-admin"))
 	if err != nil {
 		return fmt.Errorf("registry: %w", err)
 	}
@@ -166,7 +166,7 @@ func ReplaySpec(s streams.Config, partitions int32, replication int16) streams.R
 // without the expiry sweep until it has committed every message that was in
 // the input when the replay began, and stops. The group must not be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Streams.Brokers...), kgo.ClientID("offerlog-replay"))
+	cl, err := streams.NewClient(cfg.Streams.Brokers, kgo.ClientID("offerlog-replay"))
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}

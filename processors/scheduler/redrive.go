@@ -29,7 +29,7 @@ func Redrive(ctx context.Context, brokers []string, stage string) (queued, lette
 	if err := offers.ValidStage(stage); err != nil {
 		return 0, 0, err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ClientID("offerlog-redrive"))
+	cl, err := streams.NewClient(brokers, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ClientID("offerlog-redrive"))
 	if err != nil {
 		return 0, 0, err
 	}

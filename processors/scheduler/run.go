@@ -63,7 +63,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		impls[s.Name] = st
 	}
 	brokers := cfg.Streams.Brokers
-	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
+	prod, err := streams.NewClient(brokers, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
 		kgo.ClientID("offerlog-scheduler"))
 	if err != nil {
 		return err
@@ -135,7 +135,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 // offset, then the records at those offsets, streamed. It returns how
 // many it queued.
 func Recrawl(ctx context.Context, brokers []string, sc StageConfig, stage Stage, log *slog.Logger) (int, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ClientID("offerlog-recrawl"))
+	cl, err := streams.NewClient(brokers, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ClientID("offerlog-recrawl"))
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,101 @@
+package streams
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ClientSettings are what every Kafka client of this process is built
+// with, whatever cluster it talks to: how producers compress, and the
+// largest record they write. Set them once, at start (Configure).
+type ClientSettings struct {
+	// Compression of produced batches: none (the default), gzip, snappy,
+	// lz4 or zstd. Consumers read every codec whatever this is.
+	Compression string
+	// MaxRecordBytes is the largest record batch a producer writes, and
+	// what the embedded broker takes (message.max.bytes): one setting, so
+	// that nothing offerlog writes is refused by its own broker
+	// (default DefaultMaxRecordBytes).
+	MaxRecordBytes int32
+}
+
+// DefaultMaxRecordBytes is the default largest record: 1 MiB.
+const DefaultMaxRecordBytes = 1 << 20
+
+// Compressions are the codecs --compression takes.
+var Compressions = []string{"none", "gzip", "snappy", "lz4", "zstd"}
+
+var settings atomic.Pointer[ClientSettings]
+
+// Configure sets the process's client settings; call it before any
+// client is made.
+func Configure(s ClientSettings) error {
+	if s.Compression == "" {
+		s.Compression = "none"
+	}
+	if _, err := kgoCodec(s.Compression); err != nil {
+		return err
+	}
+	if s.MaxRecordBytes <= 0 {
+		s.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+	settings.Store(&s)
+	return nil
+}
+
+// Settings returns the process's client settings (defaults if never
+// configured).
+func Settings() ClientSettings {
+	if s := settings.Load(); s != nil {
+		return *s
+	}
+	return ClientSettings{Compression: "none", MaxRecordBytes: DefaultMaxRecordBytes}
+}
+
+func kgoCodec(name string) (kgo.CompressionCodec, error) {
+	switch name {
+	case "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("compression %q: want one of %v", name, Compressions)
+}
+
+func saramaCodec(name string) sarama.CompressionCodec {
+	switch name {
+	case "gzip":
+		return sarama.CompressionGZIP
+	case "snappy":
+		return sarama.CompressionSnappy
+	case "lz4":
+		return sarama.CompressionLZ4
+	case "zstd":
+		return sarama.CompressionZSTD
+	}
+	return sarama.CompressionNone
+}
+
+// ClientOptions are the options of the process's settings for franz-go:
+// compression (franz-go's own default is snappy) and the largest batch.
+func ClientOptions() []kgo.Opt {
+	s := Settings()
+	codec, _ := kgoCodec(s.Compression)
+	return []kgo.Opt{kgo.ProducerBatchCompression(codec), kgo.ProducerBatchMaxBytes(s.MaxRecordBytes)}
+}
+
+// NewClient returns a franz-go client of brokers with the process's
+// settings, then opts. Every client of offerlog is made here.
+func NewClient(brokers []string, opts ...kgo.Opt) (*kgo.Client, error) {
+	all := append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, ClientOptions()...)
+	return kgo.NewClient(append(all, opts...)...)
+}

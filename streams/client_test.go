@@ -1,0 +1,61 @@
+package streams_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// TestEveryCompressionIsReadByAnotherClient: what offerlog's producers
+// write with each --compression is read back as it was by kcat
+// (librdkafka) and by franz-go; the setting is what the batches carry.
+func TestEveryCompressionIsReadByAnotherClient(t *testing.T) {
+	kcat, err := exec.LookPath("kcat")
+	if err != nil && os.Getenv("OFFERLOG_REQUIRE_KCAT") != "" {
+		t.Fatal("kcat is not installed (make test installs it)")
+	}
+	t.Cleanup(func() { _ = streams.Configure(streams.ClientSettings{}) })
+	brokers := testkit.Broker(t, "").Addrs()
+	value := bytes.Repeat([]byte("offerlog "), 200)
+	for i, codec := range streams.Compressions { // in Kafka's codec order: none 0, gzip 1, snappy 2, lz4 3, zstd 4
+		topic := "compressed-" + codec
+		testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: topic, Partitions: 1}})
+		if err := streams.Configure(streams.ClientSettings{Compression: codec}); err != nil {
+			t.Fatal(err)
+		}
+		cl, err := streams.NewClient(brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cl.ProduceSync(testkit.Context(t, time.Minute), &kgo.Record{Topic: topic, Key: []byte("k"), Value: value}).FirstErr()
+		cl.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", codec, err)
+		}
+		recs := testkit.ReadAll(t, brokers, topic)
+		if len(recs) != 1 || !bytes.Equal(recs[0].Value, value) {
+			t.Fatalf("%s: franz-go read %d records", codec, len(recs))
+		}
+		if got := recs[0].Attrs.CompressionType(); got != uint8(i) {
+			t.Fatalf("%s: the batch carries codec %d", codec, got)
+		}
+		if kcat == "" {
+			continue
+		}
+		out, err := exec.Command(kcat, "-C", "-b", brokers[0], "-t", topic, "-e", "-q", "-f", "%s").CombinedOutput()
+		if err != nil || !bytes.Equal(out, value) {
+			t.Fatalf("%s: kcat read %q (%v)", codec, out[:min(len(out), 80)], err)
+		}
+	}
+	if err := streams.Configure(streams.ClientSettings{Compression: "brotli"}); err == nil {
+		t.Fatal("an unknown compression was taken")
+	}
+}
