@@ -14,11 +14,15 @@ PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 
 ## run: start the whole platform on the embedded broker (data in ./data)
 run: deps
-	$(GO) run ./cmd/offerlog dev
+	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/offerlog dev
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 ## build: build bin/offerlog
 build: deps
-	$(GO) build -o bin/offerlog ./cmd/offerlog
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/offerlog ./cmd/offerlog
 
 ## test: vet, then every test with the race detector against real parts
 test: deps tools

@@ -37,7 +37,7 @@ func commands() []command {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: offerlog COMMAND [flags]")
+	fmt.Fprintln(w, "usage: offerlog COMMAND [flags]   (offerlog help COMMAND, offerlog --version)")
 	fmt.Fprintln(w)
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-8s %s\n           %s\n", c.name, c.args, c.summary)
@@ -53,18 +53,30 @@ func main() {
 
 // run executes one command line and returns the exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	switch {
+	case len(args) == 0:
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || (args[0] == "help" && len(args) == 1):
+		usage(stdout)
 		return 0
+	case args[0] == "--version" || args[0] == "-version" || args[0] == "version":
+		printVersion(stdout)
+		return 0
+	case args[0] == "help": // help CMD: the command's own help
+		args = []string{args[1], "--help"}
 	}
 	for _, c := range commands() {
 		if c.name != args[0] {
 			continue
 		}
 		err := c.run(ctx, args[1:], stdin, stdout, stderr)
+		if len(args) == 2 && isHelp(args[1]) && err != nil && !errors.Is(err, flag.ErrHelp) {
+			// A command with subcommands checks them before its flags:
+			// its help is its usage line.
+			fmt.Fprintf(stdout, "usage: offerlog %s %s\n\n%s\n", c.name, c.args, c.summary)
+			return 0
+		}
 		switch {
 		case err == nil:
 			return 0
@@ -84,3 +96,5 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 var errUsage = errors.New("bad usage")
+
+func isHelp(arg string) bool { return arg == "-h" || arg == "--help" || arg == "-help" }

@@ -42,6 +42,25 @@ func TestUsage(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "--brokers") {
 		t.Fatalf("missing brokers: %d %s", code, stderr)
 	}
+	for _, args := range [][]string{{"--help"}, {"help"}, {"-h"}} {
+		if code, out, _ := offerlog(t, "", args...); code != 0 || !strings.Contains(out, "usage: offerlog COMMAND") {
+			t.Fatalf("%v: %d %s", args, code, out)
+		}
+	}
+	for _, args := range [][]string{{"help", "consume"}, {"consume", "--help"}} {
+		if code, _, stderr := offerlog(t, "", args...); code != 0 || !strings.Contains(stderr, "-from-beginning") {
+			t.Fatalf("%v: %d %s", args, code, stderr)
+		}
+	}
+	if code, out, _ := offerlog(t, "", "help", "topics"); code != 0 || !strings.Contains(out, "usage: offerlog topics ensure|list") {
+		t.Fatalf("help topics: %d %s", code, out)
+	}
+	if code, out, _ := offerlog(t, "", "--version"); code != 0 || !strings.HasPrefix(out, "offerlog ") || !strings.Contains(out, "go1.") {
+		t.Fatalf("--version: %d %s", code, out)
+	}
+	if code, _, stderr := offerlog(t, "", "consume", "--no-such-flag"); code != 2 || !strings.Contains(stderr, "no-such-flag") {
+		t.Fatalf("an unknown flag: %d %s", code, stderr)
+	}
 	code, _, stderr = offerlog(t, "", "run", "numerator", "--brokers", "127.0.0.1:1", "--lock-timeout", "0s", "--session-timeout", "-1s")
 	if code == 0 || !strings.Contains(stderr, "lock timeout 0s must be positive, session timeout -1s not negative") {
 		t.Fatalf("bad numerator timeouts: %d %s", code, stderr)
