@@ -101,7 +101,38 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	// No route: the mux answers 404, or 405 with Allow, in plain text;
+	// answer its status as every other error, in JSON.
+	rec := &unmatched{header: http.Header{}}
+	s.mux.ServeHTTP(rec, r)
+	if allow := rec.header.Get("Allow"); allow != "" {
+		w.Header().Set("Allow", allow)
+	}
+	status := rec.status
+	if status == 0 || status == http.StatusOK {
+		status = http.StatusNotFound
+	}
+	msg := fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)
+	if status == http.StatusMethodNotAllowed {
+		msg = fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, rec.header.Get("Allow"))
+	}
+	writeJSON(w, status, Error{Error: msg})
+}
+
+// unmatched records the mux's answer to a request no route takes.
+type unmatched struct {
+	header http.Header
+	status int
+}
+
+func (u *unmatched) Header() http.Header         { return u.header }
+func (u *unmatched) Write(b []byte) (int, error) { return len(b), nil }
+func (u *unmatched) WriteHeader(status int)      { u.status = status }
 
 type statusWriter struct {
 	http.ResponseWriter
