@@ -70,6 +70,9 @@ func TestPublishIsOneCommandWithAnIDOfTheDraft(t *testing.T) {
 	// A draft never published is not found; another seller cannot publish it.
 	n.want(t, 404, "POST", "/v1/drafts/"+fresh.ID+"/publish", `{"user":"mallory"}`, nil)
 	n.want(t, 404, "POST", "/v1/drafts/"+offers.IDFrom(7)+"/publish", `{"user":"bob"}`, nil)
+	// With the version the seller claims to have seen, too (it waited for
+	// the drafts view to show it, and answered 504).
+	n.want(t, 404, "POST", "/v1/drafts/"+offers.IDFrom(8)+"/publish", `{"user":"bob","version":3}`, nil)
 }
 
 func put[T any](t *testing.T, brokers []string, topic, key string, c *schemas.Codec[T], v *T) {

@@ -295,9 +295,12 @@ func (s *Service) SaveDraft(ctx context.Context, anon, user, id string, o *schem
 // the offer's CREATE in one write of its table; the offer's id is a function
 // of the draft (its own id, or the next of its chain, offers.NextID, when
 // another offer holds it), so a retry, even after a crash, gets the same
-// offer. version, if positive, is the draft version the seller saw: the
-// drafts group handles the PUBLISH after every earlier write of the draft.
-func (s *Service) PublishDraft(ctx context.Context, user, id string, version int64) (*OfferVersion, error) {
+// offer. version, if positive, is the draft version the seller saw; the
+// drafts group handles the PUBLISH after every earlier write of the draft
+// (each was in drafts.commands, the draft's partition, before its answer),
+// so nothing waits for the drafts view: a missing draft is answered 404 at
+// once by the group, not 504 after a wait for a version that never comes.
+func (s *Service) PublishDraft(ctx context.Context, user, id string, _ int64) (*OfferVersion, error) {
 	if user == "" {
 		return nil, errorf(Invalid, "user", "log in to publish")
 	}
@@ -308,11 +311,6 @@ func (s *Service) PublishDraft(ctx context.Context, user, id string, version int
 		return nil, errorf(NotFound, "draft_id", "%q is not a draft id", id)
 	}
 	owner := drafts.UserKey(user)
-	if version > 0 {
-		if _, err := s.draftAt(ctx, owner, id, version); err != nil && !isKind(err, NotFound) {
-			return nil, err
-		}
-	}
 	_, err := s.draftCommand(ctx, &schemas.DraftCommand{Kind: schemas.DraftPublish, User: user, ExpectedID: id})
 	var e *Error
 	switch {
@@ -367,29 +365,3 @@ func (s *Service) offerOf(owner, id string) (*OfferVersion, bool) {
 	return nil, false
 }
 
-// draftAt returns owner's draft id once the drafts view shows version (or
-// at once when version is not positive).
-func (s *Service) draftAt(ctx context.Context, owner, id string, version int64) (*schemas.Draft, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
-	t := time.NewTicker(5 * time.Millisecond)
-	defer t.Stop()
-	for {
-		v, err := s.cfg.DraftsView.Get(owner)
-		if err != nil {
-			return nil, &Error{Kind: Unavailable, Reason: err.Error()}
-		}
-		r, ok := v.(*schemas.DraftRecord)
-		if ok && r.Draft.ID == id && r.Draft.Version >= version {
-			return &r.Draft, nil
-		}
-		if version <= 0 || (ok && r.Draft.ID != id) {
-			return nil, errorf(NotFound, "draft_id", "%s has no draft %s", strings.TrimPrefix(owner, drafts.UserPrefix), id)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, errorf(Timeout, "version", "draft %s is not at version %d yet", id, version)
-		case <-t.C:
-		}
-	}
-}
