@@ -364,4 +364,3 @@ func (s *Service) offerOf(owner, id string) (*OfferVersion, bool) {
 	}
 	return nil, false
 }
-
