@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -309,5 +310,27 @@ func TestDeadLettersListAndRedrive(t *testing.T) {
 	code, out, stderr = offerlog(t, "", "deadletters", "redrive", "--brokers", addr, "in.dead", "--offset", "0")
 	if code != 0 || !strings.Contains(out, "redriven 1 of 1") {
 		t.Fatalf("redrive --offset 0: %d\n%s%s", code, out, stderr)
+	}
+}
+
+// TestSealOfASealedGenerationFails: sealing a generation the numerator's
+// states show sealed says so and exits 1; a later one is sent.
+func TestSealOfASealedGenerationFails(t *testing.T) {
+	b := testkit.Broker(t, "")
+	addr := strings.Join(b.Addrs(), ",")
+	testkit.EnsureTopics(t, b.Addrs(), topics.Catalogue(2))
+	st, err := schemas.NumeratorStates.Encode(&schemas.NumeratorState{Version: "0.0.0.5", Generation: 5, Shards: []schemas.ShardSummary{},
+		MarkerPartition: -1, MarkerOffset: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Put(t, b.Addrs(), topics.NumeratorStates, []byte("0"), st)
+	code, _, stderr := offerlog(t, "", "numerator", "seal", "5", "--brokers", addr)
+	if code != 1 || !strings.Contains(stderr, "generation 5 is sealed already (state 0.0.0.5)") {
+		t.Fatalf("seal of a sealed generation: %d %s", code, stderr)
+	}
+	code, out, stderr := offerlog(t, "", "numerator", "seal", "6", "--brokers", addr)
+	if code != 0 || !strings.Contains(out, "SEAL sent") {
+		t.Fatalf("seal of the next generation: %d %s %s", code, out, stderr)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -54,6 +55,13 @@ func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stder
 	default:
 		return fmt.Errorf("%w: unknown verb %q (want seal, rebuild or reshard)", errUsage, verb)
 	}
+	if m.Action == schemas.MarkerSeal {
+		if st, ok, err := sealedState(ctx, *brokers, m.Generation); err != nil {
+			return err
+		} else if ok {
+			return fmt.Errorf("generation %d is sealed already (state %s)", m.Generation, st.Version)
+		}
+	}
 	data, err := schemas.GenerationMarkers.Encode(&m)
 	if err != nil {
 		return err
@@ -69,4 +77,22 @@ func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stder
 	}
 	fmt.Fprintf(stdout, "%s sent (offset %d); the result appears on %s\n", m.Action, rec.Offset, topics.NumeratorStates)
 	return nil
+}
+
+// sealedState returns a state on numerator.states of generation g or
+// later, if one is there: g is sealed already.
+func sealedState(ctx context.Context, brokers []string, g int64) (*schemas.NumeratorState, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var found *schemas.NumeratorState
+	err := streams.ReadToEnd(ctx, brokers, topics.NumeratorStates, func(r *kgo.Record) {
+		var st schemas.NumeratorState
+		if schemas.NumeratorStates.Decode(r.Value, &st) == nil && st.Generation >= g {
+			found = &st
+		}
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", topics.NumeratorStates, err)
+	}
+	return found, found != nil, nil
 }
