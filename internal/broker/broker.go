@@ -47,11 +47,13 @@ type Config struct {
 // Broker is a running embedded broker.
 type Broker struct {
 	cluster *kfake.Cluster
+	unlock  func() // of its data directory
 }
 
 // Start starts a broker. It returns an error if the address cannot be
 // listened on or the data directory cannot be loaded.
 func Start(cfg Config) (*Broker, error) {
+	unlock := func() {}
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
@@ -91,13 +93,19 @@ func Start(cfg Config) (*Broker, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("broker: %w", err)
 		}
+		u, err := LockDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+		unlock = u
 		opts = append(opts, kfake.DataDir(dir))
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
+		unlock()
 		return nil, fmt.Errorf("broker: start: %w", err)
 	}
-	return &Broker{cluster: c}, nil
+	return &Broker{cluster: c, unlock: unlock}, nil
 }
 
 // Addrs returns the addresses the broker listens on.
@@ -121,7 +129,10 @@ func (b *Broker) KeepControl() { b.cluster.KeepControl() }
 func (b *Broker) DropControl() { b.cluster.DropControl() }
 
 // Close stops the broker and flushes its data to disk.
-func (b *Broker) Close() { b.cluster.Close() }
+func (b *Broker) Close() {
+	b.cluster.Close()
+	b.unlock()
+}
 
 type kfakeLogger struct{ l *slog.Logger }
 

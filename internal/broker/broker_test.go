@@ -3,6 +3,8 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,4 +111,25 @@ func TestCompactionWaitsForADirtyLog(t *testing.T) {
 	if n := count(0); n != 103 {
 		t.Fatalf("partition 0 holds %d records after Compact", n)
 	}
+}
+
+// TestADataDirectoryHasOneProcess: a second broker on a data directory in
+// use is refused at once, naming the holder; once the first closes, it
+// starts.
+func TestADataDirectoryHasOneProcess(t *testing.T) {
+	dir := t.TempDir()
+	first, err := broker.Start(broker.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = broker.Start(broker.Config{DataDir: dir})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("in use by process %d", os.Getpid())) {
+		t.Fatalf("a second broker on the directory: %v", err)
+	}
+	first.Close()
+	second, err := broker.Start(broker.Config{DataDir: dir})
+	if err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+	second.Close()
 }

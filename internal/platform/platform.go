@@ -251,6 +251,13 @@ type process struct {
 func open(ctx context.Context, cfg Config) (*process, error) {
 	log := cfg.Logger
 	p := &process{cfg: cfg, log: log, info: &Info{Brokers: cfg.Brokers, DataDir: cfg.DataDir, Components: cfg.Components}}
+	// One process per data directory: a second one would share its broker
+	// segments and goka's LevelDB stores, and corrupt them.
+	unlock, err := broker.LockDir(cfg.DataDir)
+	if err != nil {
+		return p, err
+	}
+	p.closers = append(p.closers, unlock)
 	if len(cfg.Brokers) == 0 {
 		b, err := broker.Start(broker.Config{DataDir: cfg.DataDir, Addr: cfg.KafkaAddr, Partitions: int(cfg.Partitions), Fsync: cfg.Fsync, Logger: log})
 		if err != nil {
