@@ -111,7 +111,18 @@ func Decide(cur *schemas.OfferRecord, in Input) Decision {
 	if in.Command == nil {
 		return Decision{Outcome: schemas.OutcomeInvalid, Reason: "empty input"}
 	}
-	return command(cur, in)
+	d := command(cur, in)
+	if d.Record == nil && cur != nil && d.Forward == nil && d.Outcome != schemas.OutcomeInvalid {
+		// An answer that writes nothing (CONFLICT, IGNORED, ...) is
+		// remembered in the record all the same: after a crash the table
+		// can be ahead of the input's last commit, and the command, seen
+		// again against a later record, could get another answer than the
+		// first time, and the table another value than the log implies.
+		next := clone(cur)
+		Remember(next, in.Partition, in.Offset, d)
+		d.Record, d.StateOnly = next, true
+	}
+	return d
 }
 
 func refuse(outcome schemas.Outcome, cur *schemas.OfferRecord, field, format string, args ...any) Decision {

@@ -3,6 +3,7 @@ package offers
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -138,7 +139,7 @@ func TestDecideLifecycle(t *testing.T) {
 		t.Errorf("summaries %+v %+v", r.Summary, r.Previous)
 	}
 	// A retry of the same publish is the same offer; another origin collides.
-	if d := Decide(r, cmd(create, 2)); d.Outcome != schemas.OutcomeOK || d.Record != nil || d.Version != 1 {
+	if d := Decide(r, cmd(create, 2)); d.Outcome != schemas.OutcomeOK || !unchanged(d, r) || d.Version != 1 {
 		t.Errorf("retried create: %+v", d)
 	}
 	other := *create
@@ -166,7 +167,7 @@ func TestDecideLifecycle(t *testing.T) {
 	// A feed item's create retried is done; of a later task, the loader
 	// is told to upsert it.
 	fr := Decide(nil, cmd(feedOther, 3)).Record
-	if d := Decide(fr, cmd(feedOther, 4)); d.Outcome != schemas.OutcomeOK || d.Record != nil {
+	if d := Decide(fr, cmd(feedOther, 4)); d.Outcome != schemas.OutcomeOK || !unchanged(d, fr) {
 		t.Errorf("feed create retried: %+v", d)
 	}
 	later := *feedOther
@@ -179,7 +180,7 @@ func TestDecideLifecycle(t *testing.T) {
 	changed.Offer = sample()
 	changed.Offer.Title, changed.Offer.Price = "other", price(1)
 	if d := Decide(r, cmd(&changed, 3)); d.Outcome != schemas.OutcomeConflict || d.Field != "offer" ||
-		!strings.Contains(d.Reason, "title, price") || d.Version != 1 || d.Record != nil {
+		!strings.Contains(d.Reason, "title, price") || d.Version != 1 || !unchanged(d, r) {
 		t.Errorf("create of the same draft with other content: %+v", d)
 	}
 
@@ -194,8 +195,8 @@ func TestDecideLifecycle(t *testing.T) {
 	if !slices.Equal(d.Record.Previous.Presets, r.Summary.Presets) {
 		t.Errorf("previous summary %+v", d.Record.Previous)
 	}
-	if d := Decide(d.Record, cmd(upd, 5)); d.Outcome != schemas.OutcomeConflict || d.Version != 2 || d.Record != nil {
-		t.Errorf("stale update: %+v", d)
+	if stale := Decide(d.Record, cmd(upd, 5)); stale.Outcome != schemas.OutcomeConflict || stale.Version != 2 || !unchanged(stale, d.Record) {
+		t.Errorf("stale update: %+v", stale)
 	}
 	if rr, ok := Recall(d.Record, 0, 4); !ok || rr.Version != 2 {
 		t.Errorf("update not streams.Remembered: %v %+v", ok, rr)
@@ -255,7 +256,7 @@ func TestDecideFeeds(t *testing.T) {
 		t.Fatalf("feed create: %+v", r)
 	}
 	// A retried feed create (same seller, same external id) is the same offer.
-	if d := Decide(r, cmd(create, 2)); d.Outcome != schemas.OutcomeOK || d.Record != nil {
+	if d := Decide(r, cmd(create, 2)); d.Outcome != schemas.OutcomeOK || !unchanged(d, r) {
 		t.Errorf("retried feed create: %+v", d)
 	}
 	r.Moderation.Banned = true
@@ -332,4 +333,35 @@ func TestRememberKeepsTheLast(t *testing.T) {
 	if _, ok := Recall(r, 1, 39-streams.Remembered); ok {
 		t.Error("too old streams.Remembered")
 	}
+}
+
+// TestAnAnswerThatWritesNothingIsRemembered: after a crash the table can
+// be ahead of the input's last commit. A command answered CONFLICT, seen
+// again after a later write that would let it through, is answered as the
+// first time: the CONFLICT was remembered in the record.
+func TestAnAnswerThatWritesNothingIsRemembered(t *testing.T) {
+	id := IDFrom(77)
+	r := Decide(nil, cmd(&schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s1", ExpectedVersion: -1,
+		DraftID: "d", Offer: sample()}, 1)).Record
+	early := &schemas.OfferCommand{Kind: schemas.CommandUpdate, OfferID: id, SellerID: "s1", ExpectedVersion: 2, Offer: sample()}
+	first := Decide(r, cmd(early, 10)) // the offer is at version 1: CONFLICT
+	if first.Outcome != schemas.OutcomeConflict || !unchanged(first, r) {
+		t.Fatalf("first answer: %+v", first)
+	}
+	later := &schemas.OfferCommand{Kind: schemas.CommandUpdate, OfferID: id, SellerID: "s1", ExpectedVersion: 1, Offer: sample()}
+	next := Decide(first.Record, cmd(later, 11)).Record // now at version 2, which early expects
+	if rr, ok := Recall(next, 0, 10); !ok || rr.Outcome != string(schemas.OutcomeConflict) {
+		t.Fatalf("the CONFLICT of offset 10 is not remembered after a later write: %+v %v", rr, ok)
+	}
+}
+
+// unchanged reports whether d writes nothing but its answer, remembered in
+// a copy of cur (so that it is the answer again after a crash).
+func unchanged(d Decision, cur *schemas.OfferRecord) bool {
+	if d.Record == nil {
+		return true
+	}
+	a, b := *d.Record, *cur
+	a.Recent, b.Recent = nil, nil
+	return d.StateOnly && reflect.DeepEqual(a, b) && len(d.Record.Recent) > 0
 }
