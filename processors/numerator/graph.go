@@ -121,8 +121,14 @@ func (h *handler) offer(ctx goka.Context, msg any) {
 		e = &schemas.NumeratorEntry{BusinessID: o.BusinessID, OfferID: o.OfferID, ShopID: o.ShopID,
 			WarehouseID: o.WarehouseID, Shard: -1, DocID: NoDocID}
 	} else if e.LastSeen == o.Generation {
+		// Seen again in the same generation: nothing changes, but the value
+		// is written again. After a kill -9 the local store can hold a value
+		// whose changelog write was never acknowledged (goka writes the
+		// store first); the input, not committed, comes again, and without
+		// this write the table topic would never get the key.
+		streams.Reassert(ctx, e)
 		h.m.Offers.Inc()
-		return // seen again in the same generation: nothing changes
+		return
 	}
 	next := *e
 	next.SeenBefore, next.LastSeen = e.LastSeen, o.Generation
@@ -142,7 +148,11 @@ func (h *handler) result(ctx goka.Context, msg any) {
 		e = &schemas.NumeratorEntry{BusinessID: a.BusinessID, OfferID: a.OfferID, ShopID: a.ShopID, WarehouseID: a.WarehouseID}
 	}
 	if e.Shard == a.Shard && e.DocID == a.DocID && e.Version == a.Version {
-		return // a redelivered result
+		// A redelivered result: the value and the assignment are written
+		// again, as above (the compacted assignments keep one either way).
+		streams.Reassert(ctx, e)
+		ctx.Emit(assignmentsStream, ctx.Key(), &a)
+		return
 	}
 	next := *e
 	next.Shard, next.DocID, next.Version = a.Shard, a.DocID, a.Version
