@@ -36,7 +36,8 @@ func runConsume(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	brokers := f.brokers()
 	fromBeginning := f.Bool("from-beginning", false, "start at the oldest record (default: only new records)")
 	maxN := f.Int("max", 0, "stop after N records (0: no limit)")
-	timeout := f.Duration("timeout", 0, "stop when no record arrived for this long (0: never)")
+	timeout := f.Duration("timeout", 0, "stop when no record arrived for this long (0: never); also bounds reaching the brokers "+
+		"and finding the topic (default 10s)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -45,6 +46,13 @@ func runConsume(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	}
 	if f.NArg() != 1 {
 		return fmt.Errorf("%w: want one TOPIC", errUsage)
+	}
+	reach := defaultTimeout
+	if *timeout > 0 {
+		reach = *timeout
+	}
+	if err := checkTopic(ctx, *brokers, f.Arg(0), reach); err != nil {
+		return err
 	}
 	start := kgo.NewOffset().AtEnd()
 	if *fromBeginning {

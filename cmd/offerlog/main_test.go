@@ -334,3 +334,31 @@ func TestSealOfASealedGenerationFails(t *testing.T) {
 		t.Fatalf("seal of the next generation: %d %s %s", code, out, stderr)
 	}
 }
+
+// TestBrokerCommandsFailInsteadOfWaiting: consume and produce against a
+// broker that is not there, or a topic that does not exist, exit 1 within
+// their timeout with a message naming it.
+func TestBrokerCommandsFailInsteadOfWaiting(t *testing.T) {
+	b := testkit.Broker(t, "")
+	addr := strings.Join(b.Addrs(), ",")
+	testkit.EnsureTopics(t, b.Addrs(), topics.Catalogue(1))
+	nowhere := "127.0.0.1:1"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"consume", "--brokers", nowhere, topics.DocumentsResults, "--timeout", "2s"}, "cannot reach the brokers 127.0.0.1:1"},
+		{[]string{"produce", "--brokers", nowhere, topics.DocumentsIngest, "--timeout", "2s"}, "cannot reach the brokers 127.0.0.1:1"},
+		{[]string{"consume", "--brokers", addr, "no.such.topic"}, `topic "no.such.topic" does not exist`},
+		{[]string{"produce", "--brokers", addr, "--raw", "no.such.topic"}, `topic "no.such.topic" does not exist`},
+	} {
+		start := time.Now()
+		code, _, stderr := offerlog(t, "", c.args...)
+		if code != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: %d %s", c.args, code, stderr)
+		}
+		if d := time.Since(start); d > time.Minute {
+			t.Errorf("%v took %s", c.args, d)
+		}
+	}
+}

@@ -20,6 +20,7 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	f := newFlags("produce", stderr)
 	brokers := f.brokers()
 	raw := f.Bool("raw", false, "write each value as given (a JSON string's text, or the JSON), without a schema")
+	timeout := f.Duration("timeout", defaultTimeout, "how long to wait for the brokers, to find the topic, and for each write")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -41,8 +42,11 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return err
 		}
 	}
+	if err := checkTopic(ctx, *brokers, topic, *timeout); err != nil {
+		return err
+	}
 	cl, err := streams.NewClient(*brokers, kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
+		kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond), kgo.RecordDeliveryTimeout(*timeout))
 	if err != nil {
 		return err
 	}
