@@ -362,3 +362,32 @@ func TestBrokerCommandsFailInsteadOfWaiting(t *testing.T) {
 		}
 	}
 }
+
+// TestTopicsListShowsEveryTopic: topics list shows the stages' queues, the
+// topics outside the catalogue, and every topic's end offsets.
+func TestTopicsListShowsEveryTopic(t *testing.T) {
+	b := testkit.Broker(t, "")
+	addr := strings.Join(b.Addrs(), ",")
+	testkit.EnsureTopics(t, b.Addrs(), append(topics.Catalogue(2), append(topics.ForStages([]string{"price"}, nil, 2),
+		topics.Topic{Name: "mine", Partitions: 3})...))
+	testkit.Put(t, b.Addrs(), "mine", []byte("k"), []byte("v"))
+	testkit.Put(t, b.Addrs(), "mine", []byte("k"), []byte("w"))
+	code, out, stderr := offerlog(t, "", "topics", "list", "--brokers", addr, "--partitions", "2")
+	if code != 0 {
+		t.Fatalf("list: %d\n%s%s", code, out, stderr)
+	}
+	for _, want := range []string{"scheduler.queue.price.low", "END OFFSETS"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	var mine string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "mine ") {
+			mine = line
+		}
+	}
+	if f := strings.Fields(mine); len(f) < 5 || f[1] != "3" || f[4] != "2" || !strings.Contains(mine, "not in the catalogue") {
+		t.Errorf("the topic outside the catalogue: %q", mine)
+	}
+}

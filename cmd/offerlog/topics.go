@@ -35,7 +35,7 @@ func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	catalogue, err := withClientTopics(ctx, adm, int32(*partitions))
+	catalogue, others, err := withClientTopics(ctx, adm, int32(*partitions))
 	if err != nil {
 		return err
 	}
@@ -50,23 +50,50 @@ func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		fmt.Fprintf(stdout, "%d topics ok\n", len(catalogue))
 		return nil
 	}
-	statuses, err := topics.List(ctx, adm, catalogue)
+	statuses, err := topics.List(ctx, adm, append(catalogue, others...))
 	if err != nil {
 		return err
 	}
+	var names []string
+	for _, st := range statuses {
+		if st.Exists {
+			names = append(names, st.Name)
+		}
+	}
+	ends := map[string]int64{}
+	if len(names) > 0 {
+		listed, err := adm.ListEndOffsets(ctx, names...)
+		if err != nil {
+			return fmt.Errorf("end offsets: %w", err)
+		}
+		listed.Each(func(o kadm.ListedOffset) { ends[o.Topic] += o.Offset })
+	}
+	extra := map[string]bool{}
+	for _, t := range others {
+		extra[t.Name] = true
+	}
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITIONS\tCLEANUP\tRETENTION.MS\tSCHEMA\tSTATUS")
+	fmt.Fprintln(tw, "TOPIC\tPARTITIONS\tCLEANUP\tRETENTION.MS\tEND OFFSETS\tSCHEMA\tSTATUS")
 	problems := 0
 	for _, st := range statuses {
 		status := "ok"
 		switch {
+		case extra[st.Name]:
+			status = "not in the catalogue"
 		case !st.Exists:
 			status, problems = "missing", problems+1
 		case len(st.Problems) > 0:
 			status, problems = strings.Join(st.Problems, "; "), problems+1
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", st.Name, st.ActualPartitions,
-			st.ActualConfigs["cleanup.policy"], st.ActualConfigs["retention.ms"], st.Schema, status)
+		cleanup := st.ActualConfigs["cleanup.policy"]
+		if cleanup == "" && st.Exists {
+			cleanup = "delete"
+		}
+		retention := st.ActualConfigs["retention.ms"]
+		if retention == "" && st.Exists {
+			retention = "(broker default)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\n", st.Name, st.ActualPartitions, cleanup, retention, ends[st.Name], st.Schema, status)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -78,18 +105,27 @@ func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 }
 
 // withClientTopics returns the catalogue plus the feed topics of every
-// client that has some on the cluster.
-func withClientTopics(ctx context.Context, adm *kadm.Client, partitions int32) ([]topics.Topic, error) {
+// client and the queues and push topics of every stage that has some on
+// the cluster; and, apart, every other topic there (with its own
+// partitions: nothing to compare it with).
+func withClientTopics(ctx context.Context, adm *kadm.Client, partitions int32) (catalogue, others []topics.Topic, err error) {
 	all, err := adm.ListTopics(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list topics: %w", err)
+		return nil, nil, fmt.Errorf("list topics: %w", err)
 	}
 	clients := map[string]bool{}
+	stages, pushing := map[string]bool{}, map[string]bool{}
 	for _, name := range all.Names() {
 		for _, prefix := range []string{topics.SaasPrefix, topics.YtPrefix} {
 			if c, ok := strings.CutPrefix(name, prefix); ok && topics.ValidateClient(c) == nil {
 				clients[c] = true
 			}
+		}
+		if s, ok := strings.CutPrefix(name, topics.QueuePrefix); ok {
+			stages[strings.TrimSuffix(s, ".low")] = true
+		}
+		if s, ok := strings.CutPrefix(name, topics.PushPrefix); ok {
+			pushing[s] = true
 		}
 	}
 	names := make([]string, 0, len(clients))
@@ -101,5 +137,24 @@ func withClientTopics(ctx context.Context, adm *kadm.Client, partitions int32) (
 	for _, c := range names {
 		out = append(out, topics.ForClient(c, partitions)...)
 	}
-	return out, nil
+	out = append(out, topics.ForStages(sortedKeys(stages), sortedKeys(pushing), partitions)...)
+	known := map[string]bool{}
+	for _, t := range out {
+		known[t.Name] = true
+	}
+	for _, name := range all.Sorted() {
+		if !known[name.Topic] && !strings.HasPrefix(name.Topic, "__") {
+			others = append(others, topics.Topic{Name: name.Topic, Partitions: int32(len(name.Partitions))})
+		}
+	}
+	return out, others, nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
