@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/testkit"
@@ -389,5 +390,39 @@ func TestTopicsListShowsEveryTopic(t *testing.T) {
 	}
 	if f := strings.Fields(mine); len(f) < 5 || f[1] != "3" || f[4] != "2" || !strings.Contains(mine, "not in the catalogue") {
 		t.Errorf("the topic outside the catalogue: %q", mine)
+	}
+}
+
+// TestLagPrintsEachPartition: lag GROUP prints, per topic and partition,
+// the group's commit, the end offset and the lag; a group without commits
+// is an error.
+func TestLagPrintsEachPartition(t *testing.T) {
+	b := testkit.Broker(t, "")
+	addr := strings.Join(b.Addrs(), ",")
+	testkit.EnsureTopics(t, b.Addrs(), []topics.Topic{{Name: "in", Partitions: 1}})
+	for range 5 {
+		testkit.Put(t, b.Addrs(), "in", []byte("k"), []byte("v"))
+	}
+	adm := testkit.Admin(t, b.Addrs())
+	var offsets kadm.Offsets
+	offsets.Add(kadm.Offset{Topic: "in", Partition: 0, At: 2, LeaderEpoch: -1})
+	if _, err := adm.CommitOffsets(testkit.Context(t, time.Minute), "readers", offsets); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := offerlog(t, "", "lag", "--brokers", addr, "readers")
+	if code != 0 || !strings.Contains(out, "GROUP") {
+		t.Fatalf("lag: %d\n%s%s", code, out, stderr)
+	}
+	var row []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "readers ") {
+			row = strings.Fields(line)
+		}
+	}
+	if len(row) != 6 || row[1] != "in" || row[2] != "0" || row[3] != "2" || row[4] != "5" || row[5] != "3" {
+		t.Fatalf("lag row %q in\n%s", row, out)
+	}
+	if code, _, stderr := offerlog(t, "", "lag", "--brokers", addr, "nobody"); code != 1 || !strings.Contains(stderr, `group "nobody" has no commits`) {
+		t.Fatalf("lag of an unknown group: %d %s", code, stderr)
 	}
 }
