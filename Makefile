@@ -13,8 +13,10 @@ PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 .PHONY: run test test-chaos bench lint proto deps tools build clean
 
 ## run: start the whole platform on the embedded broker (data in ./data)
-run: deps
-	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/offerlog dev
+# The binary, not go run: go run exits 1 when it is interrupted, so Ctrl-C
+# ended make run in "Error 1" although offerlog had stopped cleanly.
+run: build
+	bin/offerlog dev $(ARGS)
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
