@@ -157,7 +157,7 @@ func (f *flags) platform() *platform.Config {
 	f.DurationVar(&cfg.Numerator.LockTimeout, "lock-timeout", cfg.Numerator.LockTimeout, "longest a numerator master holds the write lock for one build")
 	f.DurationVar(&cfg.ZooKeeperSession, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the numerator's coordinator: a killed master's lock is free this long after")
 	f.StringVar(&cfg.Cache.Table, "table", cfg.Cache.Table, "the table topic the cache serves")
-	f.StringVar(&cfg.Cache.Addr, "cache-grpc", cfg.Cache.Addr, "gRPC address of the cache (`run cache` takes --grpc too)")
+	f.StringVar(&cfg.Cache.Addr, "cache-grpc", cfg.Cache.Addr, "gRPC address of the cache (run cache takes --grpc too)")
 	f.StringVar(&cfg.Cache.DC, "dc", cfg.Cache.DC, "the cache server's data centre")
 	f.StringVar(&cfg.Cache.Host, "host", cfg.Cache.Host, "the cache server's name in ZooKeeper (default: the hostname)")
 	f.IntVar(&cfg.Cache.Shards, "shards", cfg.Cache.Shards, "how many shards the cache's table is cut into (more than 1 needs --zookeeper)")

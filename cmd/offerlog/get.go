@@ -32,7 +32,9 @@ func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	log := f.logger(stderr)
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	cfg := serving.ClientConfig{Hosts: serving.StaticHosts(strings.Split(*hosts, ",")...), PingPeriod: 200 * time.Millisecond, Logger: log}
+	// A shard owner may be starting: wait for one as long as for the answer.
+	cfg := serving.ClientConfig{Hosts: serving.StaticHosts(strings.Split(*hosts, ",")...), PingPeriod: 200 * time.Millisecond,
+		NoShardWait: *timeout, Logger: log}
 	if *zkServers != "" {
 		conn, _, err := zkconn.Dial(ctx, *zkServers, 10*time.Second, log)
 		if err != nil {

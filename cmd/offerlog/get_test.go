@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/serving"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// TestGetWaitsForAShardOwner: get waits up to its --timeout for a cache
+// server that is still starting (it gave up after 0.6 s whatever the
+// timeout), and answers once the server holds its shard.
+func TestGetWaitsForAShardOwner(t *testing.T) {
+	b := testkit.Broker(t, "")
+	testkit.EnsureTopics(t, b.Addrs(), []topics.Topic{{Name: "tbl", Partitions: 1, Compacted: true}})
+	testkit.Put(t, b.Addrs(), "tbl", []byte("k1"), []byte("v1"))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // the server comes up on it later
+
+	type result struct {
+		code        int
+		out, stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, stderr := offerlog(t, "", "get", "--hosts", addr, "--table", "tbl", "--timeout", "60s", "k1")
+		done <- result{code, out, stderr}
+	}()
+	time.Sleep(2 * time.Second) // the server is late on purpose: get must outwait it
+	srv, err := serving.NewServer(serving.ServerConfig{Brokers: b.Addrs(), Table: "tbl", Shards: 1, DC: "dc1", Host: "h1",
+		Owner: serving.Static{Shard: 0}, Logger: testkit.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-served })
+	r := <-done
+	if r.code != 0 || !strings.Contains(r.out, "k1\t") || !strings.Contains(r.out, "djE=") { // base64 of v1
+		t.Fatalf("get: %d %q %s", r.code, r.out, r.stderr)
+	}
+}
