@@ -83,7 +83,9 @@ func TestComposeFile(t *testing.T) {
 			Healthcheck struct {
 				Test []string `yaml:"test"`
 			} `yaml:"healthcheck"`
-			DependsOn map[string]any `yaml:"depends_on"`
+			DependsOn   map[string]any    `yaml:"depends_on"`
+			Environment map[string]string `yaml:"environment"`
+			Volumes     []string          `yaml:"volumes"`
 		} `yaml:"services"`
 	}
 	if err := yaml.Unmarshal(raw, &compose); err != nil {
@@ -94,6 +96,17 @@ func TestComposeFile(t *testing.T) {
 		for dep := range s.DependsOn {
 			if _, ok := compose.Services[dep]; !ok {
 				t.Errorf("%s depends on %s, which is not a service", name, dep)
+			}
+		}
+		if strings.HasPrefix(s.Image, "apache/kafka") {
+			// The log on a volume (the image keeps it in /tmp by default),
+			// and a listener published for clients outside compose.
+			dir := s.Environment["KAFKA_LOG_DIRS"]
+			if dir == "" || !slices.ContainsFunc(s.Volumes, func(v string) bool { return strings.HasSuffix(v, ":"+dir) }) {
+				t.Errorf("compose %s: log dirs %q are not on a volume (%v)", name, dir, s.Volumes)
+			}
+			if len(s.Ports) == 0 || !strings.Contains(s.Environment["KAFKA_ADVERTISED_LISTENERS"], "localhost:") {
+				t.Errorf("compose %s: no listener published for clients on the host", name)
 			}
 		}
 		if !strings.HasPrefix(s.Image, "offerlog") {
