@@ -69,9 +69,9 @@ func TestGarbageInTablesIsDeadLettered(t *testing.T) {
 }
 
 // TestBadCommandsAreDeadLettered: a null value, bytes that are no command,
-// and a command on another partition than its key's (where the offer's
-// state is not) are each dead-lettered with the reason, and the aggregate
-// goes on answering.
+// and a command on another partition than its key's (where the offer's, or
+// the owner's draft's, state is not) are each dead-lettered with the
+// reason, and the aggregate goes on answering.
 func TestBadCommandsAreDeadLettered(t *testing.T) {
 	b := testkit.Broker(t, "")
 	brokers := b.Addrs()
@@ -89,7 +89,13 @@ func TestBadCommandsAreDeadLettered(t *testing.T) {
 	}
 	cl := testkit.Client(t, brokers, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	wrong := (streams.Partition(id, parts) + 1) % parts
+	owner := "user:misplaced"
+	draft, err := schemas.DraftCommands.Encode(&schemas.DraftCommand{Kind: schemas.DraftCurrent, User: "misplaced"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range []*kgo.Record{
+		{Topic: topics.DraftsCommands, Key: []byte(owner), Value: draft, Partition: (streams.Partition(owner, parts) + 1) % parts},
 		{Topic: topics.OffersCommands, Key: []byte("11111111111"), Value: nil, Partition: streams.Partition("11111111111", parts)},
 		{Topic: topics.OffersCommands, Key: []byte("22222222222"), Value: []byte("no command"), Partition: streams.Partition("22222222222", parts)},
 		{Topic: topics.OffersCommands, Key: []byte(id), Value: cmd, Partition: wrong},
@@ -99,7 +105,7 @@ func TestBadCommandsAreDeadLettered(t *testing.T) {
 		}
 	}
 	reasons := map[string]string{}
-	testkit.Eventually(t, time.Minute, "three dead letters", func() bool {
+	testkit.Eventually(t, time.Minute, "four dead letters", func() bool {
 		for _, r := range testkit.ReadAll(t, brokers, topics.OffersDead) {
 			var dl schemas.DeadLetter
 			if err := schemas.DeadLetters.Decode(r.Value, &dl); err != nil {
@@ -107,10 +113,11 @@ func TestBadCommandsAreDeadLettered(t *testing.T) {
 			}
 			reasons[string(dl.Key)] = dl.Reason
 		}
-		return len(reasons) == 3
+		return len(reasons) == 4
 	})
 	for key, want := range map[string]string{"11111111111": "undecodable", "22222222222": "undecodable",
-		id: fmt.Sprintf("belongs on partition %d", streams.Partition(id, parts))} {
+		owner: fmt.Sprintf("belongs on partition %d", streams.Partition(owner, parts)),
+		id:    fmt.Sprintf("belongs on partition %d", streams.Partition(id, parts))} {
 		if !strings.Contains(reasons[key], want) {
 			t.Errorf("%s: reason %q, want %q in it", key, reasons[key], want)
 		}

@@ -49,9 +49,10 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 	}
 }
 
-// Graph returns the drafts group's graph.
-func Graph(m *Metrics) *goka.GroupGraph {
-	h := &handler{m: m}
+// Graph returns the drafts group's graph; partitions is how many
+// drafts.commands has (0: a command's placement is not checked).
+func Graph(m *Metrics, partitions int32) *goka.GroupGraph {
+	h := &handler{m: m, partitions: partitions}
 	return goka.DefineGroup(Group,
 		goka.Input(commands, new(codec.Bytes), h.command),
 		goka.Persist(TableCodec),
@@ -61,11 +62,18 @@ func Graph(m *Metrics) *goka.GroupGraph {
 	)
 }
 
-type handler struct{ m *Metrics }
+type handler struct {
+	m          *Metrics
+	partitions int32
+}
 
 func (h *handler) command(ctx goka.Context, msg any) {
 	data, _ := msg.([]byte)
 	var c schemas.DraftCommand
+	if reason := streams.Misplaced(ctx.Key(), ctx.Partition(), h.partitions); reason != "" {
+		h.reject(ctx, data, &c, reason) // the owner's draft lives on another partition
+		return
+	}
 	if err := schemas.DraftCommands.Decode(data, &c); err != nil {
 		h.reject(ctx, data, &c, fmt.Sprintf("undecodable draft command: %v", err))
 		return
@@ -264,25 +272,36 @@ func (h *handler) reject(ctx goka.Context, data []byte, c *schemas.DraftCommand,
 // Config of the drafts group.
 type Config struct {
 	Streams streams.Config
-	Metrics *Metrics
-	OnReady func()
+	// Partitions of drafts.commands: a command on another partition than
+	// its owner's is refused. 0: Run asks the broker.
+	Partitions int32
+	Metrics    *Metrics
+	OnReady    func()
 }
 
 func (c *Config) graph() *goka.GroupGraph {
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(metrics.New())
 	}
-	return Graph(c.Metrics)
+	return Graph(c.Metrics, c.Partitions)
 }
 
 // Run runs the drafts group until ctx is done.
 func Run(ctx context.Context, cfg Config) error {
+	if cfg.Partitions == 0 {
+		n, err := streams.Partitions(ctx, cfg.Streams.Brokers, topics.DraftsCommands)
+		if err != nil {
+			return fmt.Errorf("drafts: %w", err)
+		}
+		cfg.Partitions = n
+	}
 	return streams.RunProcessor(ctx, cfg.Streams, cfg.graph(), cfg.OnReady)
 }
 
 // Replay rebuilds the drafts table from drafts.commands. The group must not
 // be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
+	cfg.Partitions = partitions
 	return streams.ReplayGroup(ctx, cfg.Streams, cfg.graph, partitions, replication)
 }
 

@@ -58,8 +58,12 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 // Graph returns the numerator group: it records in which generation every
 // key was last seen, and applies the sealer's decisions (numerator.results),
 // emitting every changed assignment on numerator.assignments.
-func Graph(m *Metrics) *goka.GroupGraph {
-	h := &handler{m: m}
+//
+// partitions is how many numerator.offers and numerator.results have (0:
+// placement not checked): a key on another partition than its own is
+// dead-lettered, its entry being elsewhere.
+func Graph(m *Metrics, partitions int32) *goka.GroupGraph {
+	h := &handler{m: m, partitions: partitions}
 	return goka.DefineGroup(Group,
 		goka.Input(offersStream, new(codec.Bytes), h.offer),
 		goka.Input(resultsStream, new(codec.Bytes), h.result),
@@ -69,7 +73,10 @@ func Graph(m *Metrics) *goka.GroupGraph {
 	)
 }
 
-type handler struct{ m *Metrics }
+type handler struct {
+	m          *Metrics
+	partitions int32
+}
 
 func (h *handler) dead(ctx goka.Context, topic string, data []byte, reason string) {
 	ctx.Emit(deadStream, ctx.Key(), streams.NewDeadLetter(string(Group), topic, ctx.Partition(), ctx.Offset(),
@@ -107,6 +114,10 @@ func CheckOffer(msgKey string, o *schemas.OfferSeen, e *schemas.NumeratorEntry) 
 
 func (h *handler) offer(ctx goka.Context, msg any) {
 	data, _ := msg.([]byte)
+	if reason := streams.Misplaced(ctx.Key(), ctx.Partition(), h.partitions); reason != "" {
+		h.dead(ctx, topics.NumeratorOffers, data, reason)
+		return
+	}
 	var o schemas.OfferSeen
 	if err := schemas.OffersSeen.Decode(data, &o); err != nil {
 		h.dead(ctx, topics.NumeratorOffers, data, fmt.Sprintf("undecodable offer: %v", err))
@@ -138,6 +149,10 @@ func (h *handler) offer(ctx goka.Context, msg any) {
 
 func (h *handler) result(ctx goka.Context, msg any) {
 	data, _ := msg.([]byte)
+	if reason := streams.Misplaced(ctx.Key(), ctx.Partition(), h.partitions); reason != "" {
+		h.dead(ctx, topics.NumeratorResults, data, reason)
+		return
+	}
 	var a schemas.Assignment
 	if err := schemas.Assignments.Decode(data, &a); err != nil {
 		h.dead(ctx, topics.NumeratorResults, data, fmt.Sprintf("undecodable result: %v", err))

@@ -353,6 +353,20 @@ func TestBadInputGoesToTheDeadLetters(t *testing.T) {
 		&kgo.Record{Topic: topics.NumeratorOffers, Key: []byte("1/x/0/1"), Value: noShop},
 		&kgo.Record{Topic: topics.NumeratorOffers, Key: []byte(k0.String()), Value: back},
 	)
+	// A key on another partition than murmur2 gives it: its entry is not there.
+	misplaced := key(99).String()
+	seen, _ := schemas.OffersSeen.Encode(&schemas.OfferSeen{BusinessID: int64(key(99).BusinessID), OfferID: key(99).OfferID,
+		ShopID: int64(key(99).ShopID), WarehouseID: int64(key(99).WarehouseID), Generation: 2})
+	ends, err := streams.EndOffsets(testkit.Context(t, time.Minute), testkit.Admin(t, c.brokers), topics.NumeratorOffers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int32(len(ends))
+	manual := testkit.Client(t, c.brokers, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := manual.ProduceSync(testkit.Context(t, time.Minute), &kgo.Record{Topic: topics.NumeratorOffers, Key: []byte(misplaced),
+		Value: seen, Partition: (streams.Partition(misplaced, n) + 1) % n}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
 	c.seal(2, 1)
 	old, _ := schemas.GenerationMarkers.Encode(&schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: 1, Scheme: -1})
 	unknown, _ := schemas.GenerationMarkers.Encode(&schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: 9, Scheme: -1})
@@ -360,8 +374,8 @@ func TestBadInputGoesToTheDeadLetters(t *testing.T) {
 		&kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: []byte("junk")},
 		&kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: unknown})
 	want := []string{"undecodable offer", "name different offers", "shop_id is missing", "goes back",
-		"not after the sealed generation", "undecodable marker", "generation 9 is unknown"}
-	testkit.Eventually(t, time.Minute, "seven dead letters", func() bool {
+		"not after the sealed generation", "undecodable marker", "generation 9 is unknown", "belongs on partition"}
+	testkit.Eventually(t, time.Minute, "eight dead letters", func() bool {
 		var reasons []string
 		for _, r := range testkit.ReadAll(t, c.brokers, topics.NumeratorDead) {
 			var d schemas.DeadLetter

@@ -14,6 +14,7 @@ import (
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
 )
 
 // Config of a numerator: the group, a view of its table and the sealer.
@@ -78,7 +79,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	proc, err := goka.NewProcessor(cfg.Streams.Brokers, Graph(cfg.Metrics), cfg.Streams.ProcessorOptions(Group)...)
+	parts, err := streams.Partitions(ctx, cfg.Streams.Brokers, topics.NumeratorOffers)
+	if err != nil {
+		return fmt.Errorf("numerator: %w", err)
+	}
+	proc, err := goka.NewProcessor(cfg.Streams.Brokers, Graph(cfg.Metrics, parts), cfg.Streams.ProcessorOptions(Group)...)
 	if err != nil {
 		return fmt.Errorf("numerator: %w", err)
 	}
@@ -129,5 +134,5 @@ func Replay(ctx context.Context, cfg Config, partitions int32, replication int16
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(metrics.New())
 	}
-	return streams.ReplayGroup(ctx, cfg.Streams, func() *goka.GroupGraph { return Graph(cfg.Metrics) }, partitions, replication)
+	return streams.ReplayGroup(ctx, cfg.Streams, func() *goka.GroupGraph { return Graph(cfg.Metrics, partitions) }, partitions, replication)
 }
