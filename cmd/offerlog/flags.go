@@ -121,13 +121,37 @@ func requireBrokers(b *brokersFlag) error {
 	return nil
 }
 
-// platformFlags adds the flags of a platform process to f and returns the
-// config they fill.
+// platform adds the flags of a platform process to f and returns the
+// config they fill: the rules (rules) and where it listens and what it
+// talks to.
 func (f *flags) platform() *platform.Config {
-	cfg := platform.DefaultConfig()
-	f.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data directory (embedded broker data, local table state)")
+	cfg := f.rules()
 	f.StringVar(&cfg.HTTPAddr, "http", cfg.HTTPAddr, "HTTP address of the API and /metrics (empty: none)")
 	f.StringVar(&cfg.GRPCAddr, "grpc", cfg.GRPCAddr, "gRPC address of the offer API, with the api component (empty: none)")
+	f.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "how often the registry looks for expired documents")
+	f.DurationVar(&cfg.WaitTimeout, "wait-timeout", cfg.WaitTimeout, "longest wait for a verdict with ?wait=true, or for a group's answer to an offer API write")
+	f.StringVar(&cfg.ZooKeeper, "zookeeper", "", "ZooKeeper ensemble host:port,... of the numerator's coordinator (empty: in process, one master)")
+	f.StringVar(&cfg.Numerator.Holder, "master", cfg.Numerator.Holder, "this numerator master's name in the coordinator")
+	f.DurationVar(&cfg.Numerator.LockTimeout, "lock-timeout", cfg.Numerator.LockTimeout, "longest a numerator master holds the write lock for one build")
+	f.DurationVar(&cfg.ZooKeeperSession, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the numerator's coordinator: a killed master's lock is free this long after")
+	f.StringVar(&cfg.Cache.Table, "table", cfg.Cache.Table, "the table topic the cache serves")
+	f.StringVar(&cfg.Cache.Addr, "cache-grpc", cfg.Cache.Addr, "gRPC address of the cache (run cache takes --grpc too)")
+	f.StringVar(&cfg.Cache.DC, "dc", cfg.Cache.DC, "the cache server's data centre")
+	f.StringVar(&cfg.Cache.Host, "host", cfg.Cache.Host, "the cache server's name in ZooKeeper (default: the hostname)")
+	f.IntVar(&cfg.Cache.Shards, "shards", cfg.Cache.Shards, "how many shards the cache's table is cut into (more than 1 needs --zookeeper)")
+	f.StringVar(&cfg.YDB, "ydb", "", "YDB DSN (grpc://host:2136/local) of the sinks; without it no sink runs")
+	f.Func("source", "topic(s) the YDB sink follows, comma-separated (default: every topic it maps)", func(s string) error {
+		cfg.SinkSources = strings.Split(s, ",")
+		return nil
+	})
+	return cfg
+}
+
+// rules adds the flags that decide what the processors do (and where their
+// state is) to f: what a replay must be given as the processors ran.
+func (f *flags) rules() *platform.Config {
+	cfg := platform.DefaultConfig()
+	f.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data directory (embedded broker data, local table state)")
 	partitions := int(cfg.Partitions)
 	f.Func("partitions", fmt.Sprintf("partitions of the catalogue's partitioned topics (default %d)", partitions), func(s string) error {
 		var n int
@@ -146,26 +170,10 @@ func (f *flags) platform() *platform.Config {
 	f.IntVar(&cfg.Rules.MaxDocumentBytes, "max-document-bytes", cfg.Rules.MaxDocumentBytes, "largest accepted document, encoded")
 	f.DurationVar(&cfg.Rules.TombstoneTTL, "tombstone-ttl", cfg.Rules.TombstoneTTL, "how long a delete blocks older versions")
 	f.DurationVar(&cfg.EpochGrace, "epoch-grace", cfg.EpochGrace, "how long after its registration a new epoch makes older epochs stale")
-	f.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "how often the registry looks for expired documents")
-	f.DurationVar(&cfg.WaitTimeout, "wait-timeout", cfg.WaitTimeout, "longest wait for a verdict with ?wait=true, or for a group's answer to an offer API write")
-	f.StringVar(&cfg.ZooKeeper, "zookeeper", "", "ZooKeeper ensemble host:port,... of the numerator's coordinator (empty: in process, one master)")
 	f.Int64Var(&cfg.Numerator.TTL, "ttl-generations", cfg.Numerator.TTL, "generations a key may go unseen before its doc_id is freed")
 	f.Float64Var(&cfg.Numerator.RebuildShare, "rebuild-share", cfg.Numerator.RebuildShare, "share of holes in a shard that triggers a rebuild (0: never by itself)")
 	f.Int64Var(&cfg.Numerator.Scheme, "scheme", cfg.Numerator.Scheme, "sharding scheme of a new numerator state")
 	f.Int64Var(&cfg.Numerator.Type, "state-type", cfg.Numerator.Type, "T of the numerator's state version T.S.V.G")
-	f.StringVar(&cfg.Numerator.Holder, "master", cfg.Numerator.Holder, "this numerator master's name in the coordinator")
-	f.DurationVar(&cfg.Numerator.LockTimeout, "lock-timeout", cfg.Numerator.LockTimeout, "longest a numerator master holds the write lock for one build")
-	f.DurationVar(&cfg.ZooKeeperSession, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the numerator's coordinator: a killed master's lock is free this long after")
-	f.StringVar(&cfg.Cache.Table, "table", cfg.Cache.Table, "the table topic the cache serves")
-	f.StringVar(&cfg.Cache.Addr, "cache-grpc", cfg.Cache.Addr, "gRPC address of the cache (run cache takes --grpc too)")
-	f.StringVar(&cfg.Cache.DC, "dc", cfg.Cache.DC, "the cache server's data centre")
-	f.StringVar(&cfg.Cache.Host, "host", cfg.Cache.Host, "the cache server's name in ZooKeeper (default: the hostname)")
-	f.IntVar(&cfg.Cache.Shards, "shards", cfg.Cache.Shards, "how many shards the cache's table is cut into (more than 1 needs --zookeeper)")
 	f.StringVar(&cfg.StagesFile, "stages", "", "YAML file of the scheduler's stages (default: the built-in expiry stage, 180 days)")
-	f.StringVar(&cfg.YDB, "ydb", "", "YDB DSN (grpc://host:2136/local) of the sinks; without it no sink runs")
-	f.Func("source", "topic(s) the YDB sink follows, comma-separated (default: every topic it maps)", func(s string) error {
-		cfg.SinkSources = strings.Split(s, ",")
-		return nil
-	})
 	return &cfg
 }

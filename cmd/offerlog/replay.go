@@ -21,7 +21,7 @@ const groups = "registry, indexer, numerator, offers, drafts or cabinet; replay 
 func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	f := newFlags("replay", stderr)
 	brokers := f.brokers()
-	cfg := f.platform()
+	cfg := f.rules()
 	if err := f.parse(args); err != nil {
 		return err
 	}
