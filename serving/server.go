@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/schemas/proto/servingv1"
 	"github.com/offerlog/offerlog/streams"
@@ -30,9 +31,13 @@ type ServerConfig struct {
 	// DC and Host name the server in answers.
 	DC, Host string
 	// Owner decides the server's shard.
-	Owner   Owner
-	Metrics *metrics.Registry
-	Logger  *slog.Logger
+	Owner Owner
+	// Limits bound the gRPC server; GRPCOptions are added to them
+	// (credentials, interceptors).
+	Limits      listener.Limits
+	GRPCOptions []grpc.ServerOption
+	Metrics     *metrics.Registry
+	Logger      *slog.Logger
 }
 
 // Server holds one shard of a table in memory, kept up to date from the
@@ -69,7 +74,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 
 // Serve answers gRPC on ln and keeps a shard until ctx is done.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	g := grpc.NewServer()
+	g := s.cfg.Limits.GRPCServer(s.cfg.GRPCOptions...)
 	servingv1.RegisterCacheServer(g, s)
 	errc := make(chan error, 1)
 	go func() { errc <- g.Serve(ln) }()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -128,6 +129,8 @@ func (f *flags) platform() *platform.Config {
 	cfg := f.rules()
 	f.StringVar(&cfg.HTTPAddr, "http", cfg.HTTPAddr, "HTTP address of the API and /metrics (empty: none)")
 	f.StringVar(&cfg.GRPCAddr, "grpc", cfg.GRPCAddr, "gRPC address of the offer API, with the api component (empty: none)")
+	f.IntVar(&cfg.Limits.MaxConns, "max-conns", listener.DefaultLimits.MaxConns, "most connections served at once by each HTTP and gRPC listener; more wait")
+	f.DurationVar(&cfg.Limits.ReadTimeout, "read-timeout", listener.DefaultLimits.ReadTimeout, "longest an HTTP client may take to send a whole request, body included")
 	f.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "how often the registry looks for expired documents")
 	f.DurationVar(&cfg.WaitTimeout, "wait-timeout", cfg.WaitTimeout, "longest wait for a verdict with ?wait=true, or for a group's answer to an offer API write")
 	f.StringVar(&cfg.ZooKeeper, "zookeeper", "", "ZooKeeper ensemble host:port,... of the numerator's coordinator (empty: in process, one master)")

@@ -340,6 +340,10 @@ func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnprocessableEntity, fe)
 		return
 	}
+	if err := schemas.CheckKey(doc.PK); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, fieldErr("pk", "%v", err))
+		return
+	}
 	if err := registry.ValidateShape(doc); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, err)
 		return

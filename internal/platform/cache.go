@@ -59,12 +59,12 @@ func runCache(ctx context.Context, sup *supervisor, cfg Config, brokers []string
 		}
 	}
 	srv, err := serving.NewServer(serving.ServerConfig{Brokers: brokers, Table: cc.Table, Shards: cc.Shards, DC: cc.DC,
-		Host: cc.Host, Owner: owner, Metrics: reg, Logger: log})
+		Host: cc.Host, Owner: owner, Metrics: reg, Logger: log, Limits: cfg.Limits})
 	if err != nil {
 		ln.Close()
 		return "", nil, err
 	}
-	sup.Go(ctx, ComponentCache, true, func(ctx context.Context) error { return srv.Serve(ctx, ln) })
+	sup.Go(ctx, ComponentCache, true, func(ctx context.Context) error { return srv.Serve(ctx, cfg.Limits.Bound(ln)) })
 	ready := make(chan struct{})
 	go func() {
 		t := time.NewTicker(50 * time.Millisecond)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/offerlog/offerlog/internal/api"
+	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/processors/cabinet"
 	"github.com/offerlog/offerlog/processors/drafts"
 	"github.com/offerlog/offerlog/processors/indexer"
@@ -251,7 +252,13 @@ func startHTTP(ctx context.Context, p *process) error {
 		return fmt.Errorf("http: %w", err)
 	}
 	p.info.HTTPAddr = ln.Addr().String()
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	limits := p.cfg.Limits
+	if limits.WriteTimeout == 0 {
+		// An answer may wait for a verdict or a group's answer.
+		limits.WriteTimeout = max(listener.DefaultLimits.WriteTimeout, p.cfg.WaitTimeout+30*time.Second)
+	}
+	ln = limits.HTTPListener(ln)
+	srv := limits.HTTPServer(handler)
 	p.sup.Go(ctx, componentHTTP, false, func(ctx context.Context) error {
 		go func() {
 			<-ctx.Done()

@@ -121,7 +121,8 @@ func (g *process) serveGRPC(ctx context.Context, addr string, svc *offerapi.Serv
 	if err != nil {
 		return "", fmt.Errorf("grpc: %w", err)
 	}
-	srv := grpc.NewServer()
+	srv := g.cfg.Limits.GRPCServer()
+	ln = g.cfg.Limits.Bound(ln)
 	svc.RegisterGRPC(srv)
 	svc.RegisterStageStates(srv)
 	g.sup.Go(ctx, "grpc", false, func(ctx context.Context) error {

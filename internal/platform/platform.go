@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/broker"
+	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/internal/offerapi"
 	"github.com/offerlog/offerlog/processors/numerator"
@@ -55,6 +56,9 @@ type Config struct {
 	// GRPCAddr serves the offer API over gRPC with the api component; ""
 	// serves nothing.
 	GRPCAddr string
+	// Limits bound the HTTP and gRPC listeners (connections, timeouts,
+	// message sizes); zero fields take listener.DefaultLimits.
+	Limits listener.Limits
 	// Components to run; empty runs all.
 	Components []string
 	// ExportFraming is the framing of the export topics (documents.results,

@@ -191,8 +191,8 @@ func check(it *schemas.FeedItem, key string) error {
 		return fmt.Errorf("task_id %d: want a positive task id", it.TaskID)
 	case it.End:
 		return nil
-	case it.ExternalID == "" || strings.ContainsAny(it.ExternalID, "\x00"):
-		return fmt.Errorf("external_id %q: want a non-empty id", it.ExternalID)
+	case schemas.CheckKey(it.ExternalID) != nil:
+		return fmt.Errorf("external_id %.64q: %w", it.ExternalID, schemas.CheckKey(it.ExternalID))
 	case it.Offer == nil:
 		return errors.New("offer: missing")
 	}

@@ -117,6 +117,9 @@ func Decide(cur *schemas.RegistryRecord, in Ingest, epochs Epochs, rules Rules) 
 	if !ok {
 		return invalid("key %q is not client/pk", in.Key)
 	}
+	if err := schemas.CheckKey(pk); err != nil {
+		return invalid("key's pk: %v", err)
+	}
 	doc := in.Doc
 	if rules.MaxDocumentBytes > 0 && in.Size > rules.MaxDocumentBytes {
 		return invalid("document is %d bytes, more than the limit of %d", in.Size, rules.MaxDocumentBytes)
@@ -287,8 +290,8 @@ func fieldEqual(a, b schemas.Field) bool {
 // value each.
 func ValidateShape(doc *schemas.RawDocument) error {
 	switch {
-	case doc.PK == "":
-		return fmt.Errorf("pk is empty")
+	case schemas.CheckKey(doc.PK) != nil:
+		return fmt.Errorf("pk: %w", schemas.CheckKey(doc.PK))
 	case doc.Version < 0:
 		return fmt.Errorf("version %d is negative", doc.Version)
 	case doc.Epoch < 0:

@@ -247,3 +247,24 @@ func TestRecallAndRemember(t *testing.T) {
 		t.Fatal("Change keeps the bookkeeping or changed its input")
 	}
 }
+
+func TestKeysAreTheProducersBytes(t *testing.T) {
+	long := strings.Repeat("k", schemas.MaxKeyBytes+1)
+	for _, c := range []struct{ name, key, pk string }{
+		{"pk over 1 KiB", "shop/" + long, long},
+		{"pk not UTF-8", "shop/a\xffb", "a\xffb"},
+		{"key's pk not UTF-8, document's decoded", "shop/a\xffb", "a\uFFFDb"},
+		{"control character", "shop/a\x01b", "a\x01b"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := doc(1, 1, t0)
+			d.PK = c.pk
+			in := ingestAt(d, t0)
+			in.Key = c.key
+			out := Decide(nil, in, catalogue(), DefaultRules())
+			if out.Verdict != schemas.Invalid || !strings.Contains(out.Reason, "pk") {
+				t.Fatalf("got %s %q, want INVALID naming the pk", out.Verdict, out.Reason)
+			}
+		})
+	}
+}
