@@ -32,6 +32,9 @@ type ClientConfig struct {
 	// NoShardWait is how long Get waits for a shard to appear for a key
 	// before reporting it (default 3 ping periods).
 	NoShardWait time.Duration
+	// DialOptions are added to every connection's (credentials: the
+	// servers of a platform with auth on take admin tokens only).
+	DialOptions []grpc.DialOption
 	Logger      *slog.Logger
 }
 
@@ -144,7 +147,7 @@ func (c *Client) conn(host string) (*grpc.ClientConn, error) {
 	if conn, ok := c.conns[host]; ok {
 		return conn, nil
 	}
-	conn, err := grpc.NewClient(host, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(host, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, c.cfg.DialOptions...)...)
 	if err != nil {
 		return nil, err
 	}

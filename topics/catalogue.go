@@ -137,6 +137,9 @@ func ForStages(stages, pushing []string, partitions int32) []Topic {
 	return out
 }
 
+// AuthTokens holds the API tokens, compacted, keyed by token id.
+const AuthTokens = "auth.tokens"
+
 // Prefixes of the per-client export topics.
 const (
 	SaasPrefix = "saas."
@@ -249,6 +252,8 @@ func Catalogue(partitions int32) []Topic {
 			Doc: "pending stage timers, key offer_id/stage"},
 		{Name: SchedulerEffects, Partitions: partitions, Retention: 7 * day, Schema: schemas.StageEffectName,
 			Doc: "saved stage results (offer and state), for side effects, key offer id"},
+		{Name: AuthTokens, Partitions: 1, Compacted: true, Schema: schemas.TokenName,
+			Doc: "API tokens, key token id: scope and hash, never the token itself"},
 		{Name: SchedulerDead, Partitions: partitions, Retention: 30 * day, Schema: schemas.DeadLetterName,
 			Doc: "queue items a stage failed on too many times, with the reason"},
 	}

@@ -42,6 +42,14 @@ func printInfo(w io.Writer, info platform.Info) {
 	if info.GRPCAddr != "" {
 		fmt.Fprintf(w, "  grpc     %s (offerlog.offer.v1.OfferService)\n", info.GRPCAddr)
 	}
+	switch {
+	case info.Insecure:
+		fmt.Fprintln(w, "  auth     OFF (--insecure): anyone who reaches a port may do everything")
+	case info.AdminToken != "":
+		fmt.Fprintf(w, "  auth     on; admin token in %s (export OFFERLOG_TOKEN=$(cat %s))\n", info.AdminToken, info.AdminToken)
+	default:
+		fmt.Fprintln(w, "  auth     on (offerlog token create makes tokens)")
+	}
 	if info.CacheAddr != "" {
 		fmt.Fprintf(w, "  cache    %s (offerlog.serving.v1.Cache; offerlog get --hosts %s KEY)\n", info.CacheAddr, info.CacheAddr)
 	}

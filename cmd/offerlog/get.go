@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/zkconn"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/serving"
@@ -23,6 +24,7 @@ func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	zkServers := f.String("zookeeper", "", "ZooKeeper ensemble host:port,... where cache servers register")
 	hosts := f.String("hosts", "127.0.0.1:9091", "comma-separated cache servers, when not found in ZooKeeper")
 	timeout := f.Duration("timeout", 10*time.Second, "how long to wait for the answer")
+	token := f.token()
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -35,6 +37,11 @@ func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	// A shard owner may be starting: wait for one as long as for the answer.
 	cfg := serving.ClientConfig{Hosts: serving.StaticHosts(strings.Split(*hosts, ",")...), PingPeriod: 200 * time.Millisecond,
 		NoShardWait: *timeout, Logger: log}
+	if t, err := token.get(); err != nil {
+		return err
+	} else if t != "" {
+		cfg.DialOptions = append(cfg.DialOptions, auth.BearerDial(t))
+	}
 	if *zkServers != "" {
 		conn, _, err := zkconn.Dial(ctx, *zkServers, 10*time.Second, log)
 		if err != nil {

@@ -25,6 +25,7 @@ func commands() []command {
 		{"broker", "[--data DIR] [--kafka-addr HOST:PORT] [--fsync]", "run the embedded broker alone", runBroker},
 		{"run", "COMPONENT --brokers B [--data DIR] [--http HOST:PORT]", "run one component (registry, indexer, numerator, offers, drafts, cabinet, feeds, scheduler, api, cache, sink-ydb) against a cluster", runComponent},
 		{"get", "[--table T] [--zookeeper HOSTS | --hosts A,B] KEY...", "read keys from the serving cache and print them as JSON", runGet},
+		{"token", "create (--admin | --client C | --seller S | --stage NAME) [--ttl D] | revoke ID | list  --brokers B", "create, revoke or list API tokens", runToken},
 		{"topics", "ensure|list --brokers B [--partitions N]", "create or check the topic catalogue", runTopics},
 		{"produce", "--brokers B TOPIC", "produce JSON lines {\"key\",\"value\"} from stdin as Avro events", runProduce},
 		{"consume", "--brokers B TOPIC [--from-beginning] [--max N] [--timeout D]", "print a topic's events as JSON lines", runConsume},

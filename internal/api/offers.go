@@ -16,23 +16,23 @@ import (
 // routeOffers adds the offer API's routes.
 func (s *Server) routeOffers() {
 	// Every route answers 503 where the offer API does not run.
-	route := func(pattern string, h http.HandlerFunc) {
-		s.route(pattern, func(w http.ResponseWriter, r *http.Request) {
+	route := func(pattern string, need access, h http.HandlerFunc) {
+		s.route(pattern, need, func(w http.ResponseWriter, r *http.Request) {
 			if s.offersOn(w) {
 				h(w, r)
 			}
 		})
 	}
-	route("POST /v1/drafts/current", s.currentDraft)
-	route("PUT /v1/drafts/{id}", s.saveDraft)
-	route("POST /v1/drafts/{id}/publish", s.publishDraft)
-	route("GET /v1/offers/{id}", s.getOffer)
-	route("PUT /v1/offers/{id}", s.updateOffer)
-	route("DELETE /v1/offers/{id}", s.deleteOffer)
-	route("GET /v1/sellers/{seller}/offers", s.listOffers)
-	route("GET /v1/sellers/{seller}/counters", s.counters)
-	route("POST /v1/sellers/{seller}/feeds/{task}", s.feedItems)
-	route("POST /v1/sellers/{seller}/feeds/{task}/finish", s.finishFeed)
+	route("POST /v1/drafts/current", anyToken, s.currentDraft)
+	route("PUT /v1/drafts/{id}", anyToken, s.saveDraft)
+	route("POST /v1/drafts/{id}/publish", anyToken, s.publishDraft)
+	route("GET /v1/offers/{id}", anyToken, s.getOffer)
+	route("PUT /v1/offers/{id}", anyToken, s.updateOffer)
+	route("DELETE /v1/offers/{id}", anyToken, s.deleteOffer)
+	route("GET /v1/sellers/{seller}/offers", sellerPath, s.listOffers)
+	route("GET /v1/sellers/{seller}/counters", sellerPath, s.counters)
+	route("POST /v1/sellers/{seller}/feeds/{task}", sellerPath, s.feedItems)
+	route("POST /v1/sellers/{seller}/feeds/{task}/finish", sellerPath, s.finishFeed)
 }
 
 // offerError writes a service error with its status.
@@ -43,7 +43,8 @@ func offerError(w http.ResponseWriter, err error) {
 		return
 	}
 	status := map[offerapi.Kind]int{offerapi.Invalid: http.StatusUnprocessableEntity, offerapi.NotFound: http.StatusNotFound,
-		offerapi.Conflict: http.StatusConflict, offerapi.Unavailable: http.StatusServiceUnavailable,
+		offerapi.Forbidden: http.StatusForbidden,
+		offerapi.Conflict:  http.StatusConflict, offerapi.Unavailable: http.StatusServiceUnavailable,
 		offerapi.Timeout: http.StatusGatewayTimeout}[e.Kind]
 	if e.Kind == offerapi.Conflict && e.Version > 0 {
 		writeJSON(w, status, struct {

@@ -204,23 +204,23 @@ func registryErr(w http.ResponseWriter, status int, e *RegistryError) { writeReg
 
 func (s *Server) routeSchemaRegistry() {
 	const root = "/schema-registry"
-	s.route("GET "+root+"/subjects", s.srSubjects)
-	s.route("GET "+root+"/subjects/{subject}/versions", s.srVersions)
-	s.route("GET "+root+"/subjects/{subject}/versions/{version}", s.srVersion)
-	s.route("GET "+root+"/subjects/{subject}/versions/{version}/schema", s.srVersionSchema)
-	s.route("GET "+root+"/schemas/ids/{id}", s.srSchemaByID)
-	s.route("GET "+root+"/schemas/ids/{id}/schema", s.srSchemaByID)
-	s.route("GET "+root+"/schemas/ids/{id}/versions", s.srSchemaVersions)
-	s.route("GET "+root+"/schemas/types", func(w http.ResponseWriter, _ *http.Request) {
+	s.route("GET "+root+"/subjects", anyToken, s.srSubjects)
+	s.route("GET "+root+"/subjects/{subject}/versions", anyToken, s.srVersions)
+	s.route("GET "+root+"/subjects/{subject}/versions/{version}", anyToken, s.srVersion)
+	s.route("GET "+root+"/subjects/{subject}/versions/{version}/schema", anyToken, s.srVersionSchema)
+	s.route("GET "+root+"/schemas/ids/{id}", anyToken, s.srSchemaByID)
+	s.route("GET "+root+"/schemas/ids/{id}/schema", anyToken, s.srSchemaByID)
+	s.route("GET "+root+"/schemas/ids/{id}/versions", anyToken, s.srSchemaVersions)
+	s.route("GET "+root+"/schemas/types", anyToken, func(w http.ResponseWriter, _ *http.Request) {
 		writeRegistry(w, http.StatusOK, []string{"AVRO"})
 	})
-	s.route("GET "+root+"/config", func(w http.ResponseWriter, _ *http.Request) {
+	s.route("GET "+root+"/config", anyToken, func(w http.ResponseWriter, _ *http.Request) {
 		writeRegistry(w, http.StatusOK, map[string]string{"compatibilityLevel": "BACKWARD"})
 	})
-	s.route("GET "+root+"/config/{subject}", s.srConfig)
-	s.route("POST "+root+"/subjects/{subject}", s.srLookup)
-	s.route("POST "+root+"/subjects/{subject}/versions", s.srRegister)
-	s.route("GET /v1/schemas/{fingerprint}", s.schemaByFingerprint)
+	s.route("GET "+root+"/config/{subject}", anyToken, s.srConfig)
+	s.route("POST "+root+"/subjects/{subject}", anyToken, s.srLookup)
+	s.route("POST "+root+"/subjects/{subject}/versions", adminOnly, s.srRegister)
+	s.route("GET /v1/schemas/{fingerprint}", anyToken, s.schemaByFingerprint)
 }
 
 // srIndex returns the index, or answers 500.

@@ -14,6 +14,7 @@ import (
 	"github.com/hamba/avro/v2"
 
 	"github.com/offerlog/offerlog/internal/api"
+	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
@@ -25,7 +26,7 @@ import (
 func registryServer(t *testing.T) string {
 	t.Helper()
 	brokers := testkit.Broker(t, "").Addrs()
-	srv, err := api.New(api.Config{Producer: testkit.Client(t, brokers), Epochs: registry.NewCatalogue(registry.DefaultEpochGrace),
+	srv, err := api.New(api.Config{Auth: auth.Off(testkit.Logger()), Producer: testkit.Client(t, brokers), Epochs: registry.NewCatalogue(registry.DefaultEpochGrace),
 		Partitions: 1, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/internal/offerapi"
 	"github.com/offerlog/offerlog/processors/registry"
@@ -48,6 +49,9 @@ type Config struct {
 	Offers *offerapi.Service
 	// Ready reports whether every component the API relies on is ready.
 	Ready func() error
+	// Auth tells who a caller is (auth.On), or takes every caller for an
+	// admin (auth.Off); required.
+	Auth *auth.Authenticator
 }
 
 // Server is the HTTP API. It is an http.Handler, safe for concurrent use.
@@ -71,6 +75,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Partitions < 1 {
 		errs = append(errs, fmt.Errorf("api: %d partitions", cfg.Partitions))
 	}
+	if cfg.Auth == nil {
+		errs = append(errs, errors.New("api: no authenticator (auth.On or auth.Off)"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -87,16 +94,16 @@ func New(cfg Config) (*Server, error) {
 		requests: cfg.Metrics.Counter("offerlog_http_requests_total", "HTTP requests by route and status.", "route", "status"),
 		latency:  cfg.Metrics.Histogram("offerlog_http_request_seconds", "HTTP request latency.", metrics.LatencyBuckets, "route"),
 	}
-	s.route("PUT /v1/clients/{client}/epochs/{epoch}", s.putEpoch)
-	s.route("GET /v1/clients/{client}/epochs", s.listEpochs)
-	s.route("POST /v1/clients/{client}/documents", s.postDocument)
-	s.route("GET /v1/clients/{client}/documents/{pk}", s.getDocument)
+	s.route("PUT /v1/clients/{client}/epochs/{epoch}", clientPath, s.putEpoch)
+	s.route("GET /v1/clients/{client}/epochs", clientPath, s.listEpochs)
+	s.route("POST /v1/clients/{client}/documents", clientPath, s.postDocument)
+	s.route("GET /v1/clients/{client}/documents/{pk}", clientPath, s.getDocument)
 	s.routeOffers()
 	s.routeSchemaRegistry()
-	s.route("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	s.route("GET /healthz", public, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	s.route("GET /readyz", s.ready)
+	s.route("GET /readyz", public, s.ready)
 	s.mux.Handle("GET /metrics", cfg.Metrics.Handler())
 	return s, nil
 }
@@ -144,11 +151,34 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func (s *Server) route(pattern string, h http.HandlerFunc) {
+// access decides whether the caller of r, of scope sc, may call its route.
+type access func(r *http.Request, sc auth.Scope) error
+
+var (
+	// public routes are served without a token: probes and metrics.
+	public access
+	// anyToken routes take any valid token; what it may touch is checked
+	// further in (the offer service checks the seller).
+	anyToken access = func(*http.Request, auth.Scope) error { return nil }
+	// adminOnly routes need an admin token.
+	adminOnly access = func(r *http.Request, sc auth.Scope) error { return sc.CheckAdmin(r.Method + " " + r.URL.Path) }
+	// clientPath routes act for the {client} of their path.
+	clientPath access = func(r *http.Request, sc auth.Scope) error { return sc.Check(auth.Client, r.PathValue("client")) }
+	// sellerPath routes act for the {seller} of their path.
+	sellerPath access = func(r *http.Request, sc auth.Scope) error { return sc.Check(auth.Seller, r.PathValue("seller")) }
+)
+
+// route serves pattern with h for callers need lets in: a caller without
+// a valid token is answered 401, one outside its scope 403.
+func (s *Server) route(pattern string, need access, h http.HandlerFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		h(sw, r)
+		if err := s.authorize(&r, need); err != nil {
+			authError(sw, err)
+		} else {
+			h(sw, r)
+		}
 		s.requests.With(pattern, strconv.Itoa(sw.status)).Inc()
 		s.latency.With(pattern).Observe(time.Since(start).Seconds())
 	})
@@ -165,6 +195,31 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// authorize authenticates *r's caller for a route that needs need (none
+// for a public route) and puts its scope in *r's context.
+func (s *Server) authorize(r **http.Request, need access) error {
+	if need == nil {
+		return nil
+	}
+	ctx, err := s.cfg.Auth.Request(*r)
+	if err != nil {
+		return err
+	}
+	*r = (*r).WithContext(ctx)
+	return need(*r, auth.FromContext(ctx))
+}
+
+// authError answers a refused caller: 401 for no valid token, 403 for
+// one outside its scope.
+func authError(w http.ResponseWriter, err error) {
+	if errors.Is(err, auth.ErrForbidden) {
+		writeError(w, http.StatusForbidden, err)
+		return
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="offerlog"`)
+	writeError(w, http.StatusUnauthorized, err)
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {

@@ -28,9 +28,12 @@ const MaxPage = 200
 // List returns a page of limit offers (at most MaxPage; 0 means 50) of the
 // seller's preset after pageToken. It reads a range of cabinet.presets, so
 // a page costs the same at the millionth offer as at the first.
-func (s *Service) List(_ context.Context, seller, preset, pageToken string, limit int) (*Page, error) {
+func (s *Service) List(ctx context.Context, seller, preset, pageToken string, limit int) (*Page, error) {
 	if fe := offers.ValidSeller(seller); fe != nil {
 		return nil, &Error{Kind: Invalid, Field: fe.Field, Reason: fe.Reason}
+	}
+	if err := mayActFor(ctx, seller); err != nil {
+		return nil, err
 	}
 	if preset == "" {
 		preset = offers.PresetAll
@@ -80,9 +83,12 @@ func (s *Service) List(_ context.Context, seller, preset, pageToken string, limi
 }
 
 // Counters returns the seller's preset counts and counters.
-func (s *Service) Counters(_ context.Context, seller string) (*schemas.SellerCabinet, error) {
+func (s *Service) Counters(ctx context.Context, seller string) (*schemas.SellerCabinet, error) {
 	if fe := offers.ValidSeller(seller); fe != nil {
 		return nil, &Error{Kind: Invalid, Field: fe.Field, Reason: fe.Reason}
+	}
+	if err := mayActFor(ctx, seller); err != nil {
+		return nil, err
 	}
 	return s.counters(seller)
 }
@@ -101,7 +107,7 @@ func (s *Service) counters(seller string) (*schemas.SellerCabinet, error) {
 // FeedItems appends a task's items to feeds.ingest (all or none, in order)
 // for the loader. Every item is checked first.
 func (s *Service) FeedItems(ctx context.Context, seller string, task int64, items []schemas.FeedItem) error {
-	if err := feedTarget(seller, task); err != nil {
+	if err := feedTarget(ctx, seller, task); err != nil {
 		return err
 	}
 	recs := make([]*kgo.Record, 0, len(items))
@@ -145,7 +151,7 @@ type FeedEnd struct {
 // every offer of the seller's feed the task did not touch is deleted, unless
 // the upload failed or is partial (end), which removes nothing.
 func (s *Service) FinishFeed(ctx context.Context, seller string, task int64, end FeedEnd) error {
-	if err := feedTarget(seller, task); err != nil {
+	if err := feedTarget(ctx, seller, task); err != nil {
 		return err
 	}
 	if end.Items < 0 {
@@ -161,9 +167,12 @@ func (s *Service) FinishFeed(ctx context.Context, seller string, task int64, end
 	return nil
 }
 
-func feedTarget(seller string, task int64) error {
+func feedTarget(ctx context.Context, seller string, task int64) error {
 	if fe := offers.ValidSeller(seller); fe != nil {
 		return &Error{Kind: Invalid, Field: fe.Field, Reason: fe.Reason}
+	}
+	if err := mayActFor(ctx, seller); err != nil {
+		return err
 	}
 	if task <= 0 {
 		return errorf(Invalid, "task_id", "want a positive task id, got %d", task)

@@ -30,7 +30,8 @@ func grpcErr(err error) error {
 		return status.Error(codes.Internal, err.Error())
 	}
 	code := map[Kind]codes.Code{Invalid: codes.InvalidArgument, NotFound: codes.NotFound,
-		Conflict: codes.FailedPrecondition, Unavailable: codes.Unavailable, Timeout: codes.DeadlineExceeded}[e.Kind]
+		Conflict: codes.FailedPrecondition, Unavailable: codes.Unavailable, Timeout: codes.DeadlineExceeded,
+		Forbidden: codes.PermissionDenied}[e.Kind]
 	return status.Error(code, e.Error())
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/lovoo/goka"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/processors/drafts"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
@@ -33,6 +34,7 @@ const (
 	Conflict                    // 409 / FAILED_PRECONDITION
 	Unavailable                 // 503 / UNAVAILABLE
 	Timeout                     // 504 / DEADLINE_EXCEEDED
+	Forbidden                   // 403 / PERMISSION_DENIED
 )
 
 // Error is an answer other than success: its kind, the field at fault if
@@ -58,6 +60,29 @@ func isKind(err error, k Kind) bool {
 
 func errorf(k Kind, field, format string, args ...any) *Error {
 	return &Error{Kind: k, Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// actAs returns the seller a call acts for, by the caller's scope
+// (auth.FromContext): a seller token acts for its own seller, whatever the
+// call names (naming another is Forbidden, never believed); an admin for
+// the seller named. Any other caller is Forbidden.
+func actAs(ctx context.Context, named string) (string, error) {
+	sc := auth.FromContext(ctx)
+	switch {
+	case sc.Kind == auth.Admin:
+		return named, nil
+	case sc.Kind == auth.Seller && (named == "" || named == sc.Subject):
+		return sc.Subject, nil
+	}
+	return "", &Error{Kind: Forbidden, Reason: auth.Forbidden(sc, auth.Seller, named).Error()}
+}
+
+// mayActFor returns nil if the caller may read or write what belongs to seller.
+func mayActFor(ctx context.Context, seller string) error {
+	if err := auth.FromContext(ctx).Check(auth.Seller, seller); err != nil {
+		return &Error{Kind: Forbidden, Reason: err.Error()}
+	}
+	return nil
 }
 
 // Config of the service.
@@ -128,9 +153,12 @@ func answerErr(err error) error {
 }
 
 // Offer returns offer id as the aggregate's view holds it.
-func (s *Service) Offer(_ context.Context, id string) (*OfferVersion, error) {
+func (s *Service) Offer(ctx context.Context, id string) (*OfferVersion, error) {
 	r, err := s.record(id)
 	if err != nil {
+		return nil, err
+	}
+	if err := mayActFor(ctx, r.Offer.SellerID); err != nil {
 		return nil, err
 	}
 	return versionOf(r), nil
@@ -179,6 +207,10 @@ func (s *Service) Update(ctx context.Context, seller, id string, expected int64,
 	if !offers.ValidID(id) {
 		return nil, errorf(NotFound, "id", "%q is not an offer id", id)
 	}
+	seller, err := actAs(ctx, seller)
+	if err != nil {
+		return nil, err
+	}
 	if o == nil {
 		return nil, errorf(Invalid, "offer", "required")
 	}
@@ -203,6 +235,10 @@ func (s *Service) Update(ctx context.Context, seller, id string, expected int64,
 func (s *Service) Delete(ctx context.Context, seller, id string, expected int64) (int64, error) {
 	if !offers.ValidID(id) {
 		return 0, errorf(NotFound, "id", "%q is not an offer id", id)
+	}
+	seller, err := actAs(ctx, seller)
+	if err != nil {
+		return 0, err
 	}
 	if fe := offers.ValidSeller(seller); fe != nil {
 		return 0, &Error{Kind: Invalid, Field: fe.Field, Reason: fe.Reason}
@@ -257,6 +293,10 @@ func (s *Service) draftCommand(ctx context.Context, c *schemas.DraftCommand) (*s
 // CurrentDraft returns the visitor's draft (anonymous id, logged-in id, or
 // both) for category (optional), by the seed's rules.
 func (s *Service) CurrentDraft(ctx context.Context, anon, user, category string) (*schemas.Draft, error) {
+	user, err := actAs(ctx, user)
+	if err != nil {
+		return nil, err
+	}
 	c := &schemas.DraftCommand{Kind: schemas.DraftCurrent, Anon: anon, User: user, Category: category, NewID: offers.NewID()}
 	if anon == "" || user == "" {
 		return s.draftCommand(ctx, c)
@@ -280,6 +320,10 @@ func (s *Service) CurrentDraft(ctx context.Context, anon, user, category string)
 // SaveDraft replaces the content of the owner's draft id (the owner is the
 // user if given, else the anonymous visitor).
 func (s *Service) SaveDraft(ctx context.Context, anon, user, id string, o *schemas.Offer) (*schemas.Draft, error) {
+	user, err := actAs(ctx, user)
+	if err != nil {
+		return nil, err
+	}
 	if o == nil {
 		return nil, errorf(Invalid, "offer", "required")
 	}
@@ -301,6 +345,10 @@ func (s *Service) SaveDraft(ctx context.Context, anon, user, id string, o *schem
 // so nothing waits for the drafts view: a missing draft is answered 404 at
 // once by the group, not 504 after a wait for a version that never comes.
 func (s *Service) PublishDraft(ctx context.Context, user, id string, _ int64) (*OfferVersion, error) {
+	user, err := actAs(ctx, user)
+	if err != nil {
+		return nil, err
+	}
 	if user == "" {
 		return nil, errorf(Invalid, "user", "log in to publish")
 	}
@@ -311,7 +359,7 @@ func (s *Service) PublishDraft(ctx context.Context, user, id string, _ int64) (*
 		return nil, errorf(NotFound, "draft_id", "%q is not a draft id", id)
 	}
 	owner := drafts.UserKey(user)
-	_, err := s.draftCommand(ctx, &schemas.DraftCommand{Kind: schemas.DraftPublish, User: user, ExpectedID: id})
+	_, err = s.draftCommand(ctx, &schemas.DraftCommand{Kind: schemas.DraftPublish, User: user, ExpectedID: id})
 	var e *Error
 	switch {
 	case errors.As(err, &e) && e.Kind == NotFound:

@@ -7,15 +7,19 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/schemas/proto/stagev1"
 )
 
 // StageState returns a stage's state of offer id and its version.
-func (s *Service) StageState(_ context.Context, id, stage string) (*schemas.StageState, error) {
+func (s *Service) StageState(ctx context.Context, id, stage string) (*schemas.StageState, error) {
 	if err := offers.ValidStage(stage); err != nil {
 		return nil, errorf(Invalid, "stage", "%v", err)
+	}
+	if err := auth.FromContext(ctx).Check(auth.Stage, stage); err != nil {
+		return nil, &Error{Kind: Forbidden, Field: "stage", Reason: err.Error()}
 	}
 	r, err := s.record(id)
 	if err != nil {
@@ -31,6 +35,9 @@ func (s *Service) StageState(_ context.Context, id, stage string) (*schemas.Stag
 func (s *Service) UpdateStageState(ctx context.Context, id, stage string, st *schemas.StageState) (bool, int64, error) {
 	if err := offers.ValidStage(stage); err != nil {
 		return false, 0, errorf(Invalid, "stage", "%v", err)
+	}
+	if err := auth.FromContext(ctx).Check(auth.Stage, stage); err != nil {
+		return false, 0, &Error{Kind: Forbidden, Field: "stage", Reason: err.Error()}
 	}
 	if !offers.ValidID(id) {
 		return false, 0, errorf(NotFound, "offer_id", "%q is not an offer id", id)

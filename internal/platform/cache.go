@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/serving"
 )
@@ -41,7 +42,7 @@ func (c *CacheConfig) validate(zookeeper string) error {
 
 // runCache starts a cache server and returns its address and a channel
 // closed once it holds a loaded shard.
-func runCache(ctx context.Context, sup *supervisor, cfg Config, brokers []string, reg *metrics.Registry, log *slog.Logger) (string, <-chan struct{}, error) {
+func runCache(ctx context.Context, sup *supervisor, cfg Config, brokers []string, reg *metrics.Registry, log *slog.Logger, authn *auth.Authenticator) (string, <-chan struct{}, error) {
 	cc := cfg.Cache
 	if cc.Host == "" {
 		cc.Host, _ = os.Hostname()
@@ -59,7 +60,8 @@ func runCache(ctx context.Context, sup *supervisor, cfg Config, brokers []string
 		}
 	}
 	srv, err := serving.NewServer(serving.ServerConfig{Brokers: brokers, Table: cc.Table, Shards: cc.Shards, DC: cc.DC,
-		Host: cc.Host, Owner: owner, Metrics: reg, Logger: log, Limits: cfg.Limits})
+		Host: cc.Host, Owner: owner, Metrics: reg, Logger: log, Limits: cfg.Limits,
+		GRPCOptions: authn.GRPCOptions(auth.AdminOnly)})
 	if err != nil {
 		ln.Close()
 		return "", nil, err

@@ -43,6 +43,7 @@ const (
 	componentRegistryView = "registry-view"
 	componentOfferAPI     = "offer-api"
 	componentHTTP         = "http"
+	componentAuth         = "auth"
 )
 
 // components is the platform, declared once, in start order (every
@@ -50,6 +51,7 @@ const (
 // tests start their part of it. Shutdown cancels every component, waits
 // for all of them, then runs the closers, last opened first.
 var components = []component{
+	{name: componentAuth, start: startAuth},
 	{name: componentEpochs, start: startEpochs},
 	{name: ComponentRegistry, user: true, needs: []string{componentEpochs}, start: startRegistry},
 	{name: componentRegistryView, start: startRegistryView},
@@ -74,10 +76,10 @@ var components = []component{
 			Metrics: scheduler.NewMetrics(p.reg), Logger: p.log, OnReady: p.readyFunc()}
 		return p.goGroup(ctx, ComponentScheduler, func(ctx context.Context) error { return scheduler.Run(ctx, c) })
 	}},
-	{name: componentOfferAPI, start: startOfferAPI},
-	{name: ComponentAPI, user: true, needs: []string{componentEpochs, componentRegistryView, componentOfferAPI}, start: startAPI},
-	{name: ComponentCache, user: true, start: func(ctx context.Context, p *process) error {
-		addr, r, err := runCache(ctx, p.sup, p.cfg, p.brokers, p.reg, p.log)
+	{name: componentOfferAPI, needs: []string{componentAuth}, start: startOfferAPI},
+	{name: ComponentAPI, user: true, needs: []string{componentAuth, componentEpochs, componentRegistryView, componentOfferAPI}, start: startAPI},
+	{name: ComponentCache, user: true, needs: []string{componentAuth}, start: func(ctx context.Context, p *process) error {
+		addr, r, err := runCache(ctx, p.sup, p.cfg, p.brokers, p.reg, p.log, p.auth)
 		if err != nil {
 			return err
 		}
@@ -226,7 +228,7 @@ func startAPI(ctx context.Context, p *process) error {
 	p.ready = append(p.ready, verdicts.Ready())
 	p.handler, err = api.New(api.Config{Producer: producer, Epochs: p.epochs, Registry: p.registryView, Verdicts: verdicts,
 		Partitions: p.cfg.Partitions, Replication: p.cfg.Replication, Rules: p.cfg.Rules, WaitTimeout: p.cfg.WaitTimeout,
-		Offers: p.offerAPI, Metrics: p.reg, Logger: p.log, Ready: p.readyNow})
+		Offers: p.offerAPI, Metrics: p.reg, Logger: p.log, Ready: p.readyNow, Auth: p.auth})
 	return err
 }
 

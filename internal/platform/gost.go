@@ -121,7 +121,7 @@ func (g *process) serveGRPC(ctx context.Context, addr string, svc *offerapi.Serv
 	if err != nil {
 		return "", fmt.Errorf("grpc: %w", err)
 	}
-	srv := g.cfg.Limits.GRPCServer()
+	srv := g.cfg.Limits.GRPCServer(g.auth.GRPCOptions(nil)...)
 	ln = g.cfg.Limits.Bound(ln)
 	svc.RegisterGRPC(srv)
 	svc.RegisterStageStates(srv)

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/internal/metrics"
@@ -56,6 +57,11 @@ type Config struct {
 	// GRPCAddr serves the offer API over gRPC with the api component; ""
 	// serves nothing.
 	GRPCAddr string
+	// Insecure turns authentication off: every caller of every route may
+	// do everything. Without it, callers need a token (package auth), and
+	// the embedded broker's first start writes an admin token to
+	// DataDir/admin.token.
+	Insecure bool
 	// Limits bound the HTTP and gRPC listeners (connections, timeouts,
 	// message sizes); zero fields take listener.DefaultLimits.
 	Limits listener.Limits
@@ -171,6 +177,10 @@ type Info struct {
 	DataDir    string
 	Components []string
 	Embedded   bool
+	// Insecure is set when auth is off; AdminToken is the file of the
+	// admin token the embedded broker's first start wrote, if it exists.
+	Insecure   bool
+	AdminToken string
 }
 
 // Run runs the platform until ctx is done, then shuts every component down
@@ -247,6 +257,8 @@ type process struct {
 	registryView *registry.View
 	offerAPI     *offerapi.Service
 	handler      http.Handler
+	// auth tells who calls the HTTP and gRPC servers (componentAuth).
+	auth *auth.Authenticator
 }
 
 // open starts what every component uses: the embedded broker (without

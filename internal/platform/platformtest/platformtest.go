@@ -16,6 +16,8 @@ func Config(dataDir string) platform.Config {
 	cfg := platform.DefaultConfig()
 	cfg.DataDir, cfg.KafkaAddr, cfg.HTTPAddr, cfg.GRPCAddr, cfg.Cache.Addr = dataDir, "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Partitions = 4
+	// Tests of auth turn it on (security_test.go); the others call as admin.
+	cfg.Insecure = true
 	cfg.WaitTimeout = 20 * time.Second
 	cfg.Logger = testkit.Logger()
 	return cfg

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offerlog/offerlog/internal/auth"
+	"github.com/offerlog/offerlog/internal/testkit"
+)
+
+func TestTokenCreateListRevoke(t *testing.T) {
+	b := testkit.Broker(t, "")
+	addr := b.Addrs()[0]
+	if code, _, stderr := offerlog(t, "", "topics", "ensure", "--brokers", addr, "--partitions", "2"); code != 0 {
+		t.Fatalf("topics ensure: %d %s", code, stderr)
+	}
+	code, out, stderr := offerlog(t, "", "token", "create", "--seller", "s1", "--ttl", "1h", "--brokers", addr)
+	if code != 0 {
+		t.Fatalf("token create: %d %s", code, stderr)
+	}
+	text := strings.TrimSpace(out)
+	if !strings.HasPrefix(text, "olt_") || strings.Contains(text, "\n") {
+		t.Fatalf("token create printed %q, want the token alone", out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	store, err := auth.ReadAll(ctx, b.Addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := store.Authenticate(text)
+	if err != nil || sc.Kind != auth.Seller || sc.Subject != "s1" {
+		t.Fatalf("the created token authenticates as %v, %v", sc, err)
+	}
+	rec, _ := store.Get(sc.TokenID)
+	if strings.Contains(string(rec.Hash), text) || rec.ExpiresAt == 0 {
+		t.Fatalf("record %+v: want a hash and an expiry", rec)
+	}
+
+	code, out, _ = offerlog(t, "", "token", "list", "--brokers", addr)
+	if code != 0 || !strings.Contains(out, sc.TokenID) || !strings.Contains(out, "seller") || strings.Contains(out, text) {
+		t.Fatalf("token list: %d\n%s", code, out)
+	}
+	if code, _, stderr = offerlog(t, "", "token", "revoke", sc.TokenID, "--brokers", addr); code != 0 {
+		t.Fatalf("token revoke: %d %s", code, stderr)
+	}
+	if code, _, stderr = offerlog(t, "", "token", "revoke", sc.TokenID, "--brokers", addr); code != 1 || !strings.Contains(stderr, "already revoked") {
+		t.Fatalf("a second revoke: %d %s, want exit 1 saying so", code, stderr)
+	}
+	store, err = auth.ReadAll(ctx, b.Addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Authenticate(text); err == nil {
+		t.Fatal("a revoked token still authenticates")
+	}
+	for _, args := range [][]string{
+		{"token", "create", "--brokers", addr},
+		{"token", "create", "--admin", "--seller", "s1", "--brokers", addr},
+		{"token", "create", "--client", "a\x01b", "--brokers", addr},
+		{"token", "nosuch", "--brokers", addr},
+	} {
+		if code, _, stderr := offerlog(t, "", args...); code != 2 {
+			t.Errorf("%v: exit %d %s, want 2", args, code, stderr)
+		}
+	}
+}
