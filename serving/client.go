@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/offerlog/offerlog/schemas/proto/servingv1"
 )
@@ -44,10 +46,12 @@ type ClientConfig struct {
 type Client struct {
 	cfg ClientConfig
 
-	mu     sync.Mutex
-	conns  map[string]*grpc.ClientConn
-	shards map[string]*servingv1.Shard // by host address, the newest heard of
-	pinged chan struct{}               // closed and replaced after every ping round
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn
+	// refused is the last refusal of the client's credentials by a server.
+	refused error
+	shards  map[string]*servingv1.Shard // by host address, the newest heard of
+	pinged  chan struct{}               // closed and replaced after every ping round
 }
 
 // ErrNoShard is returned when keys belong to no shard any known server
@@ -120,8 +124,18 @@ func (c *Client) Ping(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := c.call(ctx, h, nil); err != nil {
+			_, err := c.call(ctx, h, nil)
+			if err != nil {
 				c.forget(h)
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			// A server that refuses the client's credentials will go on
+			// refusing them: Get says so rather than wait for a shard.
+			if code := status.Code(err); code == codes.Unauthenticated || code == codes.PermissionDenied {
+				c.refused = fmt.Errorf("%s: %w", h, err)
+			} else if err == nil {
+				c.refused = nil
 			}
 		}()
 	}
@@ -242,8 +256,11 @@ func (c *Client) Get(ctx context.Context, keys []string) (map[string][]byte, err
 	deadline := time.Now().Add(c.cfg.NoShardWait)
 	for len(orphans) > 0 {
 		c.mu.Lock()
-		pinged := c.pinged
+		pinged, refused := c.pinged, c.refused
 		c.mu.Unlock()
+		if refused != nil {
+			return nil, refused
+		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("%w: %v", ErrNoShard, orphans)
 		}

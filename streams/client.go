@@ -97,5 +97,6 @@ func ClientOptions() []kgo.Opt {
 // settings, then opts. Every client of offerlog is made here.
 func NewClient(brokers []string, opts ...kgo.Opt) (*kgo.Client, error) {
 	all := append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, ClientOptions()...)
+	all = append(all, clusterOptions(brokers)...)
 	return kgo.NewClient(append(all, opts...)...)
 }

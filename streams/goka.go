@@ -84,6 +84,7 @@ func (c Config) Sarama(clientID string) *sarama.Config {
 	cfg.Net.MaxOpenRequests = 5
 	cfg.Consumer.Fetch.Default = 4 << 20
 	cfg.ChannelBufferSize = 1024
+	saramaSASL(cfg, c.Brokers)
 	return cfg
 }
 

@@ -263,6 +263,7 @@ func (l *Loop) clientOptions() []kgo.Opt {
 		start = *l.cfg.Start
 	}
 	opts := append([]kgo.Opt{kgo.SeedBrokers(l.cfg.Brokers...)}, ClientOptions()...)
+	opts = append(opts, clusterOptions(l.cfg.Brokers)...)
 	opts = append(opts, kgo.ClientID("offerlog-"+l.cfg.Name),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
 		kgo.FetchMaxWait(200*time.Millisecond), kgo.ConsumeResetOffset(start))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/offerlog/offerlog/internal/broker"
@@ -33,6 +34,9 @@ func printInfo(w io.Writer, info platform.Info) {
 	fmt.Fprintf(w, "  kafka    %s", strings.Join(info.Brokers, ","))
 	if info.Embedded {
 		fmt.Fprintf(w, "  (embedded broker, data in %s)", info.DataDir)
+	}
+	if info.KafkaConfig != "" {
+		fmt.Fprintf(w, "\n           SASL/SCRAM-SHA-512; credentials in %s (kcat -F %s -L)", info.KafkaConfig, info.KafkaConfig)
 	}
 	fmt.Fprintln(w)
 	if info.HTTPAddr != "" {
@@ -63,15 +67,19 @@ func runBroker(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	data := f.String("data", "./data", "data directory")
 	addr := f.String("kafka-addr", "127.0.0.1:9092", "address to listen on")
 	fsync := f.Bool("fsync", false, fsyncUsage)
+	insecure := f.Bool("insecure", false, "take any client (no SASL)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
 	log := f.logger(stderr)
-	b, err := broker.Start(broker.Config{DataDir: *data, Addr: *addr, Partitions: 8, Fsync: *fsync, Logger: log})
+	b, err := broker.Start(broker.Config{DataDir: *data, Addr: *addr, Partitions: 8, Fsync: *fsync, SASL: !*insecure, Logger: log})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "embedded broker on %s, data in %s. Press Ctrl-C to stop.\n", strings.Join(b.Addrs(), ","), *data)
+	if _, ok := b.Credentials(); ok {
+		fmt.Fprintf(stdout, "SASL/SCRAM-SHA-512: credentials in %s\n", filepath.Join(*data, broker.PropertiesFile))
+	}
 	<-ctx.Done()
 	b.Close()
 	log.Info("broker stopped, data flushed")

@@ -6,9 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/schemas"
@@ -21,6 +23,9 @@ type flags struct {
 	*flag.FlagSet
 	logLevel string
 	client   streams.ClientSettings
+	// kafkaConfig is --kafka-config; brokerList is the command's --brokers.
+	kafkaConfig string
+	brokerList  *brokersFlag
 	// positional are the arguments that are not flags, wherever they stood.
 	positional []string
 }
@@ -30,6 +35,8 @@ func newFlags(name string, stderr io.Writer) *flags {
 	fs.SetOutput(stderr)
 	f := &flags{FlagSet: fs}
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&f.kafkaConfig, "kafka-config", "", "librdkafka properties file of the cluster (bootstrap.servers, security.protocol, sasl.*), as kcat -F takes "+
+		"(default: DATA/kafka.properties, which offerlog dev writes, if it exists)")
 	fs.StringVar(&f.client.Compression, "compression", "none", "compression of what this process produces: none, gzip, snappy, lz4 or zstd")
 	fs.Func("max-record-bytes", fmt.Sprintf("largest record batch this process produces, and the embedded broker takes (default %d)",
 		streams.DefaultMaxRecordBytes), func(s string) error {
@@ -71,11 +78,52 @@ func (f *flags) parse(args []string) error {
 			if err := streams.Configure(f.client); err != nil {
 				return fmt.Errorf("%w: %v", errUsage, err)
 			}
-			return nil
+			return f.loadKafkaConfig()
 		}
 		f.positional = append(f.positional, rest[0])
 		args = rest[1:]
 	}
+}
+
+// loadKafkaConfig applies --kafka-config: its credentials to every cluster
+// this command talks to, and its bootstrap.servers when --brokers is not
+// given. Without the flag, a command other than dev, broker and run reads
+// DATA/kafka.properties (--data, else ./data) if it exists: the embedded
+// broker's, so that the CLI works against offerlog dev as it is.
+func (f *flags) loadKafkaConfig() error {
+	path := f.kafkaConfig
+	if path == "" {
+		name := f.Name()
+		if name == "dev" || name == "broker" || strings.HasPrefix(name, "run") {
+			return nil
+		}
+		data := "./data"
+		if fl := f.Lookup("data"); fl != nil {
+			data = fl.Value.String()
+		}
+		path = filepath.Join(data, broker.PropertiesFile)
+		if _, err := os.Stat(path); err != nil {
+			return nil
+		}
+	}
+	kc, err := streams.LoadKafkaConfig(path)
+	if err != nil {
+		return fmt.Errorf("%w: --kafka-config: %v", errUsage, err)
+	}
+	brokers := kc.Brokers
+	if f.brokerList != nil {
+		if len(*f.brokerList) == 0 {
+			*f.brokerList = kc.Brokers
+		}
+		brokers = *f.brokerList
+	}
+	if kc.Credentials != nil {
+		// For the cluster this command talks to (all, if it names none).
+		if err := streams.Authenticate(brokers, *kc.Credentials); err != nil {
+			return fmt.Errorf("--kafka-config %s: %w", path, err)
+		}
+	}
+	return nil
 }
 
 // NArg returns the number of positional arguments.
@@ -111,7 +159,11 @@ func (b *brokersFlag) Set(s string) error {
 
 func (f *flags) brokers() *brokersFlag {
 	b := &brokersFlag{}
-	f.Var(b, "brokers", "comma-separated Kafka brokers")
+	f.Var(b, "brokers", "comma-separated Kafka brokers (default: --kafka-config's bootstrap.servers)")
+	f.brokerList = b
+	if f.Lookup("data") == nil {
+		f.String("data", "./data", "data directory whose kafka.properties (offerlog dev writes it) is read when no --kafka-config is given")
+	}
 	return b
 }
 

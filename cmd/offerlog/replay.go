@@ -20,8 +20,8 @@ const groups = "registry, indexer, numerator, offers, drafts or cabinet; replay 
 
 func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	f := newFlags("replay", stderr)
-	brokers := f.brokers()
 	cfg := f.rules()
+	brokers := f.brokers()
 	if err := f.parse(args); err != nil {
 		return err
 	}

@@ -17,8 +17,8 @@ func runScheduler(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		return fmt.Errorf("%w: want recrawl or redrive STAGE", errUsage)
 	}
 	f := newFlags("scheduler recrawl", stderr)
-	brokers := f.brokers()
 	cfg := f.platform()
+	brokers := f.brokers()
 	stage := f.String("stage", "", "the stage to re-crawl for")
 	if err := f.parse(args[1:]); err != nil {
 		return err

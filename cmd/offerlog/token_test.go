@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/offerlog/offerlog/internal/auth"
+	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/testkit"
 )
 
@@ -65,5 +67,33 @@ func TestTokenCreateListRevoke(t *testing.T) {
 		if code, _, stderr := offerlog(t, "", args...); code != 2 {
 			t.Errorf("%v: exit %d %s, want 2", args, code, stderr)
 		}
+	}
+}
+
+func TestKafkaConfigAuthenticatesTheCLI(t *testing.T) {
+	dir := t.TempDir()
+	b, err := broker.Start(broker.Config{DataDir: dir, Addr: "127.0.0.1:0", SASL: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	props := filepath.Join(dir, broker.PropertiesFile)
+	// Without credentials the broker refuses the CLI, within --timeout.
+	code, _, stderr := offerlog(t, "", "consume", "--brokers", b.Addrs()[0], "--timeout", "2s", "--max", "1", "auth.tokens")
+	if code != 1 {
+		t.Fatalf("consume without credentials: exit %d %s, want 1", code, stderr)
+	}
+	// With --kafka-config (brokers from its bootstrap.servers) it works.
+	if code, _, stderr := offerlog(t, "", "topics", "ensure", "--kafka-config", props, "--partitions", "1"); code != 0 {
+		t.Fatalf("topics ensure --kafka-config: %d %s", code, stderr)
+	}
+	if code, out, stderr := offerlog(t, "", "token", "create", "--admin", "--kafka-config", props); code != 0 || !strings.HasPrefix(out, "olt_") {
+		t.Fatalf("token create --kafka-config: %d %q %s", code, out, stderr)
+	}
+	if code, out, stderr := offerlog(t, "", "lag", "--brokers", b.Addrs()[0], "--kafka-config", props); code != 0 {
+		t.Fatalf("lag --kafka-config: %d %s %s", code, out, stderr)
+	}
+	if code, _, stderr := offerlog(t, "", "topics", "list", "--kafka-config", filepath.Join(dir, "nosuch")); code != 2 {
+		t.Fatalf("a missing --kafka-config: exit %d %s, want 2", code, stderr)
 	}
 }

@@ -4,7 +4,11 @@
 package broker
 
 import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -40,14 +44,32 @@ type Config struct {
 	// (message.max.bytes); default the process's streams.Settings, what
 	// its producers write at most.
 	MaxRecordBytes int32
+	// SASL makes the listener require SASL/SCRAM-SHA-512 of every client.
+	// The credentials are DataDir/kafka.properties (PropertiesFile), a
+	// librdkafka properties file written on the first start (mode 0600)
+	// and rewritten with the listener's address on every start.
+	SASL bool
 	// Logger receives the broker's warnings and errors.
 	Logger *slog.Logger
 }
+
+// PropertiesFile is the name of the embedded broker's librdkafka
+// properties file in its data directory.
+const PropertiesFile = "kafka.properties"
 
 // Broker is a running embedded broker.
 type Broker struct {
 	cluster *kfake.Cluster
 	unlock  func() // of its data directory
+	creds   *streams.Credentials
+}
+
+// Credentials returns the credentials clients need, if SASL is on.
+func (b *Broker) Credentials() (streams.Credentials, bool) {
+	if b.creds == nil {
+		return streams.Credentials{}, false
+	}
+	return *b.creds, true
 }
 
 // Start starts a broker. It returns an error if the address cannot be
@@ -100,12 +122,34 @@ func Start(cfg Config) (*Broker, error) {
 		unlock = u
 		opts = append(opts, kfake.DataDir(dir))
 	}
+	var creds *streams.Credentials
+	props := filepath.Join(cfg.DataDir, PropertiesFile)
+	if cfg.SASL {
+		if cfg.DataDir == "" {
+			unlock()
+			return nil, errors.New("broker: SASL keeps its credentials in the data directory: give one")
+		}
+		c, err := credentials(props)
+		if err != nil {
+			unlock()
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+		creds = &c
+		opts = append(opts, kfake.EnableSASL(), kfake.Superuser(c.Mechanism, c.User, c.Password))
+	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		unlock()
 		return nil, fmt.Errorf("broker: start: %w", err)
 	}
-	return &Broker{cluster: c, unlock: unlock}, nil
+	b := &Broker{cluster: c, unlock: unlock, creds: creds}
+	if creds != nil {
+		if err := streams.WriteKafkaConfig(props, b.Addrs(), *creds); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+	}
+	return b, nil
 }
 
 // Addrs returns the addresses the broker listens on.
@@ -143,4 +187,23 @@ func (k kfakeLogger) Logf(level kfake.LogLevel, msg string, args ...any) {
 	case kfake.LogLevelWarn:
 		k.l.Warn(fmt.Sprintf(msg, args...))
 	}
+}
+
+// credentials returns the credentials of the properties file at path, or
+// new ones (user offerlog, a random password) if there is none yet.
+func credentials(path string) (streams.Credentials, error) {
+	kc, err := streams.LoadKafkaConfig(path)
+	switch {
+	case err == nil && kc.Credentials != nil:
+		return *kc.Credentials, nil
+	case err == nil:
+		return streams.Credentials{}, fmt.Errorf("%s has no SASL credentials: remove it to have new ones made", path)
+	case !errors.Is(err, fs.ErrNotExist):
+		return streams.Credentials{}, err
+	}
+	var pw [24]byte
+	if _, err := rand.Read(pw[:]); err != nil {
+		return streams.Credentials{}, err
+	}
+	return streams.Credentials{Mechanism: "SCRAM-SHA-512", User: "offerlog", Password: base64.RawURLEncoding.EncodeToString(pw[:])}, nil
 }

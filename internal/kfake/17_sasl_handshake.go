@@ -13,8 +13,13 @@ import (
 // * SCRAM-SHA-512
 //
 // Note: v0 is not supported (v0 uses implicit auth after handshake)
+//
+// offerlog patch 4: v0 is advertised all the same. librdkafka (kcat)
+// turns SASL on only for a broker whose SaslHandshake range includes v0
+// (its SaslHandshake feature), then speaks v1 and SaslAuthenticate as a
+// v1 broker asks; a v0 handshake is answered UNSUPPORTED_VERSION.
 
-func init() { regKey(17, 1, 1) }
+func init() { regKey(17, 0, 1) }
 
 func (c *Cluster) handleSASLHandshake(creq *clientReq) (kmsg.Response, error) {
 	req := creq.kreq.(*kmsg.SASLHandshakeRequest)
@@ -22,6 +27,11 @@ func (c *Cluster) handleSASLHandshake(creq *clientReq) (kmsg.Response, error) {
 
 	if err := c.checkReqVersion(req.Key(), req.Version); err != nil {
 		return nil, err
+	}
+	if req.Version == 0 { // offerlog patch 4
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		resp.SupportedMechanisms = []string{saslPlain, saslScram256, saslScram512}
+		return resp, nil
 	}
 
 	if creq.cc.saslStage != saslStageBegin {

@@ -38,7 +38,7 @@ func TestPlanStartsWhatIsNeeded(t *testing.T) {
 	}{
 		{[]string{ComponentIndexer}, false, []string{componentRegistryView, ComponentIndexer}},
 		{[]string{ComponentNumerator}, true, []string{ComponentNumerator, componentHTTP}},
-		{[]string{ComponentAPI, ComponentRegistry}, true, []string{componentEpochs, ComponentRegistry, componentRegistryView,
+		{[]string{ComponentAPI, ComponentRegistry}, true, []string{componentAuth, componentEpochs, ComponentRegistry, componentRegistryView,
 			componentOfferAPI, ComponentAPI, componentHTTP}},
 	} {
 		if got := names(plan(tt.selected, tt.http)); !slices.Equal(got, tt.want) {

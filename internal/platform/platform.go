@@ -58,9 +58,11 @@ type Config struct {
 	// serves nothing.
 	GRPCAddr string
 	// Insecure turns authentication off: every caller of every route may
-	// do everything. Without it, callers need a token (package auth), and
-	// the embedded broker's first start writes an admin token to
-	// DataDir/admin.token.
+	// do everything, and the embedded broker takes any client. Without it,
+	// callers need a token (package auth), the embedded broker's first
+	// start writes an admin token to DataDir/admin.token, and the embedded
+	// broker requires SASL/SCRAM-SHA-512 with the credentials of
+	// DataDir/kafka.properties.
 	Insecure bool
 	// Limits bound the HTTP and gRPC listeners (connections, timeouts,
 	// message sizes); zero fields take listener.DefaultLimits.
@@ -181,6 +183,9 @@ type Info struct {
 	// admin token the embedded broker's first start wrote, if it exists.
 	Insecure   bool
 	AdminToken string
+	// KafkaConfig is the embedded broker's librdkafka properties file
+	// (address and SASL credentials), when it requires SASL.
+	KafkaConfig string
 }
 
 // Run runs the platform until ctx is done, then shuts every component down
@@ -275,9 +280,17 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 	}
 	p.closers = append(p.closers, unlock)
 	if len(cfg.Brokers) == 0 {
-		b, err := broker.Start(broker.Config{DataDir: cfg.DataDir, Addr: cfg.KafkaAddr, Partitions: int(cfg.Partitions), Fsync: cfg.Fsync, Logger: log})
+		b, err := broker.Start(broker.Config{DataDir: cfg.DataDir, Addr: cfg.KafkaAddr, Partitions: int(cfg.Partitions), Fsync: cfg.Fsync,
+			SASL: !cfg.Insecure, Logger: log})
 		if err != nil {
 			return p, err
+		}
+		if creds, ok := b.Credentials(); ok {
+			if err := streams.Authenticate(b.Addrs(), creds); err != nil {
+				b.Close()
+				return p, err
+			}
+			p.info.KafkaConfig = filepath.Join(cfg.DataDir, broker.PropertiesFile)
 		}
 		p.closers = append(p.closers, func() {
 			b.Close()

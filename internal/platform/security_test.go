@@ -21,11 +21,11 @@ import (
 	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/platform/platformtest"
-	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/schemas/proto/offerv1"
 	"github.com/offerlog/offerlog/schemas/proto/servingv1"
 	"github.com/offerlog/offerlog/schemas/proto/stagev1"
+	"github.com/offerlog/offerlog/streams"
 )
 
 // secured is a platform with auth on, and a producer of its tokens.
@@ -116,7 +116,28 @@ func startSecured(t *testing.T) *secured {
 		t.Fatalf("%s has mode %v, want 0600", path, st.Mode().Perm())
 	}
 	b, _ := os.ReadFile(path)
-	return &secured{Running: r, t: t, admin: strings.TrimSpace(string(b)), prod: testkit.Client(t, r.Info.Brokers)}
+	// The embedded broker requires SASL now: a client without the
+	// credentials of kafka.properties is refused; with them (registered
+	// for this cluster by the platform), served.
+	if r.Info.KafkaConfig != filepath.Join(cfg.DataDir, "kafka.properties") {
+		t.Fatalf("info names kafka config %q", r.Info.KafkaConfig)
+	}
+	bare, err := kgo.NewClient(kgo.SeedBrokers(r.Info.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := bare.Ping(ctx); err == nil {
+		t.Fatal("the embedded broker served a client without credentials")
+	}
+	bare.Close()
+	prod, err := streams.NewClient(r.Info.Brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	return &secured{Running: r, t: t, admin: strings.TrimSpace(string(b)), prod: prod}
 }
 
 const secOffer = `{"category":"cars","title":"Lada Niva","price":450000,"currency":"RUB"}`

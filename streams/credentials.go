@@ -1,0 +1,216 @@
+package streams
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// Credentials are how the clients of a cluster authenticate (SASL).
+type Credentials struct {
+	// Mechanism is SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN.
+	Mechanism      string
+	User, Password string
+}
+
+// Mechanisms are the SASL mechanisms Credentials take.
+var Mechanisms = []string{"SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"}
+
+func (c Credentials) validate() error {
+	switch {
+	case c.User == "" || c.Password == "":
+		return errors.New("SASL: a user and a password are required")
+	case c.Mechanism != "SCRAM-SHA-512" && c.Mechanism != "SCRAM-SHA-256" && c.Mechanism != "PLAIN":
+		return fmt.Errorf("SASL mechanism %q: want one of %v", c.Mechanism, Mechanisms)
+	}
+	return nil
+}
+
+func (c Credentials) mechanism() sasl.Mechanism {
+	switch c.Mechanism {
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: c.User, Pass: c.Password}.AsSha256Mechanism()
+	case "PLAIN":
+		return plain.Auth{User: c.User, Pass: c.Password}.AsMechanism()
+	}
+	return scram.Auth{User: c.User, Pass: c.Password}.AsSha512Mechanism()
+}
+
+// credentials holds the credentials of clusters by seed broker address;
+// "*" holds those of every cluster not named (a CLI command talks to one).
+var credentials sync.Map
+
+// Authenticate makes every client this process makes of the cluster of
+// brokers (NewClient, Loops, and goka's sarama clients of Config)
+// authenticate with c; no brokers: every cluster not given its own.
+func Authenticate(brokers []string, c Credentials) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if len(brokers) == 0 {
+		brokers = []string{"*"}
+	}
+	for _, b := range brokers {
+		credentials.Store(b, c)
+	}
+	return nil
+}
+
+// credentialsOf returns the credentials of the cluster of brokers.
+func credentialsOf(brokers []string) (Credentials, bool) {
+	for _, b := range append(append([]string(nil), brokers...), "*") {
+		if c, ok := credentials.Load(b); ok {
+			return c.(Credentials), true
+		}
+	}
+	return Credentials{}, false
+}
+
+// clusterOptions are the options of a client of brokers: its SASL
+// credentials, if any.
+func clusterOptions(brokers []string) []kgo.Opt {
+	if c, ok := credentialsOf(brokers); ok {
+		return []kgo.Opt{kgo.SASL(c.mechanism())}
+	}
+	return nil
+}
+
+// saramaSASL sets the credentials of brokers' cluster on a sarama config.
+func saramaSASL(cfg *sarama.Config, brokers []string) {
+	c, ok := credentialsOf(brokers)
+	if !ok {
+		return
+	}
+	cfg.Net.SASL.Enable = true
+	cfg.Net.SASL.Handshake = true
+	cfg.Net.SASL.User, cfg.Net.SASL.Password = c.User, c.Password
+	switch c.Mechanism {
+	case "PLAIN":
+		cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+	case "SCRAM-SHA-256":
+		cfg.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA256
+	default:
+		cfg.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
+	}
+	if c.Mechanism != "PLAIN" {
+		cfg.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{mech: c.mechanism()} }
+	}
+}
+
+// scramClient is sarama's SCRAM client on franz-go's implementation of the
+// mechanism (sarama leaves SCRAM to the caller).
+type scramClient struct {
+	mech    sasl.Mechanism
+	session sasl.Session
+	done    bool
+}
+
+func (s *scramClient) Begin(string, string, string) error { return nil }
+
+func (s *scramClient) Step(challenge string) (string, error) {
+	if s.session == nil {
+		session, first, err := s.mech.Authenticate(context.Background(), "")
+		if err != nil {
+			return "", err
+		}
+		s.session = session
+		return string(first), nil
+	}
+	done, resp, err := s.session.Challenge([]byte(challenge))
+	if err != nil {
+		return "", err
+	}
+	s.done = done
+	return string(resp), nil
+}
+
+func (s *scramClient) Done() bool { return s.done }
+
+// KafkaConfig is what a librdkafka properties file (kcat -F FILE) says of
+// a cluster: its brokers and how to authenticate.
+type KafkaConfig struct {
+	Brokers     []string
+	Credentials *Credentials
+}
+
+// LoadKafkaConfig reads a librdkafka properties file: bootstrap.servers
+// (or metadata.broker.list), security.protocol (PLAINTEXT or
+// SASL_PLAINTEXT), sasl.mechanisms, sasl.username and sasl.password. Other
+// properties are refused, so that a setting offerlog would ignore (TLS) is
+// never silently dropped.
+func LoadKafkaConfig(path string) (KafkaConfig, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return KafkaConfig{}, err
+	}
+	defer f.Close()
+	props := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return KafkaConfig{}, fmt.Errorf("%s:%d: want key=value", path, n)
+		}
+		props[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	if err := sc.Err(); err != nil {
+		return KafkaConfig{}, err
+	}
+	var kc KafkaConfig
+	for k, v := range props {
+		switch k {
+		case "bootstrap.servers", "metadata.broker.list":
+			for _, b := range strings.Split(v, ",") {
+				if b = strings.TrimSpace(b); b != "" {
+					kc.Brokers = append(kc.Brokers, b)
+				}
+			}
+		case "security.protocol", "sasl.mechanisms", "sasl.mechanism", "sasl.username", "sasl.password":
+		default:
+			return KafkaConfig{}, fmt.Errorf("%s: property %q is not supported (bootstrap.servers, security.protocol, sasl.mechanisms, sasl.username, sasl.password)", path, k)
+		}
+	}
+	switch proto := strings.ToUpper(props["security.protocol"]); proto {
+	case "", "PLAINTEXT":
+	case "SASL_PLAINTEXT":
+		mech := props["sasl.mechanisms"]
+		if mech == "" {
+			mech = props["sasl.mechanism"]
+		}
+		c := Credentials{Mechanism: strings.ToUpper(mech), User: props["sasl.username"], Password: props["sasl.password"]}
+		if err := c.validate(); err != nil {
+			return KafkaConfig{}, fmt.Errorf("%s: %w", path, err)
+		}
+		kc.Credentials = &c
+	default:
+		return KafkaConfig{}, fmt.Errorf("%s: security.protocol %q: want PLAINTEXT or SASL_PLAINTEXT (TLS is not supported yet)", path, proto)
+	}
+	return kc, nil
+}
+
+// WriteKafkaConfig writes a librdkafka properties file (mode 0600) for
+// brokers and c, which kcat -F and offerlog's --kafka-config read.
+func WriteKafkaConfig(path string, brokers []string, c Credentials) error {
+	body := fmt.Sprintf("# offerlog: the embedded broker's address and credentials (kcat -F %s -L)\n"+
+		"bootstrap.servers=%s\nsecurity.protocol=SASL_PLAINTEXT\nsasl.mechanisms=%s\nsasl.username=%s\nsasl.password=%s\n",
+		path, strings.Join(brokers, ","), c.Mechanism, c.User, c.Password)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(body), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
