@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/offerlog/offerlog/internal/broker"
@@ -26,6 +27,7 @@ func runDev(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	}
 	cfg.Logger = f.logger(stderr)
 	cfg.Started = func(info platform.Info) { printInfo(stdout, info) }
+	setMemoryLimit(cfg.Memory)
 	return platform.Run(ctx, *cfg)
 }
 
@@ -124,6 +126,7 @@ func runComponent(ctx context.Context, args []string, _ io.Reader, stdout, stder
 	}
 	cfg.Logger = f.logger(stderr)
 	cfg.Started = func(info platform.Info) { printInfo(stdout, info) }
+	setMemoryLimit(cfg.Memory)
 	return platform.Run(ctx, *cfg)
 }
 
@@ -137,4 +140,12 @@ func (f *flags) isSet(name string) bool {
 	_, set := os.LookupEnv("OFFERLOG_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")))
 	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
 	return set
+}
+
+// setMemoryLimit makes the budget the Go runtime's soft limit, unless
+// GOMEMLIMIT says otherwise.
+func setMemoryLimit(budget int64) {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && budget > 0 {
+		debug.SetMemoryLimit(budget)
+	}
 }

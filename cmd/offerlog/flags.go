@@ -182,6 +182,13 @@ func (f *flags) platform() *platform.Config {
 	f.StringVar(&cfg.HTTPAddr, "http", cfg.HTTPAddr, "HTTP address of the API and /metrics (empty: none)")
 	f.StringVar(&cfg.GRPCAddr, "grpc", cfg.GRPCAddr, "gRPC address of the offer API, with the api component (empty: none)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "turn authentication off: every caller may do everything (for experiments only)")
+	cfg.Memory = defaultMemory
+	f.Func("memory", fmt.Sprintf("memory budget of the process, e.g. 512MiB or 2GiB: half for the local table stores, shared out evenly; also the Go runtime's soft limit (default %s)",
+		formatBytes(defaultMemory)), func(s string) error {
+		n, err := parseBytes(s)
+		cfg.Memory = n
+		return err
+	})
 	f.IntVar(&cfg.Limits.MaxConns, "max-conns", listener.DefaultLimits.MaxConns, "most connections served at once by each HTTP and gRPC listener; more wait")
 	f.DurationVar(&cfg.Limits.ReadTimeout, "read-timeout", listener.DefaultLimits.ReadTimeout, "longest an HTTP client may take to send a whole request, body included")
 	f.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "how often the registry looks for expired documents")
@@ -232,4 +239,33 @@ func (f *flags) rules() *platform.Config {
 	f.Int64Var(&cfg.Numerator.Type, "state-type", cfg.Numerator.Type, "T of the numerator's state version T.S.V.G")
 	f.StringVar(&cfg.StagesFile, "stages", "", "YAML file of the scheduler's stages (default: the built-in expiry stage, 180 days)")
 	return &cfg
+}
+
+// defaultMemory is --memory's default.
+const defaultMemory = 1 << 30
+
+// parseBytes reads a size: bytes, or a number with KiB, MiB or GiB.
+func parseBytes(s string) (int64, error) {
+	mult := int64(1)
+	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if strings.HasSuffix(s, suffix) {
+			s, mult = strings.TrimSuffix(s, suffix), m
+			break
+		}
+	}
+	var n int64
+	if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
+		return 0, fmt.Errorf("want a positive size such as 512MiB or 2GiB")
+	}
+	return n * mult, nil
+}
+
+func formatBytes(n int64) string {
+	switch {
+	case n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return fmt.Sprint(n)
 }

@@ -64,6 +64,10 @@ type Config struct {
 	// broker requires SASL/SCRAM-SHA-512 with the credentials of
 	// DataDir/kafka.properties.
 	Insecure bool
+	// Memory is the process's memory budget: half of it goes to the local
+	// table stores, shared out evenly (streams.Config.StoreMemory); 0 keeps
+	// each store at streams.DefaultStoreMemory.
+	Memory int64
 	// Limits bound the HTTP and gRPC listeners (connections, timeouts,
 	// message sizes); zero fields take listener.DefaultLimits.
 	Limits listener.Limits
@@ -317,6 +321,11 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 	p.scfg = streams.Config{Brokers: p.brokers, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log}
 	if cfg.Replication > 0 {
 		p.scfg.Replication = int(cfg.Replication)
+	}
+	if cfg.Memory > 0 {
+		// About 14 tables and views of cfg.Partitions partitions each
+		// when every component runs in one process.
+		p.scfg.StoreMemory = streams.StoreMemoryOf(cfg.Memory/2, 14, int(cfg.Partitions))
 	}
 	p.lag = newLagWatcher(p.reg, p.adm, cfg.Stages.Names())
 	p.sup = &supervisor{log: log, restarts: p.reg.Counter("offerlog_component_restarts_total", "Restarts of a component after it failed, by component.", "component")}
