@@ -28,6 +28,9 @@ type Replies[T any] struct {
 	keep   time.Duration
 	log    *slog.Logger
 
+	// limit overrides MaxWaiters (tests).
+	limit int
+
 	mu      sync.Mutex
 	waiters map[RequestID]chan T
 	early   map[RequestID]early[T]
@@ -41,6 +44,14 @@ type early[T any] struct {
 
 // ErrNoReply is returned by Wait when no reply came in time.
 var ErrNoReply = errors.New("no reply in time")
+
+// ErrBusy is returned by Wait when MaxWaiters requests wait already: the
+// request is logged, but its reply is not awaited (callers answer 503 with
+// Retry-After).
+var ErrBusy = errors.New("too many requests waiting for their replies")
+
+// MaxWaiters bounds the requests one matcher waits for at once.
+const MaxWaiters = 1 << 16
 
 // NewReplies returns a matcher of replies on topic. decode returns a reply
 // and the request it answers. Replies nobody waits for are kept for keep, in
@@ -132,6 +143,13 @@ func (r *Replies[T]) expire() {
 	}
 }
 
+func (r *Replies[T]) maxWaiters() int {
+	if r.limit > 0 {
+		return r.limit
+	}
+	return MaxWaiters
+}
+
 // Wait returns the reply to request id, or ErrNoReply when ctx ends first.
 func (r *Replies[T]) Wait(ctx context.Context, id RequestID) (T, error) {
 	r.mu.Lock()
@@ -139,6 +157,11 @@ func (r *Replies[T]) Wait(ctx context.Context, id RequestID) (T, error) {
 		delete(r.early, id)
 		r.mu.Unlock()
 		return e.v, nil
+	}
+	if len(r.waiters) >= r.maxWaiters() {
+		r.mu.Unlock()
+		var zero T
+		return zero, fmt.Errorf("%w (%d)", ErrBusy, r.maxWaiters())
 	}
 	ch := make(chan T, 1)
 	r.waiters[id] = ch

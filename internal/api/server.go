@@ -193,6 +193,10 @@ type Error struct {
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		// Every 503 is a moment's: a component starting, a bound reached.
+		w.Header().Set("Retry-After", "1")
+	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
@@ -431,6 +435,13 @@ func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WaitTimeout)
 	defer cancel()
 	v, err := s.cfg.Verdicts.Wait(ctx, streams.RequestID{Partition: rec.Partition, Offset: rec.Offset})
+	if errors.Is(err, streams.ErrBusy) {
+		writeJSON(w, http.StatusServiceUnavailable, struct {
+			PostResult
+			Error string `json:"error"`
+		}{res, "appended, but too many posts wait for verdicts here to wait for its own: read it on documents.results"})
+		return
+	}
 	if err != nil {
 		// The document is appended; only its verdict is late.
 		writeJSON(w, http.StatusGatewayTimeout, struct {

@@ -146,6 +146,9 @@ func outcomeErr(r schemas.OfferResult) error {
 }
 
 func answerErr(err error) error {
+	if errors.Is(err, streams.ErrBusy) {
+		return &Error{Kind: Unavailable, Reason: "the write is logged and will be decided, but too many writes wait for answers here to wait for it: " + err.Error()}
+	}
 	if errors.Is(err, offers.ErrNoAnswer) || errors.Is(err, streams.ErrNoReply) {
 		return &Error{Kind: Timeout, Reason: "no answer in time; the write is logged and will be decided: " + err.Error()}
 	}
