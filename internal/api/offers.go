@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"strconv"
 
 	"github.com/offerlog/offerlog/internal/offerapi"
@@ -211,41 +213,72 @@ func taskOf(w http.ResponseWriter, r *http.Request) (int64, bool) {
 const maxFeedBody = 64 << 20
 
 // feedItems takes NDJSON lines {"external_id": ..., "offer": {...}}; a bad
-// line fails the request with its number and nothing is appended.
+// line fails the request with its number and nothing is appended. The body
+// is spooled to a temporary file and read twice (check, then append), so
+// an upload of any size up to maxFeedBody takes the memory of one batch.
 func (s *Server) feedItems(w http.ResponseWriter, r *http.Request) {
 	task, ok := taskOf(w, r)
 	if !ok {
 		return
 	}
-	sc := bufio.NewScanner(http.MaxBytesReader(w, r.Body, maxFeedBody))
-	sc.Buffer(make([]byte, 0, 1<<16), 2<<20)
-	var items []schemas.FeedItem
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var it struct {
-			ExternalID string         `json:"external_id"`
-			Offer      *schemas.Offer `json:"offer"`
-		}
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&it); err != nil {
-			writeError(w, http.StatusBadRequest, fieldErr(fmt.Sprintf("line %d", n), "malformed JSON: %v", err))
-			return
-		}
-		items = append(items, schemas.FeedItem{ExternalID: it.ExternalID, Offer: it.Offer})
-	}
-	if err := sc.Err(); err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("read the items: %w", err))
+	spool, err := os.CreateTemp("", "offerlog-feed-*")
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	if err := s.cfg.Offers.FeedItems(r.Context(), r.PathValue("seller"), task, items); err != nil {
+	defer func() {
+		spool.Close()
+		os.Remove(spool.Name())
+	}()
+	if _, err := io.Copy(spool, http.MaxBytesReader(w, r.Body, maxFeedBody)); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("an upload request is at most %d bytes: send the feed in several", maxFeedBody))
+			return
+		}
+		writeError(w, http.StatusBadRequest, fmt.Errorf("read the items: %w", err))
+		return
+	}
+	src := func(fn func(*schemas.FeedItem) error) error {
+		if _, err := spool.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		sc := bufio.NewScanner(spool)
+		sc.Buffer(make([]byte, 0, 1<<16), 2<<20)
+		for n := 1; sc.Scan(); n++ {
+			line := bytes.TrimSpace(sc.Bytes())
+			if len(line) == 0 {
+				continue
+			}
+			var it struct {
+				ExternalID string         `json:"external_id"`
+				Offer      *schemas.Offer `json:"offer"`
+			}
+			dec := json.NewDecoder(bytes.NewReader(line))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&it); err != nil {
+				return fieldErr(fmt.Sprintf("line %d", n), "malformed JSON: %v", err)
+			}
+			if err := fn(&schemas.FeedItem{ExternalID: it.ExternalID, Offer: it.Offer}); err != nil {
+				return err
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return fieldErr("body", "a line is longer than 2 MiB: %v", err)
+		}
+		return nil
+	}
+	n, err := s.cfg.Offers.FeedItems(r.Context(), r.PathValue("seller"), task, src)
+	var fe *FieldError
+	switch {
+	case errors.As(err, &fe):
+		writeError(w, http.StatusBadRequest, fe)
+		return
+	case err != nil:
 		offerError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]int{"accepted": len(items)})
+	writeJSON(w, http.StatusAccepted, map[string]int{"accepted": n})
 }
 
 func (s *Server) finishFeed(w http.ResponseWriter, r *http.Request) {

@@ -104,35 +104,76 @@ func (s *Service) counters(seller string) (*schemas.SellerCabinet, error) {
 	return cabinet.Empty(seller), nil
 }
 
-// FeedItems appends a task's items to feeds.ingest (all or none, in order)
-// for the loader. Every item is checked first.
-func (s *Service) FeedItems(ctx context.Context, seller string, task int64, items []schemas.FeedItem) error {
+// FeedSource calls fn with every item of an upload, in order, and returns
+// fn's first error, or its own (an item it could not read). It can be
+// called more than once, each time from the first item.
+type FeedSource func(fn func(*schemas.FeedItem) error) error
+
+// feedBatch is how many items are appended at once.
+const feedBatch = 1000
+
+// FeedItems appends a task's items to feeds.ingest for the loader, in
+// order, and returns how many. items is read twice, so that an upload of
+// any size takes memory for one batch only: first to check every item
+// (nothing is appended if one is bad), then to append them in batches.
+func (s *Service) FeedItems(ctx context.Context, seller string, task int64, items FeedSource) (int, error) {
 	if err := feedTarget(ctx, seller, task); err != nil {
-		return err
+		return 0, err
 	}
-	recs := make([]*kgo.Record, 0, len(items))
-	for i := range items {
-		it := &items[i]
-		it.SellerID, it.TaskID, it.End = seller, task, false
-		if it.ExternalID == "" {
-			return errorf(Invalid, "external_id", "item %d: required", i+1)
+	n := 0
+	err := items(func(it *schemas.FeedItem) error {
+		n++
+		return checkFeedItem(seller, task, n, it)
+	})
+	if err != nil {
+		return 0, err
+	}
+	recs := make([]*kgo.Record, 0, feedBatch)
+	flush := func() error {
+		if err := s.cfg.Producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return &Error{Kind: Unavailable, Reason: err.Error()}
 		}
-		if it.Offer == nil {
-			return errorf(Invalid, "offer", "item %d: required", i+1)
-		}
-		o := *it.Offer
-		o.SellerID, o.ExternalID = seller, it.ExternalID
-		if fe := offers.Validate(&o); fe != nil {
-			return errorf(Invalid, fe.Field, "item %d: %s", i+1, fe.Reason)
+		recs = recs[:0]
+		return nil
+	}
+	i := 0
+	err = items(func(it *schemas.FeedItem) error {
+		i++
+		if err := checkFeedItem(seller, task, i, it); err != nil {
+			return err // the source changed between the reads
 		}
 		data, err := schemas.FeedItems.Encode(it)
 		if err != nil {
-			return errorf(Invalid, "offer", "item %d: %v", i+1, err)
+			return errorf(Invalid, "offer", "item %d: %v", i, err)
 		}
 		recs = append(recs, &kgo.Record{Topic: topics.FeedsIngest, Key: []byte(seller), Value: data})
+		if len(recs) == feedBatch {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
 	}
-	if err := s.cfg.Producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return &Error{Kind: Unavailable, Reason: err.Error()}
+	return n, err
+}
+
+// checkFeedItem checks item n of seller's task, and stamps it with both.
+func checkFeedItem(seller string, task int64, n int, it *schemas.FeedItem) error {
+	it.SellerID, it.TaskID, it.End = seller, task, false
+	if it.ExternalID == "" {
+		return errorf(Invalid, "external_id", "item %d: required", n)
+	}
+	if err := schemas.CheckKey(it.ExternalID); err != nil {
+		return errorf(Invalid, "external_id", "item %d: %v", n, err)
+	}
+	if it.Offer == nil {
+		return errorf(Invalid, "offer", "item %d: required", n)
+	}
+	o := *it.Offer
+	o.SellerID, o.ExternalID = seller, it.ExternalID
+	if fe := offers.Validate(&o); fe != nil {
+		return errorf(Invalid, fe.Field, "item %d: %s", n, fe.Reason)
 	}
 	return nil
 }
