@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/offerapi"
@@ -91,6 +93,7 @@ func TestKill9AnywhereUnderLoad(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			v.check(t)
+			logLag(t, brokers)
 			t.Fatalf("answers (documents, offers, generations) after the last restart: %v, before it %v", now, before)
 		}
 	}
@@ -386,4 +389,36 @@ func assignments(t *testing.T, brokers []string) map[string]placed {
 		out[string(r.Key)] = placed{a.Shard, a.DocID}
 	}
 	return out
+}
+
+// logLag logs every group's state and lag, to show which one is stuck.
+func logLag(t *testing.T, brokers []string) {
+	cl, err := streams.NewClient(brokers)
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	groups, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Logf("list groups: %v", err)
+		return
+	}
+	lags, err := adm.Lag(ctx, groups.Groups()...)
+	if err != nil {
+		t.Logf("lag: %v", err)
+		return
+	}
+	var b strings.Builder
+	lags.Each(func(l kadm.DescribedGroupLag) {
+		fmt.Fprintf(&b, "%s state %s members %d lag %d", l.Group, l.State, len(l.Members), l.Lag.Total())
+		if l.Error() != nil {
+			fmt.Fprintf(&b, " (%v)", l.Error())
+		}
+		b.WriteByte('\n')
+	})
+	t.Logf("groups after the last restart:\n%s", b.String())
 }
