@@ -3,9 +3,11 @@ package streams
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -14,20 +16,32 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/offerlog/offerlog/internal/listener"
 )
 
-// Credentials are how the clients of a cluster authenticate (SASL).
+// Credentials are how the clients of a cluster connect: SASL, TLS or
+// both.
 type Credentials struct {
-	// Mechanism is SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN.
+	// Mechanism is SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN; empty for no
+	// SASL (TLS only).
 	Mechanism      string
 	User, Password string
+	// TLS, if set, connects over TLS with this configuration; CAFile is
+	// the PEM file its roots came from (for properties files).
+	TLS    *tls.Config
+	CAFile string
 }
+
+func (c Credentials) sasl() bool { return c.Mechanism != "" }
 
 // Mechanisms are the SASL mechanisms Credentials take.
 var Mechanisms = []string{"SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"}
 
 func (c Credentials) validate() error {
 	switch {
+	case !c.sasl() && c.TLS != nil:
+		return nil
 	case c.User == "" || c.Password == "":
 		return errors.New("SASL: a user and a password are required")
 	case c.Mechanism != "SCRAM-SHA-512" && c.Mechanism != "SCRAM-SHA-256" && c.Mechanism != "PLAIN":
@@ -79,16 +93,30 @@ func credentialsOf(brokers []string) (Credentials, bool) {
 // clusterOptions are the options of a client of brokers: its SASL
 // credentials, if any.
 func clusterOptions(brokers []string) []kgo.Opt {
-	if c, ok := credentialsOf(brokers); ok {
-		return []kgo.Opt{kgo.SASL(c.mechanism())}
+	c, ok := credentialsOf(brokers)
+	if !ok {
+		return nil
 	}
-	return nil
+	var opts []kgo.Opt
+	if c.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(c.TLS.Clone()))
+	}
+	if c.sasl() {
+		opts = append(opts, kgo.SASL(c.mechanism()))
+	}
+	return opts
 }
 
 // saramaSASL sets the credentials of brokers' cluster on a sarama config.
 func saramaSASL(cfg *sarama.Config, brokers []string) {
 	c, ok := credentialsOf(brokers)
 	if !ok {
+		return
+	}
+	if c.TLS != nil {
+		cfg.Net.TLS.Enable, cfg.Net.TLS.Config = true, c.TLS.Clone()
+	}
+	if !c.sasl() {
 		return
 	}
 	cfg.Net.SASL.Enable = true
@@ -179,35 +207,62 @@ func LoadKafkaConfig(path string) (KafkaConfig, error) {
 					kc.Brokers = append(kc.Brokers, b)
 				}
 			}
-		case "security.protocol", "sasl.mechanisms", "sasl.mechanism", "sasl.username", "sasl.password":
+		case "security.protocol", "sasl.mechanisms", "sasl.mechanism", "sasl.username", "sasl.password", "ssl.ca.location":
 		default:
-			return KafkaConfig{}, fmt.Errorf("%s: property %q is not supported (bootstrap.servers, security.protocol, sasl.mechanisms, sasl.username, sasl.password)", path, k)
+			return KafkaConfig{}, fmt.Errorf("%s: property %q is not supported (bootstrap.servers, security.protocol, sasl.mechanisms, sasl.username, sasl.password, ssl.ca.location)", path, k)
 		}
 	}
-	switch proto := strings.ToUpper(props["security.protocol"]); proto {
+	proto := strings.ToUpper(props["security.protocol"])
+	var c Credentials
+	switch proto {
 	case "", "PLAINTEXT":
+		return kc, nil
+	case "SSL", "SASL_SSL":
+		c.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		if ca := props["ssl.ca.location"]; ca != "" {
+			if !filepath.IsAbs(ca) {
+				ca = filepath.Join(filepath.Dir(path), ca)
+			}
+			t, err := listener.ClientTLS(ca)
+			if err != nil {
+				return KafkaConfig{}, fmt.Errorf("%s: ssl.ca.location: %w", path, err)
+			}
+			c.TLS, c.CAFile = t, ca
+		}
 	case "SASL_PLAINTEXT":
+	default:
+		return KafkaConfig{}, fmt.Errorf("%s: security.protocol %q: want PLAINTEXT, SASL_PLAINTEXT, SSL or SASL_SSL", path, proto)
+	}
+	if strings.HasPrefix(proto, "SASL_") {
 		mech := props["sasl.mechanisms"]
 		if mech == "" {
 			mech = props["sasl.mechanism"]
 		}
-		c := Credentials{Mechanism: strings.ToUpper(mech), User: props["sasl.username"], Password: props["sasl.password"]}
-		if err := c.validate(); err != nil {
-			return KafkaConfig{}, fmt.Errorf("%s: %w", path, err)
-		}
-		kc.Credentials = &c
-	default:
-		return KafkaConfig{}, fmt.Errorf("%s: security.protocol %q: want PLAINTEXT or SASL_PLAINTEXT (TLS is not supported yet)", path, proto)
+		c.Mechanism, c.User, c.Password = strings.ToUpper(mech), props["sasl.username"], props["sasl.password"]
 	}
+	if err := c.validate(); err != nil {
+		return KafkaConfig{}, fmt.Errorf("%s: %w", path, err)
+	}
+	kc.Credentials = &c
 	return kc, nil
 }
 
 // WriteKafkaConfig writes a librdkafka properties file (mode 0600) for
 // brokers and c, which kcat -F and offerlog's --kafka-config read.
 func WriteKafkaConfig(path string, brokers []string, c Credentials) error {
-	body := fmt.Sprintf("# offerlog: the embedded broker's address and credentials (kcat -F %s -L)\n"+
-		"bootstrap.servers=%s\nsecurity.protocol=SASL_PLAINTEXT\nsasl.mechanisms=%s\nsasl.username=%s\nsasl.password=%s\n",
-		path, strings.Join(brokers, ","), c.Mechanism, c.User, c.Password)
+	proto := map[[2]bool]string{{true, false}: "SASL_PLAINTEXT", {true, true}: "SASL_SSL", {false, true}: "SSL", {false, false}: "PLAINTEXT"}[[2]bool{c.sasl(), c.TLS != nil}]
+	body := fmt.Sprintf("# offerlog: the embedded broker's address and credentials (kcat -F %s -L)\nbootstrap.servers=%s\nsecurity.protocol=%s\n",
+		path, strings.Join(brokers, ","), proto)
+	if c.sasl() {
+		body += fmt.Sprintf("sasl.mechanisms=%s\nsasl.username=%s\nsasl.password=%s\n", c.Mechanism, c.User, c.Password)
+	}
+	if c.CAFile != "" {
+		ca, err := filepath.Abs(c.CAFile)
+		if err != nil {
+			return err
+		}
+		body += "ssl.ca.location=" + ca + "\n"
+	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(body), 0o600); err != nil {
 		return err

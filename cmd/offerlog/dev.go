@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/offerlog/offerlog/internal/broker"
+	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/internal/platform"
 )
 
@@ -19,11 +20,25 @@ func runDev(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	cfg := f.platform()
 	f.StringVar(&cfg.KafkaAddr, "kafka-addr", cfg.KafkaAddr, "address of the embedded Kafka-protocol broker")
 	f.BoolVar(&cfg.Fsync, "fsync", false, fsyncUsage)
+	genTLS := f.Bool("tls", false, "serve HTTP, gRPC and Kafka over TLS with a CA and certificate made under DATA/tls (once)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
 	if f.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %v", errUsage, f.Args())
+	}
+	if *genTLS {
+		if cfg.TLSCert != "" {
+			return fmt.Errorf("%w: --tls makes its own certificate; --tls-cert brings one: give one of them", errUsage)
+		}
+		files, err := listener.GenerateTLS(filepath.Join(cfg.DataDir, "tls"))
+		if err != nil {
+			return err
+		}
+		cfg.TLSCert, cfg.TLSKey, cfg.TLSCA = files.Cert, files.Key, files.CA
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
 	}
 	cfg.Logger = f.logger(stderr)
 	cfg.Started = func(info platform.Info) { printInfo(stdout, info) }
@@ -38,12 +53,20 @@ func printInfo(w io.Writer, info platform.Info) {
 		fmt.Fprintf(w, "  (embedded broker, data in %s)", info.DataDir)
 	}
 	if info.KafkaConfig != "" {
-		fmt.Fprintf(w, "\n           SASL/SCRAM-SHA-512; credentials in %s (kcat -F %s -L)", info.KafkaConfig, info.KafkaConfig)
+		how := "SASL/SCRAM-SHA-512"
+		if info.TLS {
+			how += " over TLS"
+		}
+		fmt.Fprintf(w, "\n           %s; credentials in %s (kcat -F %s -L)", how, info.KafkaConfig, info.KafkaConfig)
 	}
 	fmt.Fprintln(w)
 	if info.HTTPAddr != "" {
-		fmt.Fprintf(w, "  api      http://%s/v1/clients/{client}/...  http://%s/v1/offers/...\n", info.HTTPAddr, info.HTTPAddr)
-		fmt.Fprintf(w, "  metrics  http://%s/metrics\n", info.HTTPAddr)
+		scheme := "http"
+		if info.TLS {
+			scheme = "https"
+		}
+		fmt.Fprintf(w, "  api      %s://%s/v1/clients/{client}/...  %s://%s/v1/offers/...\n", scheme, info.HTTPAddr, scheme, info.HTTPAddr)
+		fmt.Fprintf(w, "  metrics  %s://%s/metrics\n", scheme, info.HTTPAddr)
 	}
 	if info.GRPCAddr != "" {
 		fmt.Fprintf(w, "  grpc     %s (offerlog.offer.v1.OfferService)\n", info.GRPCAddr)

@@ -181,6 +181,9 @@ func (f *flags) platform() *platform.Config {
 	cfg := f.rules()
 	f.StringVar(&cfg.HTTPAddr, "http", cfg.HTTPAddr, "HTTP address of the API and /metrics (empty: none)")
 	f.StringVar(&cfg.GRPCAddr, "grpc", cfg.GRPCAddr, "gRPC address of the offer API, with the api component (empty: none)")
+	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate: serve HTTP, gRPC (and the embedded broker) over TLS only")
+	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM key of --tls-cert")
+	f.StringVar(&cfg.TLSCA, "tls-ca", "", "PEM file clients trust --tls-cert by (default: --tls-cert itself)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "turn authentication off: every caller may do everything (for experiments only)")
 	cfg.Memory = defaultMemory
 	f.Func("memory", fmt.Sprintf("memory budget of the process, e.g. 512MiB or 2GiB: half for the local table stores, shared out evenly; also the Go runtime's soft limit (default %s)",

@@ -5,10 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
 	"github.com/offerlog/offerlog/internal/auth"
+	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/internal/zkconn"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/serving"
@@ -25,6 +31,7 @@ func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	hosts := f.String("hosts", "127.0.0.1:9091", "comma-separated cache servers, when not found in ZooKeeper")
 	timeout := f.Duration("timeout", 10*time.Second, "how long to wait for the answer")
 	token := f.token()
+	tlsCA := f.String("tls-ca", "", "PEM file the cache's TLS certificate is trusted by (default: DATA/tls/ca.pem, which offerlog dev --tls makes, if it exists)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -37,6 +44,19 @@ func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	// A shard owner may be starting: wait for one as long as for the answer.
 	cfg := serving.ClientConfig{Hosts: serving.StaticHosts(strings.Split(*hosts, ",")...), PingPeriod: 200 * time.Millisecond,
 		NoShardWait: *timeout, Logger: log}
+	ca := *tlsCA
+	if ca == "" && token.data != nil {
+		if def := filepath.Join(*token.data, "tls", "ca.pem"); fileExists(def) {
+			ca = def
+		}
+	}
+	if ca != "" {
+		t, err := listener.ClientTLS(ca)
+		if err != nil {
+			return err
+		}
+		cfg.DialOptions = append(cfg.DialOptions, grpc.WithTransportCredentials(credentials.NewTLS(t)))
+	}
 	if t, err := token.get(); err != nil {
 		return err
 	} else if t != "" {
@@ -68,4 +88,9 @@ func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 		fmt.Fprintf(stdout, "%s\t%s\n", k, out)
 	}
 	return nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -5,6 +5,7 @@ package broker
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/streams"
 )
 
@@ -49,6 +51,10 @@ type Config struct {
 	// librdkafka properties file written on the first start (mode 0600)
 	// and rewritten with the listener's address on every start.
 	SASL bool
+	// TLS, if set, makes the listener TLS only; CAFile is the PEM file
+	// clients trust it by (the properties file names it).
+	TLS    *tls.Config
+	CAFile string
 	// Logger receives the broker's warnings and errors.
 	Logger *slog.Logger
 }
@@ -124,11 +130,11 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	var creds *streams.Credentials
 	props := filepath.Join(cfg.DataDir, PropertiesFile)
+	if (cfg.SASL || cfg.TLS != nil) && cfg.DataDir == "" {
+		unlock()
+		return nil, errors.New("broker: SASL and TLS keep their client properties in the data directory: give one")
+	}
 	if cfg.SASL {
-		if cfg.DataDir == "" {
-			unlock()
-			return nil, errors.New("broker: SASL keeps its credentials in the data directory: give one")
-		}
 		c, err := credentials(props)
 		if err != nil {
 			unlock()
@@ -136,6 +142,20 @@ func Start(cfg Config) (*Broker, error) {
 		}
 		creds = &c
 		opts = append(opts, kfake.EnableSASL(), kfake.Superuser(c.Mechanism, c.User, c.Password))
+	}
+	if cfg.TLS != nil {
+		if creds == nil {
+			creds = &streams.Credentials{}
+		}
+		ct, err := listener.ClientTLS(cfg.CAFile)
+		if err != nil {
+			unlock()
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+		creds.TLS, creds.CAFile = ct, cfg.CAFile
+		opts = append(opts, kfake.TLS(cfg.TLS))
+	} else if creds != nil {
+		creds.TLS, creds.CAFile = nil, "" // the properties may say TLS from an earlier start
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
@@ -194,11 +214,9 @@ func (k kfakeLogger) Logf(level kfake.LogLevel, msg string, args ...any) {
 func credentials(path string) (streams.Credentials, error) {
 	kc, err := streams.LoadKafkaConfig(path)
 	switch {
-	case err == nil && kc.Credentials != nil:
+	case err == nil && kc.Credentials != nil && kc.Credentials.Mechanism != "":
 		return *kc.Credentials, nil
-	case err == nil:
-		return streams.Credentials{}, fmt.Errorf("%s has no SASL credentials: remove it to have new ones made", path)
-	case !errors.Is(err, fs.ErrNotExist):
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return streams.Credentials{}, err
 	}
 	var pw [24]byte

@@ -6,12 +6,14 @@
 package listener
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
 	"time"
 
 	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -38,6 +40,8 @@ type Limits struct {
 	MaxMessageBytes int
 	// MaxStreams bounds concurrent gRPC streams per connection (default 256).
 	MaxStreams uint32
+	// TLS, if set, serves HTTP and gRPC over TLS only.
+	TLS *tls.Config
 }
 
 // DefaultLimits are the limits of a zero Limits.
@@ -94,7 +98,12 @@ func (l Limits) HTTPServer(h http.Handler) *http.Server {
 // HTTPListener returns ln bounded to l.MaxConns connections, whose
 // connections watch for requests framed twice (see HTTPServer).
 func (l Limits) HTTPListener(ln net.Listener) net.Listener {
-	return &watchedListener{Listener: l.Bound(ln)}
+	ln = l.Bound(ln)
+	if l.TLS != nil {
+		// The watch reads what the TLS connection decrypts.
+		ln = tls.NewListener(ln, l.TLS)
+	}
+	return &watchedListener{Listener: ln}
 }
 
 // GRPCOptions are the server options of l: message size, concurrent
@@ -102,13 +111,17 @@ func (l Limits) HTTPListener(ln net.Listener) net.Listener {
 // 10 s; a connection idle for IdleTimeout is closed).
 func (l Limits) GRPCOptions() []grpc.ServerOption {
 	l = l.withDefaults()
-	return []grpc.ServerOption{
+	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(l.MaxMessageBytes),
 		grpc.MaxConcurrentStreams(l.MaxStreams),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: l.IdleTimeout, Time: time.Minute, Timeout: 20 * time.Second}),
 		grpc.ConnectionTimeout(min(10*time.Second, l.ReadTimeout)),
 	}
+	if l.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(l.TLS)))
+	}
+	return opts
 }
 
 // GRPCServer returns a gRPC server with l's bounds and extra options, with

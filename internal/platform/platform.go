@@ -7,6 +7,7 @@ package platform
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,6 +65,10 @@ type Config struct {
 	// broker requires SASL/SCRAM-SHA-512 with the credentials of
 	// DataDir/kafka.properties.
 	Insecure bool
+	// TLSCert and TLSKey, if set, serve HTTP, gRPC and the embedded broker
+	// over TLS only; TLSCA is the PEM file clients trust them by (default
+	// TLSCert: a self-signed certificate).
+	TLSCert, TLSKey, TLSCA string
 	// Memory is the process's memory budget: half of it goes to the local
 	// table stores, shared out evenly (streams.Config.StoreMemory); 0 keeps
 	// each store at streams.DefaultStoreMemory.
@@ -168,6 +173,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("numerator: lock timeout %v must be positive, session timeout %v not negative", c.Numerator.LockTimeout, c.ZooKeeperSession))
 		}
 	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("--tls-cert and --tls-key go together"))
+	}
 	if c.Rules.MaxDocumentBytes <= 0 || c.Rules.TombstoneTTL <= 0 {
 		errs = append(errs, errors.New("document size limit and tombstone TTL must be positive"))
 	}
@@ -188,8 +196,10 @@ type Info struct {
 	Insecure   bool
 	AdminToken string
 	// KafkaConfig is the embedded broker's librdkafka properties file
-	// (address and SASL credentials), when it requires SASL.
+	// (address and SASL credentials), when it requires SASL or TLS.
 	KafkaConfig string
+	// TLS is set when HTTP, gRPC and the embedded broker serve TLS.
+	TLS bool
 }
 
 // Run runs the platform until ctx is done, then shuts every component down
@@ -283,9 +293,19 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 		return p, err
 	}
 	p.closers = append(p.closers, unlock)
+	var serverTLS *tls.Config
+	if cfg.TLSCert != "" {
+		if serverTLS, err = listener.ServerTLS(cfg.TLSCert, cfg.TLSKey); err != nil {
+			return p, err
+		}
+		p.cfg.Limits.TLS, p.info.TLS = serverTLS, true
+		if p.cfg.TLSCA == "" {
+			p.cfg.TLSCA = cfg.TLSCert
+		}
+	}
 	if len(cfg.Brokers) == 0 {
 		b, err := broker.Start(broker.Config{DataDir: cfg.DataDir, Addr: cfg.KafkaAddr, Partitions: int(cfg.Partitions), Fsync: cfg.Fsync,
-			SASL: !cfg.Insecure, Logger: log})
+			SASL: !cfg.Insecure, TLS: serverTLS, CAFile: p.cfg.TLSCA, Logger: log})
 		if err != nil {
 			return p, err
 		}
