@@ -61,6 +61,10 @@ type Result struct {
 	Note string
 	// Also are further rows of the scenario, printed as scenario/Name.
 	Also []Result
+	// RSS is the bench process's resident memory after the scenario
+	// (every scenario runs in this process: the offers one runs the whole
+	// platform, as offerlog dev does).
+	RSS int64
 }
 
 // Rate returns records per second.
@@ -169,6 +173,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return fmt.Errorf("bench %s: %w", s.Name, err)
 		}
+		r.RSS = rss("VmRSS")
 		results[s.Name] = r
 		order = append(order, s.Name)
 		for _, more := range r.Also {
@@ -178,7 +183,25 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	fmt.Fprintln(cfg.Out)
 	report(cfg.Out, order, results)
+	fmt.Fprintf(cfg.Out, "memory: rss is the process's resident MiB after each scenario; its peak was %d MiB\n", rss("VmHWM")>>20)
 	return nil
+}
+
+// rss returns a /proc/self/status memory figure (VmRSS, VmHWM) in bytes,
+// or 0 where there is none.
+func rss(field string) int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && k == field {
+			var kb int64
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 func report(w io.Writer, order []string, results map[string]Result) {
@@ -191,7 +214,7 @@ func report(w io.Writer, order []string, results map[string]Result) {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
-	header := []string{"scenario", "records", "seconds", "records/s", "p50", "p99"}
+	header := []string{"scenario", "records", "seconds", "records/s", "p50", "p99", "rss"}
 	for _, c := range ceilings {
 		header = append(header, "vs "+c)
 	}
@@ -199,7 +222,7 @@ func report(w io.Writer, order []string, results map[string]Result) {
 	for _, name := range order {
 		r := results[name]
 		row := []string{name, fmt.Sprint(r.Records), fmt.Sprintf("%.2f", r.Duration.Seconds()), fmt.Sprintf("%.0f", r.Rate()),
-			latency(r, 50), latency(r, 99)}
+			latency(r, 50), latency(r, 99), mib(r.RSS)}
 		for _, c := range ceilings {
 			row = append(row, fmt.Sprintf("%.2f", r.Rate()/results[c].Rate()))
 		}
@@ -211,6 +234,13 @@ func report(w io.Writer, order []string, results map[string]Result) {
 			fmt.Fprintf(w, "%s: %s\n", name, n)
 		}
 	}
+}
+
+func mib(b int64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprint(b >> 20)
 }
 
 func latency(r Result, p float64) string {

@@ -31,7 +31,8 @@ const offerConcurrency = 64
 func runOffers(ctx context.Context, env *Env) (Result, error) {
 	n := env.Offers
 	cfg := platform.DefaultConfig()
-	cfg.Insecure = true // measured without auth; a token check is a map lookup and a SHA-256
+	cfg.Insecure = true  // measured without auth; a token check is a map lookup and a SHA-256
+	cfg.Memory = 1 << 30 // offerlog dev's default budget
 	cfg.Brokers, cfg.DataDir, cfg.HTTPAddr, cfg.GRPCAddr = env.Brokers, env.StateDir, "127.0.0.1:0", ""
 	cfg.Partitions, cfg.Logger = env.Partitions, env.Logger
 	cfg.Components = []string{platform.ComponentOffers, platform.ComponentCabinet, platform.ComponentDrafts, platform.ComponentAPI}

@@ -100,7 +100,8 @@ func runSchedulerBench(ctx context.Context, env *Env) (Result, error) {
 	}
 	stages.Stages[0].Address, stages.Stages[1].Address = addrs[0], addrs[1]
 	cfg := platform.DefaultConfig()
-	cfg.Insecure = true // measured without auth; a token check is a map lookup and a SHA-256
+	cfg.Insecure = true  // measured without auth; a token check is a map lookup and a SHA-256
+	cfg.Memory = 1 << 30 // offerlog dev's default budget
 	cfg.Brokers, cfg.DataDir, cfg.HTTPAddr, cfg.GRPCAddr = env.Brokers, env.StateDir, "", ""
 	cfg.Partitions, cfg.Logger, cfg.Stages = env.Partitions, env.Logger, stages
 	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
