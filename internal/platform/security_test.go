@@ -320,6 +320,76 @@ func TestEveryRouteAuthenticatesAndKeepsCallersToTheirScope(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
+	// Every method of the offer service, with no token, a revoked one,
+	// another seller's and the seller's own.
+	var gd *offerv1.Draft
+	gd, err := offersAPI.CurrentDraft(ctx, &offerv1.CurrentDraftRequest{Category: "cars"}, auth.Bearer(seller))
+	if err != nil || gd.Owner != "user:s1" {
+		t.Fatalf("CurrentDraft with a seller token: %v %v", gd, err)
+	}
+	price := int64(450000)
+	pbOffer := &offerv1.Offer{Category: "cars", Title: "Lada Niva", Price: &price, Currency: "RUB"}
+	if _, err := offersAPI.SaveDraft(ctx, &offerv1.SaveDraftRequest{DraftId: gd.Id, Offer: pbOffer}, auth.Bearer(seller)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := offersAPI.PublishDraft(ctx, &offerv1.PublishDraftRequest{DraftId: gd.Id}, auth.Bearer(seller)); err != nil {
+		t.Fatal(err)
+	}
+	methods := map[string]func(grpc.CallOption) error{
+		"CurrentDraft": func(o grpc.CallOption) error {
+			_, err := offersAPI.CurrentDraft(ctx, &offerv1.CurrentDraftRequest{User: "s1", Category: "cars"}, o)
+			return err
+		},
+		"SaveDraft": func(o grpc.CallOption) error {
+			_, err := offersAPI.SaveDraft(ctx, &offerv1.SaveDraftRequest{User: "s1", DraftId: gd.Id, Offer: pbOffer}, o)
+			return err
+		},
+		"PublishDraft": func(o grpc.CallOption) error {
+			_, err := offersAPI.PublishDraft(ctx, &offerv1.PublishDraftRequest{User: "s1", DraftId: gd.Id}, o)
+			return err
+		},
+		"GetOffer": func(o grpc.CallOption) error {
+			_, err := offersAPI.GetOffer(ctx, &offerv1.GetOfferRequest{Id: gd.Id}, o)
+			return err
+		},
+		"UpdateOffer": func(o grpc.CallOption) error {
+			_, err := offersAPI.UpdateOffer(ctx, &offerv1.UpdateOfferRequest{SellerId: "s1", Id: gd.Id, ExpectedVersion: -1, Offer: pbOffer}, o)
+			return err
+		},
+		"ListOffers": func(o grpc.CallOption) error {
+			_, err := offersAPI.ListOffers(ctx, &offerv1.ListOffersRequest{SellerId: "s1"}, o)
+			return err
+		},
+		"GetCounters": func(o grpc.CallOption) error {
+			_, err := offersAPI.GetCounters(ctx, &offerv1.GetCountersRequest{SellerId: "s1"}, o)
+			return err
+		},
+		"DeleteOffer": func(o grpc.CallOption) error {
+			_, err := offersAPI.DeleteOffer(ctx, &offerv1.DeleteOfferRequest{SellerId: "s1", Id: gd.Id, ExpectedVersion: -1}, o)
+			return err
+		},
+	}
+	for _, name := range []string{"CurrentDraft", "SaveDraft", "PublishDraft", "GetOffer", "UpdateOffer", "ListOffers", "GetCounters", "DeleteOffer"} {
+		call := methods[name]
+		for _, c := range []struct {
+			what string
+			opt  grpc.CallOption
+			want codes.Code
+		}{
+			{"no token", grpc.EmptyCallOption{}, codes.Unauthenticated},
+			{"a revoked token", auth.Bearer(revokedSeller), codes.Unauthenticated},
+			{"another seller's token", auth.Bearer(otherSeller), codes.PermissionDenied},
+			{"a client's token", auth.Bearer(client), codes.PermissionDenied},
+		} {
+			if got := status.Code(call(c.opt)); got != c.want {
+				t.Errorf("OfferService.%s with %s: %v, want %v", name, c.what, got, c.want)
+			}
+		}
+		if got := status.Code(call(auth.Bearer(seller))); got == codes.Unauthenticated || got == codes.PermissionDenied {
+			t.Errorf("OfferService.%s with the seller's own token: %v", name, got)
+		}
+	}
+
 	// The stage's own state: let in (the offer was deleted above: not found).
 	if _, err := states.Read(ctx, &stagev1.ReadStateRequest{OfferId: d.ID, Stage: "expiry"}, auth.Bearer(stage)); status.Code(err) == codes.PermissionDenied || status.Code(err) == codes.Unauthenticated {
 		t.Errorf("a stage reading its own state: %v", err)
