@@ -171,7 +171,7 @@ func startRegistryView(ctx context.Context, p *process) error {
 		return err
 	}
 	p.registryView = v
-	p.sup.Go(ctx, componentRegistryView, false, v.Run)
+	p.goView(ctx, componentRegistryView, v.Run)
 	p.ready = append(p.ready, v.Ready())
 	return nil
 }

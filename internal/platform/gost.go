@@ -46,9 +46,32 @@ func (g *process) view(ctx context.Context, table goka.Table, codec goka.Codec, 
 	if err != nil {
 		return nil, fmt.Errorf("view of %s: %w", table, err)
 	}
-	g.sup.Go(ctx, name, false, v.Run)
+	g.goView(ctx, name, v.Run)
 	g.ready = append(g.ready, v.WaitRunning())
 	return v, nil
+}
+
+// goView runs a view until every component has stopped (a closer stops
+// it): its readers must not outlive it, for goka's View.Get races with the
+// close that ends View.Run. A view that fails stops the platform, as a
+// component that is not restarted does.
+func (g *process) goView(ctx context.Context, name string, run func(context.Context) error) {
+	vctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := run(vctx); vctx.Err() == nil {
+			if err == nil {
+				err = errors.New("stopped unexpectedly")
+			}
+			g.log.Error("component failed", "component", name, "err", err)
+			g.sup.fail(name, err)
+		}
+	}()
+	g.closers = append(g.closers, func() {
+		cancel()
+		<-done
+	})
 }
 
 // producer returns a producer with acks=all, closed when the process stops.
