@@ -244,3 +244,102 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 	}
 }
+
+// TestKubernetesManifestsRun checks what makes the manifests run as they
+// are: a pinned image, one partition count for every component, the cache's
+// stable names, volumes Kafka and ZooKeeper write their logs to, limits,
+// disruption budgets and an ingress.
+func TestKubernetesManifestsRun(t *testing.T) {
+	files, err := filepath.Glob("../../deploy/k8s/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests: %v", err)
+	}
+	var docs []map[string]any
+	all := ""
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all += string(raw)
+		dec := yaml.NewDecoder(bytes.NewReader(raw))
+		for {
+			var d map[string]any
+			if err := dec.Decode(&d); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			docs = append(docs, d)
+		}
+	}
+	get := func(m any, path ...string) any {
+		for _, p := range path {
+			mm, ok := m.(map[string]any)
+			if !ok {
+				return nil
+			}
+			m = mm[p]
+		}
+		return m
+	}
+	kinds := map[string]map[string]bool{}
+	partitions := map[string]string{}
+	for _, d := range docs {
+		kind, _ := d["kind"].(string)
+		name, _ := get(d, "metadata", "name").(string)
+		if kinds[kind] == nil {
+			kinds[kind] = map[string]bool{}
+		}
+		kinds[kind][name] = true
+		containers, _ := get(d, "spec", "template", "spec", "containers").([]any)
+		for _, c := range containers {
+			image, _ := get(c, "image").(string)
+			if !strings.HasPrefix(image, "offerlog") {
+				continue
+			}
+			where := kind + " " + name
+			if strings.HasSuffix(image, ":latest") || !strings.Contains(image, ":") || get(c, "imagePullPolicy") != "IfNotPresent" {
+				t.Errorf("%s: image %q: want a pinned tag and imagePullPolicy IfNotPresent", where, image)
+			}
+			args, _ := get(c, "args").([]any)
+			for i, a := range args {
+				if a == "--partitions" && i+1 < len(args) {
+					partitions[where] = args[i+1].(string)
+				}
+			}
+			if _, ok := partitions[where]; !ok && len(args) > 0 && (args[0] == "run" || args[0] == "topics") {
+				t.Errorf("%s: no --partitions: the first pod to start would create the catalogue with its default", where)
+			}
+			if kind != "Job" && get(c, "resources", "limits", "memory") == nil {
+				t.Errorf("%s: no memory limit", where)
+			}
+		}
+	}
+	var counts []string
+	for _, n := range partitions {
+		counts = append(counts, n)
+	}
+	if slices.Sort(counts); len(slices.Compact(counts)) != 1 {
+		t.Errorf("components disagree on --partitions: %v", partitions)
+	}
+	if !kinds["StatefulSet"]["offerlog-cache-dc1"] {
+		t.Error("the cache must be a StatefulSet, to keep its servers' names and shards")
+	}
+	for _, pdb := range []string{"kafka", "zookeeper", "offerlog-api", "offerlog-cache"} {
+		if !kinds["PodDisruptionBudget"][pdb] {
+			t.Errorf("no PodDisruptionBudget %s", pdb)
+		}
+	}
+	if len(kinds["Ingress"]) == 0 {
+		t.Error("no Ingress for the API")
+	}
+	for _, d := range docs {
+		if d["kind"] == "StatefulSet" && get(d, "metadata", "name") == "kafka" && get(d, "spec", "template", "spec", "securityContext", "fsGroup") == nil {
+			t.Error("Kafka's pods need an fsGroup to write their volume")
+		}
+	}
+	if !strings.Contains(all, "dataLogDir=/data/") {
+		t.Error("ZooKeeper's dataLogDir must be on its volume (/data)")
+	}
+}
