@@ -61,6 +61,8 @@ type Server struct {
 	mux      *http.ServeMux
 	requests *metrics.CounterVec
 	latency  *metrics.HistogramVec
+	// patterns are the routes served, as "METHOD /path".
+	patterns []string
 }
 
 // New returns the API server.
@@ -105,6 +107,10 @@ func New(cfg Config) (*Server, error) {
 	})
 	s.route("GET /readyz", public, s.ready)
 	s.mux.Handle("GET /metrics", cfg.Metrics.Handler())
+	s.patterns = append(s.patterns, "GET /metrics")
+	if err := s.serveOpenAPI(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -171,6 +177,7 @@ var (
 // route serves pattern with h for callers need lets in: a caller without
 // a valid token is answered 401, one outside its scope 403.
 func (s *Server) route(pattern string, need access, h http.HandlerFunc) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
