@@ -1706,10 +1706,15 @@ func (g *group) reply(creq *clientReq, kresp kmsg.Response, m *groupMember) {
 	if m != nil {
 		m.waitingReply = nil
 	}
-	if !creq.reply(kresp) {
-		return
-	}
-	if m != nil {
+	// offerlog patch 5: the member's session restarts whether or not its
+	// reply could be delivered. Upstream returned before it when the
+	// member's connection was gone: a member killed while it waited in a
+	// join (added without a session timer) was kept by the rebalance,
+	// given partitions by the leader's sync, and never expired, so its
+	// partitions were never consumed again. Now it expires after its
+	// session timeout, as in Kafka.
+	delivered := creq.reply(kresp)
+	if m != nil && (delivered || g.members[m.memberID] == m) {
 		g.updateHeartbeat(m)
 	}
 }

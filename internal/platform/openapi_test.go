@@ -72,12 +72,12 @@ func TestAnswersFitTheOpenAPIDescription(t *testing.T) {
 	check("GET", "/healthz", "", "")
 	check("GET", "/readyz", "", "")
 	check("GET", "/metrics", "", "")
-	check("GET", "/v1/clients/shop/epochs", "", "")      // 401
-	check("GET", "/v1/clients/shop/epochs", "", seller)  // 403
-	check("GET", "/v1/clients/shop/epochs", "", admin)   // 404
+	check("GET", "/v1/clients/shop/epochs", "", "")     // 401
+	check("GET", "/v1/clients/shop/epochs", "", seller) // 403
+	check("GET", "/v1/clients/shop/epochs", "", admin)  // 404
 	check("PUT", "/v1/clients/shop/epochs/1", `{"fields":[{"name":"title","type":"string","required":true}]}`, admin)
 	check("PUT", "/v1/clients/shop/epochs/1", `{"fields":[{"name":"title","type":"string","required":true}]}`, admin) // 200
-	check("PUT", "/v1/clients/shop/epochs/x", `{}`, admin)                                                             // 400
+	check("PUT", "/v1/clients/shop/epochs/x", `{}`, admin)                                                            // 400
 	check("GET", "/v1/clients/shop/epochs", "", admin)
 	doc1 := `{"pk":"1","epoch":1,"version":1,"action":"UPSERT","timestamp":"2026-11-24T10:00:00Z","fields":{"title":"bike"}}`
 	check("POST", "/v1/clients/shop/documents", doc1, admin)
@@ -95,7 +95,7 @@ func TestAnswersFitTheOpenAPIDescription(t *testing.T) {
 	check("POST", "/v1/drafts/99999999999/publish", `{}`, seller) // 404
 	check("GET", "/v1/offers/"+d.ID, "", seller)
 	check("PUT", "/v1/offers/"+d.ID, `{"expected_version":-1,"offer":`+secOffer+`}`, seller)
-	check("PUT", "/v1/offers/"+d.ID, `{"expected_version":1,"offer":`+secOffer+`}`, seller) // 409
+	check("PUT", "/v1/offers/"+d.ID, `{"expected_version":1,"offer":`+secOffer+`}`, seller)  // 409
 	check("PUT", "/v1/offers/"+d.ID, `{"expected_version":-1,"offer":{"title":""}}`, seller) // 422
 	check("GET", "/v1/sellers/s1/offers?preset=all&limit=10", "", seller)
 	check("GET", "/v1/sellers/s1/counters", "", seller)
