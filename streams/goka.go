@@ -29,6 +29,9 @@ type Config struct {
 	// Replication of the topics goka creates itself; catalogue topics are
 	// created by package topics beforehand.
 	Replication int
+	// AllowPartialReplay makes replays rebuild from what retention left of
+	// their inputs instead of refusing (Replay.AllowPartial).
+	AllowPartialReplay bool
 	// StoreMemory is the memory one local table store (one partition of
 	// one table or view, LevelDB) may take for its write buffers and block
 	// cache (default DefaultStoreMemory). Every store of a process gets the

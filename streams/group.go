@@ -52,7 +52,8 @@ func ReplayGroup(ctx context.Context, s Config, graph func() *goka.GroupGraph, p
 	g := graph()
 	table := g.GroupTable().Topic()
 	spec := Replay{Group: string(g.Group()), Table: table, TableConfigs: topics.Find(table, partitions).Configs(),
-		Partitions: partitions, Replication: replication, StateDir: s.StateDirOf(string(g.Group()))}
+		Partitions: partitions, Replication: replication, StateDir: s.StateDirOf(string(g.Group())),
+		AllowPartial: s.AllowPartialReplay, Logger: s.Logger}
 	for _, e := range g.InputStreams() {
 		spec.Inputs = append(spec.Inputs, e.Topic())
 	}

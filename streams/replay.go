@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -63,6 +66,51 @@ type Replay struct {
 	Replication int16
 	// StateDir is the group's local storage, wiped; "" for none.
 	StateDir string
+	// AllowPartial replays what retention left of the inputs. Without it
+	// a replay refuses to start when an input no longer begins at offset
+	// 0: it would rebuild the table from a part of the history, silently.
+	AllowPartial bool
+	// Logger receives the replay's progress (every 5 s) and warnings.
+	Logger *slog.Logger
+}
+
+// ErrPartialHistory is returned by Prepare when an input lost its first
+// records to retention (or DeleteRecords) and AllowPartial is not set.
+var ErrPartialHistory = errors.New("an input no longer holds its whole history")
+
+// checkWhole returns an ErrPartialHistory error naming every input
+// partition that does not start at offset 0.
+func (r Replay) checkWhole(ctx context.Context, adm *kadm.Client) error {
+	starts, err := adm.ListStartOffsets(ctx, r.Inputs...)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("replay %s: start offsets: %w", r.Group, err)
+	}
+	var lost []string
+	starts.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			lost = append(lost, fmt.Sprintf("%s[%d] starts at %d", o.Topic, o.Partition, o.Offset))
+		}
+	})
+	if len(lost) == 0 {
+		return nil
+	}
+	sort.Strings(lost)
+	if r.AllowPartial {
+		r.log().Warn("replay: rebuilding from a part of the history, as --allow-partial asks", "group", r.Group, "lost", lost)
+		return nil
+	}
+	return fmt.Errorf("replay %s: %w: %s (the records before were removed by retention); --allow-partial replays what is left",
+		r.Group, ErrPartialHistory, strings.Join(lost, ", "))
+}
+
+func (r Replay) log() *slog.Logger {
+	if r.Logger == nil {
+		return slog.Default()
+	}
+	return r.Logger
 }
 
 // Prepare empties the group's state so that the next run starts from the
@@ -72,6 +120,9 @@ type Replay struct {
 // topic empty and wipes the local storage. It returns the end offsets.
 func (r Replay) Prepare(ctx context.Context, adm *kadm.Client) (kadm.Offsets, error) {
 	if err := r.waitAlone(ctx, adm, MemberGrace); err != nil {
+		return nil, err
+	}
+	if err := r.checkWhole(ctx, adm); err != nil {
 		return nil, err
 	}
 	ends, err := adm.ListEndOffsets(ctx, r.Inputs...)
@@ -174,6 +225,12 @@ func (r Replay) Run(ctx context.Context, adm *kadm.Client, run func(context.Cont
 	go func() { errc <- run(runCtx) }()
 	waited := make(chan error, 1)
 	go func() { waited <- WaitCommitted(runCtx, adm, r.Group, ends) }()
+	progressDone := make(chan struct{})
+	defer func() { cancel(); <-progressDone }()
+	go func() {
+		defer close(progressDone)
+		r.progress(runCtx, adm, ends)
+	}()
 	select {
 	case err := <-waited:
 		cancel()
@@ -189,6 +246,35 @@ func (r Replay) Run(ctx context.Context, adm *kadm.Client, run func(context.Cont
 			err = errors.New("stopped before it caught up")
 		}
 		return fmt.Errorf("replay %s: %w", r.Group, err)
+	}
+}
+
+// progress logs, every 5 s until ctx ends, how many of the input records
+// the replay must reach the group has committed.
+func (r Replay) progress(ctx context.Context, adm *kadm.Client, ends kadm.Offsets) {
+	var total int64
+	ends.Each(func(o kadm.Offset) { total += max(o.At, 0) })
+	start := time.Now()
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		committed, err := adm.FetchOffsets(ctx, r.Group)
+		if err != nil {
+			continue
+		}
+		var done int64
+		ends.Each(func(o kadm.Offset) {
+			if c, ok := committed.Lookup(o.Topic, o.Partition); ok && c.Err == nil {
+				done += min(max(c.At, 0), max(o.At, 0))
+			}
+		})
+		r.log().Info("replay: progress", "group", r.Group, "records", done, "of", total,
+			"percent", fmt.Sprintf("%.1f", 100*float64(done)/float64(max(total, 1))), "elapsed", time.Since(start).Round(time.Second))
 	}
 }
 

@@ -22,6 +22,7 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	f := newFlags("replay", stderr)
 	cfg := f.rules()
 	brokers := f.brokers()
+	partial := f.Bool("allow-partial", false, "replay what retention left of the inputs (without it, a replay refuses to rebuild from a part of the history)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -33,7 +34,8 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	log := f.logger(stderr)
 	group := f.Arg(0)
-	scfg := streams.Config{Brokers: *brokers, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log}
+	scfg := streams.Config{Brokers: *brokers, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log,
+		AllowPartialReplay: *partial}
 	var err error
 	switch group {
 	case string(registry.Group):
@@ -53,7 +55,7 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		err = numerator.Replay(ctx, ncfg, cfg.Partitions, cfg.Replication)
 	case indexer.Group:
 		err = indexer.Replay(ctx, indexer.Config{Brokers: *brokers, Partitions: cfg.Partitions,
-			Replication: cfg.Replication, Framing: cfg.ExportFraming, Logger: log})
+			Replication: cfg.Replication, Framing: cfg.ExportFraming, Logger: log, AllowPartialReplay: *partial})
 	case string(offers.Group):
 		// The aggregate decides stage commands only for configured stages:
 		// replay with the stages it ran with.

@@ -46,6 +46,8 @@ type Config struct {
 	Framing schemas.Framing
 	Metrics *Metrics
 	Logger  *slog.Logger
+	// AllowPartialReplay: see streams.Replay.AllowPartial.
+	AllowPartialReplay bool
 }
 
 func (c *Config) setDefaults() {
@@ -228,7 +230,7 @@ func Replay(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("replay: %w", err)
 	}
 	defer cl.Close()
-	spec := streams.Replay{Group: Group, Inputs: []string{topics.DocumentsChanges}}
+	spec := streams.Replay{Group: Group, Inputs: []string{topics.DocumentsChanges}, AllowPartial: cfg.AllowPartialReplay, Logger: cfg.Logger}
 	prod, err := streams.NewProducer(cfg.Brokers, Group, kgo.ProducerLinger(2*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)

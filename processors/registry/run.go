@@ -158,6 +158,8 @@ func ReplaySpec(s streams.Config, partitions int32, replication int16) streams.R
 		Partitions:   partitions,
 		Replication:  replication,
 		StateDir:     s.StateDirOf(string(Group)),
+		AllowPartial: s.AllowPartialReplay,
+		Logger:       s.Logger,
 	}
 }
 

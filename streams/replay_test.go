@@ -1,0 +1,54 @@
+package streams_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+func TestReplayRefusesAPartOfTheHistory(t *testing.T) {
+	brokers := testkit.Broker(t, "").Addrs()
+	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: "in", Partitions: 2}})
+	cl := testkit.Client(t, brokers, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 4 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "in", Partition: int32(i % 2), Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adm := kadm.NewClient(cl)
+	r := streams.Replay{Group: "g", Inputs: []string{"in"}}
+	if _, err := r.Prepare(ctx, adm); err != nil {
+		t.Fatalf("a whole history: %v", err)
+	}
+	// Retention (here DeleteRecords) removes partition 1's first record.
+	del := kadm.Offsets{}
+	del.AddOffset("in", 1, 1, -1)
+	resp, err := adm.DeleteRecords(ctx, del)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts, _ := adm.ListStartOffsets(ctx, "in")
+	t.Logf("start offsets after DeleteRecords: %v", starts)
+	_, err = r.Prepare(ctx, adm)
+	if !errors.Is(err, streams.ErrPartialHistory) {
+		t.Fatalf("a history missing its start: %v, want ErrPartialHistory", err)
+	}
+	t.Log(err)
+	r.AllowPartial = true
+	if _, err := r.Prepare(ctx, adm); err != nil {
+		t.Fatalf("with AllowPartial: %v", err)
+	}
+}
