@@ -135,7 +135,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", Logger: cfg.Logger})
+	// The broker keeps its log in segment files, as offerlog dev's does
+	// (without a data directory kfake holds every record in memory, and
+	// the bench's RSS would measure that, not offerlog).
+	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", DataDir: filepath.Join(dir, "broker"), Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}
