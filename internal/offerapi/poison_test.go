@@ -94,7 +94,14 @@ func TestBadCommandsAreDeadLettered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	feeder := "misfeed"
+	item, err := schemas.FeedItems.Encode(&schemas.FeedItem{SellerID: feeder, TaskID: 1, ExternalID: "e1",
+		Offer: &schemas.Offer{Category: "cars", Title: "misplaced item"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range []*kgo.Record{
+		{Topic: topics.FeedsIngest, Key: []byte(feeder), Value: item, Partition: (streams.Partition(feeder, parts) + 1) % parts},
 		{Topic: topics.DraftsCommands, Key: []byte(owner), Value: draft, Partition: (streams.Partition(owner, parts) + 1) % parts},
 		{Topic: topics.OffersCommands, Key: []byte("11111111111"), Value: nil, Partition: streams.Partition("11111111111", parts)},
 		{Topic: topics.OffersCommands, Key: []byte("22222222222"), Value: []byte("no command"), Partition: streams.Partition("22222222222", parts)},
@@ -105,7 +112,7 @@ func TestBadCommandsAreDeadLettered(t *testing.T) {
 		}
 	}
 	reasons := map[string]string{}
-	testkit.Eventually(t, time.Minute, "four dead letters", func() bool {
+	testkit.Eventually(t, time.Minute, "five dead letters", func() bool {
 		for _, r := range testkit.ReadAll(t, brokers, topics.OffersDead) {
 			var dl schemas.DeadLetter
 			if err := schemas.DeadLetters.Decode(r.Value, &dl); err != nil {
@@ -113,11 +120,12 @@ func TestBadCommandsAreDeadLettered(t *testing.T) {
 			}
 			reasons[string(dl.Key)] = dl.Reason
 		}
-		return len(reasons) == 4
+		return len(reasons) == 5
 	})
 	for key, want := range map[string]string{"11111111111": "undecodable", "22222222222": "undecodable",
-		owner: fmt.Sprintf("belongs on partition %d", streams.Partition(owner, parts)),
-		id:    fmt.Sprintf("belongs on partition %d", streams.Partition(id, parts))} {
+		owner:  fmt.Sprintf("belongs on partition %d", streams.Partition(owner, parts)),
+		feeder: fmt.Sprintf("belongs on partition %d", streams.Partition(feeder, parts)),
+		id:     fmt.Sprintf("belongs on partition %d", streams.Partition(id, parts))} {
 		if !strings.Contains(reasons[key], want) {
 			t.Errorf("%s: reason %q, want %q in it", key, reasons[key], want)
 		}

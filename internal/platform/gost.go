@@ -103,7 +103,7 @@ func (g *process) feeds(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c := feeds.Config{Streams: g.scfg, Producer: p, Offers: g.offersClient(ctx, p, "feeds-answers"), View: v,
+	c := feeds.Config{Streams: g.scfg, Producer: p, Offers: g.offersClient(ctx, p, "feeds-answers"), View: v, Partitions: g.cfg.Partitions,
 		Metrics: feeds.NewMetrics(g.reg), Logger: g.log}
 	g.sup.Go(ctx, ComponentFeeds, true, func(ctx context.Context) error { return feeds.Run(ctx, c) })
 	return nil

@@ -74,9 +74,14 @@ type Config struct {
 	// Offers sends commands to the aggregate.
 	Offers *offers.Client
 	// View is a running view of feeds.index.
-	View    *goka.View
-	Metrics *Metrics
-	Logger  *slog.Logger
+	View *goka.View
+	// Partitions of feeds.ingest: an item on another partition than its
+	// seller's (a producer without Kafka's partitioner) is dead-lettered
+	// with the partition it belongs on, for a seller's items and end
+	// markers must be read in one order. 0 skips the check.
+	Partitions int32
+	Metrics    *Metrics
+	Logger     *slog.Logger
 	// Retry is the wait before a batch that failed (no answer, broker
 	// trouble) is tried again.
 	Retry time.Duration
@@ -154,9 +159,12 @@ func (l *loader) batch(ctx context.Context, b *streams.Batch) error {
 	for _, r := range b.Records {
 		var it schemas.FeedItem
 		err := schemas.FeedItems.Decode(r.Value, &it)
-		if err != nil {
+		switch {
+		case err != nil:
 			err = fmt.Errorf("undecodable item: %w", err)
-		} else {
+		case l.cfg.Partitions > 0 && streams.Misplaced(string(r.Key), r.Partition, l.cfg.Partitions) != "":
+			err = errors.New(streams.Misplaced(string(r.Key), r.Partition, l.cfg.Partitions))
+		default:
 			err = check(&it, string(r.Key))
 		}
 		if err != nil {
