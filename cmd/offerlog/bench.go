@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"runtime/pprof"
@@ -16,10 +17,18 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	offerCount := f.Int("offers", 1_000_000, "offers of the offers scenario")
 	partitions := f.Int("partitions", 8, "partitions of every topic")
 	cpuProfile := f.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memory := int64(defaultMemory)
+	f.Func("memory", fmt.Sprintf("the Go runtime's soft memory limit, as offerlog dev sets it from its --memory (default %s)", formatBytes(defaultMemory)),
+		func(s string) error {
+			n, err := parseBytes(s)
+			memory = n
+			return err
+		})
 	f.logLevel = "error"
 	if err := f.parse(args); err != nil {
 		return err
 	}
+	setMemoryLimit(memory)
 	if *cpuProfile != "" {
 		out, err := os.Create(*cpuProfile)
 		if err != nil {
