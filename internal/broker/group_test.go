@@ -16,8 +16,10 @@ import (
 
 // TestAMemberKilledWhileJoiningExpires: a member whose process dies while
 // it waits in a JoinGroup is kept by the rebalance and given partitions by
-// the leader; it must still expire after its session timeout (kfake patch
-// 5), or its partitions are never consumed again.
+// the leader; it must still expire after its session timeout, or its
+// partitions are never consumed again. (Kfake patch 5 makes sure it does
+// when the broker saw the connection end before its reply; this test
+// cannot order that deterministically, and passes on upstream too.)
 func TestAMemberKilledWhileJoiningExpires(t *testing.T) {
 	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0"})
 	if err != nil {
@@ -30,7 +32,7 @@ func TestAMemberKilledWhileJoiningExpires(t *testing.T) {
 
 	// A: a live member.
 	a, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t"),
-		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(200*time.Millisecond))
+		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(200*time.Millisecond), kgo.RebalanceTimeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +87,25 @@ func TestAMemberKilledWhileJoiningExpires(t *testing.T) {
 	})
 	bc.Close() // the process dies: its connection closes
 
-	// A rejoins and leads: the group may hold the dead member for a while,
-	// and must then drop it.
-	testkit.Eventually(t, time.Minute, "the dead member dropped", func() bool { return members() == 1 })
+	// The group may hold the dead member for a while (its session), and
+	// must then drop it, whoever led the rebalance.
+	closed := time.Now()
+	deadline := closed.Add(time.Minute)
+	for {
+		gs, err := kadm.NewClient(adm).DescribeGroups(ctx, "g")
+		if err == nil {
+			held := false
+			for _, m := range gs["g"].Members {
+				held = held || m.MemberID == join.MemberID
+			}
+			if !held {
+				t.Logf("the dead member went %v after its client closed", time.Since(closed).Round(100*time.Millisecond))
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dead member %s is still in the group after a minute: %+v %v", join.MemberID, gs["g"], err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
