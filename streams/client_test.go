@@ -2,7 +2,6 @@ package streams_test
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -18,10 +17,7 @@ import (
 // write with each --compression is read back as it was by kcat
 // (librdkafka) and by franz-go; the setting is what the batches carry.
 func TestEveryCompressionIsReadByAnotherClient(t *testing.T) {
-	kcat, err := exec.LookPath("kcat")
-	if err != nil && os.Getenv("OFFERLOG_REQUIRE_KCAT") != "" {
-		t.Fatal("kcat is not installed (make test installs it)")
-	}
+	kcat, _ := testkit.LookTool(t, "kcat")
 	t.Cleanup(func() { _ = streams.Configure(streams.ClientSettings{}) })
 	brokers := testkit.Broker(t, "").Addrs()
 	value := bytes.Repeat([]byte("offerlog "), 200)

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -221,11 +220,8 @@ func TestTopicsProduceConsume(t *testing.T) {
 
 func kcat(t *testing.T, addr string) {
 	t.Helper()
-	path, err := exec.LookPath("kcat")
-	if err != nil {
-		if os.Getenv("OFFERLOG_REQUIRE_KCAT") != "" {
-			t.Fatal("kcat is not installed (make test installs it)")
-		}
+	path, ok := testkit.LookTool(t, "kcat")
+	if !ok {
 		t.Log("kcat is not installed: the kcat part is skipped (make test installs it and runs it)")
 		return
 	}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/offerlog/offerlog/internal/testkit"
 )
 
 // The README's tour, run as a newcomer would: the real binary, `offerlog
@@ -105,12 +107,7 @@ func TestReadmeTour(t *testing.T) {
 		t.Skip("runs the platform and the tour")
 	}
 	for _, tool := range []string{"bash", "curl", "kcat"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("OFFERLOG_REQUIRE_KCAT") != "" {
-				t.Fatalf("%s is not installed (make test installs it)", tool)
-			}
-			t.Skipf("%s is not installed (make test installs it and runs this)", tool)
-		}
+		testkit.Tool(t, tool)
 	}
 	dir := t.TempDir()
 	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "offerlog"), ".").CombinedOutput(); err != nil {

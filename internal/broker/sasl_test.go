@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/broker"
+	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/streams"
 )
 
@@ -81,13 +82,7 @@ func TestSASLIsRequiredAndThePropertiesFileWorks(t *testing.T) {
 		t.Fatal("a restart made new credentials")
 	}
 
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		if os.Getenv("OFFERLOG_REQUIRE_KCAT") != "" {
-			t.Fatal("kcat is not installed (make test installs it)")
-		}
-		t.Skip("kcat is not installed (make test installs it and runs this)")
-	}
+	kcat := testkit.Tool(t, "kcat")
 	out, err := exec.Command(kcat, "-F", props, "-L", "-m", "10").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "1 brokers") {
 		t.Fatalf("kcat -F %s -L: %v\n%s", props, err, out)

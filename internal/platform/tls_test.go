@@ -17,6 +17,7 @@ import (
 
 	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/internal/platform/platformtest"
+	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/streams"
 )
 
@@ -87,13 +88,7 @@ func TestTLSServesHTTPGRPCAndKafka(t *testing.T) {
 	if !strings.Contains(string(b), "security.protocol=SASL_SSL") || !strings.Contains(string(b), "ssl.ca.location="+files.CA) {
 		t.Fatalf("%s:\n%s", props, b)
 	}
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		if os.Getenv("OFFERLOG_REQUIRE_KCAT") != "" {
-			t.Fatal("kcat is not installed (make test installs it)")
-		}
-		t.Skip("kcat is not installed (make test installs it and runs this)")
-	}
+	kcat := testkit.Tool(t, "kcat")
 	out, err := exec.Command(kcat, "-F", props, "-L", "-t", "auth.tokens", "-m", "10").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `topic "auth.tokens"`) {
 		t.Fatalf("kcat -F %s over SASL_SSL: %v\n%s", props, err, out)

@@ -560,13 +560,7 @@ func TestAnotherClientsFramingsDecode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
-	path, err := exec.LookPath("kcat")
-	if err != nil {
-		if os.Getenv("OFFERLOG_REQUIRE_KCAT") != "" {
-			t.Fatal("kcat is not installed (make test installs it)")
-		}
-		t.Skip("kcat is not installed (make test installs it and runs this)")
-	}
+	path := testkit.Tool(t, "kcat")
 	c := newCluster(t)
 	c.framing = schemas.FramingConfluent
 	stop := c.start(t)
