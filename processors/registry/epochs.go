@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/schemas"
@@ -187,34 +186,18 @@ func (c *Catalogue) Follow(ctx context.Context, brokers []string, log *slog.Logg
 // offsets as of the call. It returns ctx's error if ctx ends first.
 func (c *Catalogue) Sync(ctx context.Context, adm *kadm.Client) error {
 	start := time.Now()
-	var ends kadm.ListedOffsets
-	for {
-		var err error
-		ends, err = adm.ListEndOffsets(ctx, topics.Epochs)
-		if err == nil {
-			err = ends.Error()
-		}
-		if err == nil {
-			break
-		}
-		// A topic created a moment ago may not be known to every broker yet.
-		if !kerr.IsRetriable(err) {
-			return fmt.Errorf("epochs: list end offsets: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("epochs: list end offsets: %w", err)
-		case <-time.After(100 * time.Millisecond):
-		}
+	ends, err := streams.EndOffsets(ctx, adm, topics.Epochs)
+	if err != nil {
+		return fmt.Errorf("epochs: %w", err)
 	}
 	for {
 		c.mu.Lock()
 		behind := false
-		ends.Each(func(o kadm.ListedOffset) {
-			if c.consumed[o.Partition] < o.Offset {
+		for p, end := range ends {
+			if c.consumed[p] < end {
 				behind = true
 			}
-		})
+		}
 		wait := c.changed
 		if !behind && c.synced.Before(start) {
 			c.synced = start
