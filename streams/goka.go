@@ -29,9 +29,16 @@ type Config struct {
 	// Replication of the topics goka creates itself; catalogue topics are
 	// created by package topics beforehand.
 	Replication int
-	// AllowPartialReplay makes replays rebuild from what retention left of
-	// their inputs instead of refusing (Replay.AllowPartial).
-	AllowPartialReplay bool
+	// AllowGaps makes replays rebuild from what retention left of their
+	// inputs instead of refusing (Replay.AllowGaps).
+	AllowGaps bool
+	// Replaying is what a processor run by a replay does with the outputs
+	// of input records the group had processed (ReplayOutputs); the zero
+	// value is a live processor.
+	Replaying ReplayOutputs
+	// replay is set by Replay.For on the config of the processor a replay
+	// runs.
+	replay *replayRun
 	// StoreMemory is the memory one local table store (one partition of
 	// one table or view, LevelDB) may take for its write buffers and block
 	// cache (default DefaultStoreMemory). Every store of a process gets the
@@ -119,7 +126,7 @@ func (c Config) producer(clientID string) goka.ProducerBuilder {
 // state under StateDir/processor/<group>.
 func (c Config) ProcessorOptions(group goka.Group) []goka.ProcessorOption {
 	id := "offerlog-" + string(group)
-	return []goka.ProcessorOption{
+	opts := []goka.ProcessorOption{
 		goka.WithClientID(id),
 		goka.WithHasher(KafkaHasher()),
 		goka.WithStorageBuilder(storage.BuilderWithOptions(c.StateDirOf(string(group)), c.levelDB())),
@@ -133,6 +140,10 @@ func (c Config) ProcessorOptions(group goka.Group) []goka.ProcessorOption {
 		// without a trace.
 		goka.WithNilHandling(goka.NilProcess),
 	}
+	if c.replay != nil {
+		opts = append(opts, goka.WithContextWrapper(c.replay.wrap))
+	}
+	return opts
 }
 
 // ViewOptions returns the options of a view named name (its state lives in

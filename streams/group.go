@@ -53,10 +53,11 @@ func ReplayGroup(ctx context.Context, s Config, graph func() *goka.GroupGraph, p
 	table := g.GroupTable().Topic()
 	spec := Replay{Group: string(g.Group()), Table: table, TableConfigs: topics.Find(table, partitions).Configs(),
 		Partitions: partitions, Replication: replication, StateDir: s.StateDirOf(string(g.Group())),
-		AllowPartial: s.AllowPartialReplay, Logger: s.Logger}
+		AllowGaps: s.AllowGaps, Logger: s.Logger}
 	for _, e := range g.InputStreams() {
 		spec.Inputs = append(spec.Inputs, e.Topic())
 	}
+	s = spec.For(s)
 	cl, err := NewClient(s.Brokers, kgo.ClientID("offerlog-replay"))
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)

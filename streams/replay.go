@@ -66,17 +66,36 @@ type Replay struct {
 	Replication int16
 	// StateDir is the group's local storage, wiped; "" for none.
 	StateDir string
-	// AllowPartial replays what retention left of the inputs. Without it
-	// a replay refuses to start when an input no longer begins at offset
-	// 0: it would rebuild the table from a part of the history, silently.
-	AllowPartial bool
-	// Logger receives the replay's progress (every 5 s) and warnings.
+	// AllowGaps replays what retention left of the inputs. Without it a
+	// replay refuses to start when an input no longer begins at offset 0:
+	// it would rebuild the table from a part of the history, silently.
+	AllowGaps bool
+	// Outputs is what the replay does with outputs already written, for
+	// its report when the processor is not configured by For (the
+	// indexer's re-delivery).
+	Outputs ReplayOutputs
+	// run is shared with the processor For configured.
+	run *replayRun
+	// Logger receives the replay's progress (every 5 s), warnings and its
+	// report at the end.
 	Logger *slog.Logger
 }
 
 // ErrPartialHistory is returned by Prepare when an input lost its first
-// records to retention (or DeleteRecords) and AllowPartial is not set.
+// records to retention (or DeleteRecords) and AllowGaps is not set.
 var ErrPartialHistory = errors.New("an input no longer holds its whole history")
+
+// For returns s as the processor the replay runs is configured: its
+// outputs dropped (the default) or marked (s.Replaying = ReplayReemit),
+// and never written to its own inputs.
+func (r *Replay) For(s Config) Config {
+	if s.Replaying == NotReplaying {
+		s.Replaying = ReplayTablesOnly
+	}
+	r.run = newReplayRun(s.Replaying, r.Inputs)
+	s.replay = r.run
+	return s
+}
 
 // checkWhole returns an ErrPartialHistory error naming every input
 // partition that does not start at offset 0.
@@ -91,18 +110,19 @@ func (r Replay) checkWhole(ctx context.Context, adm *kadm.Client) error {
 	var lost []string
 	starts.Each(func(o kadm.ListedOffset) {
 		if o.Offset > 0 {
-			lost = append(lost, fmt.Sprintf("%s[%d] starts at %d", o.Topic, o.Partition, o.Offset))
+			lost = append(lost, fmt.Sprintf("%s partition %d: offsets 0 to %d are gone (first missing 0, first kept %d)",
+				o.Topic, o.Partition, o.Offset-1, o.Offset))
 		}
 	})
 	if len(lost) == 0 {
 		return nil
 	}
 	sort.Strings(lost)
-	if r.AllowPartial {
-		r.log().Warn("replay: rebuilding from a part of the history, as --allow-partial asks", "group", r.Group, "lost", lost)
+	if r.AllowGaps {
+		r.log().Warn("replay: rebuilding from a part of the history, as --allow-gaps asks", "group", r.Group, "lost", lost)
 		return nil
 	}
-	return fmt.Errorf("replay %s: %w: %s (the records before were removed by retention); --allow-partial replays what is left",
+	return fmt.Errorf("replay %s: %w: %s (removed by retention or DeleteRecords); --allow-gaps replays what is left",
 		r.Group, ErrPartialHistory, strings.Join(lost, ", "))
 }
 
@@ -131,6 +151,14 @@ func (r Replay) Prepare(ctx context.Context, adm *kadm.Client) (kadm.Offsets, er
 	}
 	if err := ends.Error(); err != nil {
 		return nil, fmt.Errorf("replay %s: end offsets: %w", r.Group, err)
+	}
+	if r.run != nil {
+		// What the group had processed: those records' outputs exist.
+		committed, err := adm.FetchOffsets(ctx, r.Group)
+		if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+			return nil, fmt.Errorf("replay %s: committed offsets: %w", r.Group, err)
+		}
+		r.run.answered = committed
 	}
 	if _, err := adm.DeleteGroup(ctx, r.Group); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		return nil, fmt.Errorf("replay %s: delete committed offsets: %w", r.Group, err)
@@ -219,6 +247,7 @@ func (r Replay) Run(ctx context.Context, adm *kadm.Client, run func(context.Cont
 	if err != nil {
 		return err
 	}
+	start := time.Now()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 1)
@@ -240,6 +269,7 @@ func (r Replay) Run(ctx context.Context, adm *kadm.Client, run func(context.Cont
 		if err != nil {
 			return fmt.Errorf("replay %s: %w", r.Group, err)
 		}
+		r.report(ctx, adm, ends, time.Since(start), r.Outputs)
 		return nil
 	case err := <-errc:
 		if err == nil {
@@ -250,10 +280,9 @@ func (r Replay) Run(ctx context.Context, adm *kadm.Client, run func(context.Cont
 }
 
 // progress logs, every 5 s until ctx ends, how many of the input records
-// the replay must reach the group has committed.
+// the replay must reach the group has committed, at what rate, and when
+// at that rate it will be done.
 func (r Replay) progress(ctx context.Context, adm *kadm.Client, ends kadm.Offsets) {
-	var total int64
-	ends.Each(func(o kadm.Offset) { total += max(o.At, 0) })
 	start := time.Now()
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
@@ -263,19 +292,61 @@ func (r Replay) progress(ctx context.Context, adm *kadm.Client, ends kadm.Offset
 			return
 		case <-t.C:
 		}
-		committed, err := adm.FetchOffsets(ctx, r.Group)
+		done, total, err := r.committed(ctx, adm, ends)
 		if err != nil {
 			continue
 		}
-		var done int64
-		ends.Each(func(o kadm.Offset) {
-			if c, ok := committed.Lookup(o.Topic, o.Partition); ok && c.Err == nil {
-				done += min(max(c.At, 0), max(o.At, 0))
-			}
-		})
+		elapsed := time.Since(start)
+		rate := float64(done) / elapsed.Seconds()
+		eta := "unknown"
+		if rate > 0 {
+			eta = (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second).String()
+		}
 		r.log().Info("replay: progress", "group", r.Group, "records", done, "of", total,
-			"percent", fmt.Sprintf("%.1f", 100*float64(done)/float64(max(total, 1))), "elapsed", time.Since(start).Round(time.Second))
+			"percent", fmt.Sprintf("%.1f", 100*float64(done)/float64(max(total, 1))),
+			"rate", fmt.Sprintf("%.0f/s", rate), "eta", eta, "elapsed", elapsed.Round(time.Second))
 	}
+}
+
+// committed returns how many of the input records up to ends the group has
+// committed, and how many there are.
+func (r Replay) committed(ctx context.Context, adm *kadm.Client, ends kadm.Offsets) (done, total int64, err error) {
+	committed, err := adm.FetchOffsets(ctx, r.Group)
+	if err != nil {
+		return 0, 0, err
+	}
+	ends.Each(func(o kadm.Offset) {
+		total += max(o.At, 0)
+		if c, ok := committed.Lookup(o.Topic, o.Partition); ok && c.Err == nil {
+			done += min(max(c.At, 0), max(o.At, 0))
+		}
+	})
+	return done, total, nil
+}
+
+// report logs what the replay rebuilt: the input records it processed, at
+// what rate, and the records of the table it wrote.
+func (r Replay) report(ctx context.Context, adm *kadm.Client, ends kadm.Offsets, elapsed time.Duration, outputs ReplayOutputs) {
+	_, total, _ := r.committed(ctx, adm, ends)
+	args := []any{"group", r.Group, "input_records", total, "inputs", strings.Join(r.Inputs, ","),
+		"elapsed", elapsed.Round(time.Millisecond), "rate", fmt.Sprintf("%.0f/s", float64(total)/max(elapsed.Seconds(), 1e-3))}
+	if r.Table != "" {
+		var records int64
+		if tableEnds, err := adm.ListEndOffsets(ctx, r.Table); err == nil {
+			tableEnds.Each(func(o kadm.ListedOffset) { records += max(o.Offset, 0) })
+		}
+		args = append(args, "table", r.Table, "table_records", records)
+	}
+	if r.StateDir != "" {
+		args = append(args, "local_state", r.StateDir)
+	}
+	if r.run != nil {
+		outputs = r.run.mode
+		args = append(args, "outputs_of_new_records", r.run.live.Load(), "outputs_dropped", r.run.dropped.Load(),
+			"outputs_reemitted", r.run.marked.Load())
+	}
+	args = append(args, "outputs", outputs.String())
+	r.log().Info("replay: done", args...)
 }
 
 // StateDirOf returns the local storage directory of a processor group, as

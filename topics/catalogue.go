@@ -3,6 +3,7 @@ package topics
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -183,18 +184,39 @@ func (t Topic) Configs() map[string]string {
 
 const day = 24 * time.Hour
 
+// ReplayInputs are the topics replays rebuild tables from that are not
+// compacted: the catalogue keeps them for ever, since a replay refuses to
+// rebuild from a part of the history. WithInputRetention sets another
+// retention, for a cluster that cannot keep them.
+var ReplayInputs = []string{DocumentsIngest, DocumentsChanges, NumeratorOffers}
+
+// WithInputRetention returns ts with the retention of the ReplayInputs
+// among them set to d (0 or Forever: for ever).
+func WithInputRetention(ts []Topic, d time.Duration) []Topic {
+	if d <= 0 {
+		d = Forever
+	}
+	out := slices.Clone(ts)
+	for i := range out {
+		if slices.Contains(ReplayInputs, out[i].Name) {
+			out[i].Retention = d
+		}
+	}
+	return out
+}
+
 // Catalogue returns the fixed topics, each partitioned topic with the given
 // number of partitions. Every partitioned topic of the document pipeline must
 // have the same count: the registry's inputs and table are co-partitioned.
 func Catalogue(partitions int32) []Topic {
 	return []Topic{
-		{Name: DocumentsIngest, Partitions: partitions, Retention: 7 * day, Schema: schemas.RawDocumentName,
+		{Name: DocumentsIngest, Partitions: partitions, Retention: Forever, Schema: schemas.RawDocumentName,
 			Doc: "documents sent for indexing, key client/pk (and the registry's expiry checks)"},
 		{Name: DocumentsResults, Partitions: partitions, Retention: 7 * day, Schema: schemas.VerdictName,
 			Doc: "one verdict per ingested message: accepted, stale or invalid with a reason"},
 		{Name: DocumentsDead, Partitions: partitions, Retention: 30 * day, Schema: schemas.DeadLetterName,
 			Doc: "undecodable messages, raw bytes kept, with the reason"},
-		{Name: DocumentsChanges, Partitions: partitions, Retention: 7 * day, Schema: schemas.RegistryRecordName,
+		{Name: DocumentsChanges, Partitions: partitions, Retention: Forever, Schema: schemas.RegistryRecordName,
 			Doc: "every change of the registry: accepted documents, tombstones, expiries"},
 		{Name: DocumentsFailed, Partitions: partitions, Retention: 30 * day, Schema: schemas.FailedConversionName,
 			Doc: "changes the indexer failed to convert or deliver, retried from here"},
@@ -202,7 +224,7 @@ func Catalogue(partitions int32) []Topic {
 			Doc: "epoch schemas, key client/epoch"},
 		{Name: RegistryTable, Partitions: partitions, Compacted: true, Schema: schemas.RegistryRecordName,
 			Doc: "the registry's table: the current record of every document"},
-		{Name: NumeratorOffers, Partitions: partitions, Retention: 7 * day, Schema: schemas.OfferSeenName,
+		{Name: NumeratorOffers, Partitions: partitions, Retention: Forever, Schema: schemas.OfferSeenName,
 			Doc: "offer keys seen in a generation, key business_id/offer_id/shop_id/warehouse_id"},
 		{Name: NumeratorGenerations, Partitions: 1, Retention: Forever, Schema: schemas.GenerationMarkerName,
 			Doc: "the sealer's commands: seal a generation, rebuild, reshard"},

@@ -117,6 +117,7 @@ func runComponent(ctx context.Context, args []string, _ io.Reader, stdout, stder
 	}
 	component := args[0]
 	f := newFlags("run "+component, stderr)
+	f.component = component
 	cfg := f.platform()
 	brokers := f.brokers()
 	f.Func("replication", "replication factor of the topics created (default: the broker's)", func(s string) error {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,12 +29,56 @@ type flags struct {
 	brokerList  *brokersFlag
 	// positional are the arguments that are not flags, wherever they stood.
 	positional []string
+	// concerns names, for a flag that only some components read, those
+	// components; component is the one "run COMPONENT" runs. --help on
+	// run COMPONENT lists only the flags that concern it.
+	concerns  map[string][]string
+	component string
+}
+
+// concern records that the flags names are read only by components.
+func (f *flags) concern(components []string, names ...string) {
+	if f.concerns == nil {
+		f.concerns = map[string][]string{}
+	}
+	for _, n := range names {
+		f.concerns[n] = components
+	}
+}
+
+// shown reports whether --help lists flag name.
+func (f *flags) shown(name string) bool {
+	cs, scoped := f.concerns[name]
+	return f.component == "" || !scoped || slices.Contains(cs, f.component)
+}
+
+// usage prints the command's flags that concern it, as flag.PrintDefaults
+// does, and how many others it takes.
+func (f *flags) usage() {
+	out := f.Output()
+	fmt.Fprintf(out, "usage of offerlog %s:\n", f.Name())
+	shown := flag.NewFlagSet(f.Name(), flag.ContinueOnError)
+	shown.SetOutput(out)
+	hidden := 0
+	f.VisitAll(func(fl *flag.Flag) {
+		if !f.shown(fl.Name) {
+			hidden++
+			return
+		}
+		shown.Var(fl.Value, fl.Name, fl.Usage)
+		shown.Lookup(fl.Name).DefValue = fl.DefValue
+	})
+	shown.PrintDefaults()
+	if hidden > 0 {
+		fmt.Fprintf(out, "\n(%d flags of other components are accepted too; offerlog dev --help lists every flag)\n", hidden)
+	}
 }
 
 func newFlags(name string, stderr io.Writer) *flags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := &flags{FlagSet: fs}
+	fs.Usage = f.usage
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&f.kafkaConfig, "kafka-config", "", "librdkafka properties file of the cluster (bootstrap.servers, security.protocol, sasl.*), as kcat -F takes "+
 		"(default: DATA/kafka.properties, which offerlog dev writes, if it exists)")
@@ -184,6 +229,7 @@ func (f *flags) platform() *platform.Config {
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate: serve HTTP, gRPC (and the embedded broker) over TLS only")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM key of --tls-cert")
 	f.StringVar(&cfg.TLSCA, "tls-ca", "", "PEM file clients trust --tls-cert by (default: --tls-cert itself)")
+	f.DurationVar(&cfg.InputRetention, "input-retention", 0, inputRetentionUsage)
 	f.BoolVar(&cfg.Insecure, "insecure", false, "turn authentication off: every caller may do everything (for experiments only)")
 	cfg.Memory = defaultMemory
 	f.Func("memory", fmt.Sprintf("memory budget of the process, e.g. 512MiB or 2GiB: half for the local table stores, shared out evenly; also the Go runtime's soft limit (default %s)",
@@ -210,6 +256,15 @@ func (f *flags) platform() *platform.Config {
 		cfg.SinkSources = strings.Split(s, ",")
 		return nil
 	})
+	f.concern([]string{platform.ComponentRegistry, platform.ComponentAPI}, "max-document-bytes", "tombstone-ttl")
+	f.concern([]string{platform.ComponentRegistry}, "sweep-interval", "epoch-grace")
+	f.concern([]string{platform.ComponentRegistry, platform.ComponentIndexer, platform.ComponentOffers}, "export-framing")
+	f.concern([]string{platform.ComponentAPI, platform.ComponentScheduler, platform.ComponentFeeds}, "wait-timeout")
+	f.concern([]string{platform.ComponentAPI, platform.ComponentCache}, "grpc")
+	f.concern([]string{platform.ComponentNumerator, platform.ComponentCache}, "zookeeper", "session-timeout")
+	f.concern([]string{platform.ComponentNumerator}, "master", "lock-timeout", "ttl-generations", "rebuild-share", "scheme", "state-type")
+	f.concern([]string{platform.ComponentCache}, "table", "cache-grpc", "dc", "host", "shards")
+	f.concern([]string{platform.ComponentSinkYDB}, "ydb", "source")
 	return cfg
 }
 
@@ -243,6 +298,8 @@ func (f *flags) rules() *platform.Config {
 	f.StringVar(&cfg.StagesFile, "stages", "", "YAML file of the scheduler's stages (default: the built-in expiry stage, 180 days)")
 	return &cfg
 }
+
+const inputRetentionUsage = "retention of the topics replays read (documents.ingest, documents.changes, numerator.offers); 0 keeps them for ever, without which a replay after that long refuses"
 
 // defaultMemory is --memory's default.
 const defaultMemory = 1 << 30

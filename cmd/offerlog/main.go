@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 )
 
@@ -31,7 +32,7 @@ func commands() []command {
 		{"consume", "--brokers B TOPIC [--from-beginning] [--max N] [--timeout D]", "print a topic's events as JSON lines", runConsume},
 		{"lag", "--brokers B [GROUP]", "print the consumer lag of a group, or of every group, per topic and partition", runLag},
 		{"deadletters", "list|redrive --brokers B DEADTOPIC [--offset N [--partition P] | --all]", "list a dead-letter topic, or put its records back on their topics", runDeadLetters},
-		{"replay", "--brokers B GROUP [--data DIR]", "rebuild a processor group's table and outputs from its inputs", runReplay},
+		{"replay", "--brokers B GROUP [--data DIR] [--reemit] [--allow-gaps]", "rebuild a processor group's table from its inputs (--reemit: its outputs too, marked)", runReplay},
 		{"numerator", "seal G | rebuild --force | reshard --scheme N  --brokers B", "seal a generation, rebuild or reshard the numerator's state", runNumerator},
 		{"scheduler", "recrawl --stage S --brokers B [--stages FILE] | redrive STAGE --brokers B", "queue every offer a stage wants into its low-priority queue; queue again the offers of its dead letters", runScheduler},
 		{"bench", "[--docs N] [SCENARIO...]", "run the benchmarks on an in-process broker and print figures", runBench},
@@ -72,7 +73,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if c.name != args[0] {
 			continue
 		}
-		err := c.run(ctx, args[1:], stdin, stdout, stderr)
+		cmdErr := stderr
+		if slices.ContainsFunc(args[1:], isHelp) {
+			// Asked for, the usage is the answer: on stdout.
+			cmdErr = stdout
+		}
+		err := c.run(ctx, args[1:], stdin, stdout, cmdErr)
 		if len(args) == 2 && isHelp(args[1]) && err != nil && !errors.Is(err, flag.ErrHelp) {
 			// A command with subcommands checks them before its flags:
 			// its help is its usage line.

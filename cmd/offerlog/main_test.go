@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -49,9 +51,36 @@ func TestUsage(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"help", "consume"}, {"consume", "--help"}} {
-		if code, _, stderr := offerlog(t, "", args...); code != 0 || !strings.Contains(stderr, "-from-beginning") {
-			t.Fatalf("%v: %d %s", args, code, stderr)
+		if code, out, _ := offerlog(t, "", args...); code != 0 || !strings.Contains(out, "-from-beginning") {
+			t.Fatalf("%v: %d %s", args, code, out)
 		}
+	}
+	// run COMPONENT --help lists the flags that concern the component.
+	for component, want := range map[string]struct{ has, hasNot []string }{
+		"api":       {[]string{"-wait-timeout", "-http", "-brokers", "-tls-cert"}, []string{"-ydb", "-shards", "-master", "-sweep-interval"}},
+		"sink-ydb":  {[]string{"-ydb", "-source"}, []string{"-shards", "-wait-timeout", "-kafka-addr"}},
+		"numerator": {[]string{"-zookeeper", "-master", "-ttl-generations"}, []string{"-ydb", "-table", "-max-document-bytes"}},
+	} {
+		code, out, _ := offerlog(t, "", "run", component, "--help")
+		if code != 0 {
+			t.Fatalf("run %s --help: %d", component, code)
+		}
+		for _, fl := range want.has {
+			if !strings.Contains(out, "  "+fl+" ") {
+				t.Errorf("run %s --help lacks %s:\n%s", component, fl, out)
+			}
+		}
+		for _, fl := range want.hasNot {
+			if strings.Contains(out, "  "+fl+" ") {
+				t.Errorf("run %s --help lists %s, which it does not read", component, fl)
+			}
+		}
+	}
+	if code, out, _ := offerlog(t, "", "dev", "--help"); code != 0 || !strings.Contains(out, "-ydb") || !strings.Contains(out, "-kafka-addr") {
+		t.Fatalf("dev --help lists every flag: %d\n%s", code, out)
+	}
+	if code, out, _ := offerlog(t, "", "replay", "--help"); code != 0 || strings.Contains(out, "-kafka-addr") || strings.Contains(out, "-http ") {
+		t.Fatalf("replay --help lists a flag of dev: %d\n%s", code, out)
 	}
 	if code, out, _ := offerlog(t, "", "help", "topics"); code != 0 || !strings.Contains(out, "usage: offerlog topics ensure|list") {
 		t.Fatalf("help topics: %d %s", code, out)
@@ -420,5 +449,62 @@ func TestLagPrintsEachPartition(t *testing.T) {
 	}
 	if code, _, stderr := offerlog(t, "", "lag", "--brokers", addr, "nobody"); code != 1 || !strings.Contains(stderr, `group "nobody" has no commits`) {
 		t.Fatalf("lag of an unknown group: %d %s", code, stderr)
+	}
+}
+
+func TestReplayAfterRetentionRefuses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	b := testkit.Broker(t, "")
+	addr := strings.Join(b.Addrs(), ",")
+	if code, _, stderr := offerlog(t, "", "topics", "ensure", "--brokers", addr, "--partitions", "2"); code != 0 {
+		t.Fatalf("ensure: %d %s", code, stderr)
+	}
+	code, out, stderr := offerlog(t, "", "topics", "list", "--brokers", addr, "--partitions", "2")
+	if code != 0 || !regexp.MustCompile(`(?m)^documents\.ingest\s+2\s+delete\s+-1\s`).MatchString(out) {
+		t.Fatalf("documents.ingest is not kept for ever: %d\n%s%s", code, out, stderr)
+	}
+	if code, _, stderr := offerlog(t, doc1+"\n"+doc2+"\n", "produce", "--brokers", addr, topics.DocumentsIngest); code != 0 {
+		t.Fatalf("produce: %d %s", code, stderr)
+	}
+	// Retention removes the first record of the partition that has one
+	// (DeleteRecords is what retention does to a segment).
+	adm := testkit.Admin(t, b.Addrs())
+	ctx := testkit.Context(t, time.Minute)
+	ends, err := adm.ListEndOffsets(ctx, topics.DocumentsIngest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cut int32 = -1
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 && cut < 0 {
+			cut = o.Partition
+		}
+	})
+	del := kadm.Offsets{}
+	del.AddOffset(topics.DocumentsIngest, cut, 1, -1)
+	if resp, err := adm.DeleteRecords(ctx, del); err != nil || resp.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, resp.Error())
+	}
+	data := t.TempDir()
+	code, _, stderr = offerlog(t, "", "replay", "--brokers", addr, "--partitions", "2", "--data", data, "registry")
+	want := fmt.Sprintf("documents.ingest partition %d: offsets 0 to 0 are gone (first missing 0, first kept 1)", cut)
+	if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "--allow-gaps") {
+		t.Fatalf("replay of a cut input: exit %d, want 1 naming %q:\n%s", code, want, stderr)
+	}
+	code, out, stderr = offerlog(t, "", "replay", "--brokers", addr, "--partitions", "2", "--data", data, "--allow-gaps", "registry")
+	if code != 0 || !strings.Contains(out, "replayed registry: table rebuilt") || !strings.Contains(stderr, "replay: done") {
+		t.Fatalf("replay --allow-gaps: %d\n%s%s", code, out, stderr)
+	}
+	// The registry had never run: the record left was never answered, so
+	// the replay answers it, unmarked.
+	verdicts := testkit.ReadAll(t, b.Addrs(), topics.DocumentsResults)
+	if len(verdicts) != 1 || len(verdicts[0].Headers) != 0 {
+		t.Fatalf("verdicts after the replay: %d, want 1 without a replay header", len(verdicts))
+	}
+	code, _, stderr = offerlog(t, "", "replay", "--brokers", addr, "--partitions", "2", "--data", data, "indexer")
+	if code != 2 || !strings.Contains(stderr, "--reemit") {
+		t.Fatalf("replay indexer without --reemit: %d %s", code, stderr)
 	}
 }

@@ -22,7 +22,9 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	f := newFlags("replay", stderr)
 	cfg := f.rules()
 	brokers := f.brokers()
-	partial := f.Bool("allow-partial", false, "replay what retention left of the inputs (without it, a replay refuses to rebuild from a part of the history)")
+	gaps := f.Bool("allow-gaps", false, "replay what retention left of the inputs (without it, a replay refuses to rebuild from a part of the history)")
+	f.BoolVar(gaps, "allow-partial", false, "the same as --allow-gaps (its name in 0.4)")
+	reemit := f.Bool("reemit", false, "write the group's outputs again, each with the "+streams.ReplayHeader+" header (without it, a replay rebuilds tables only; the indexer, which has no table, needs it)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -35,7 +37,10 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	log := f.logger(stderr)
 	group := f.Arg(0)
 	scfg := streams.Config{Brokers: *brokers, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log,
-		AllowPartialReplay: *partial}
+		AllowGaps: *gaps, Replaying: streams.ReplayTablesOnly}
+	if *reemit {
+		scfg.Replaying = streams.ReplayReemit
+	}
 	var err error
 	switch group {
 	case string(registry.Group):
@@ -54,8 +59,11 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		ncfg.Streams, ncfg.Logger = scfg, log
 		err = numerator.Replay(ctx, ncfg, cfg.Partitions, cfg.Replication)
 	case indexer.Group:
+		if !*reemit {
+			return fmt.Errorf("%w: the indexer has no table: its replay re-delivers every change to the client feeds; say so with --reemit", errUsage)
+		}
 		err = indexer.Replay(ctx, indexer.Config{Brokers: *brokers, Partitions: cfg.Partitions,
-			Replication: cfg.Replication, Framing: cfg.ExportFraming, Logger: log, AllowPartialReplay: *partial})
+			Replication: cfg.Replication, Framing: cfg.ExportFraming, Logger: log, AllowGaps: *gaps})
 	case string(offers.Group):
 		// The aggregate decides stage commands only for configured stages:
 		// replay with the stages it ran with.
@@ -72,6 +80,6 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "replayed %s\n", group)
+	fmt.Fprintf(stdout, "replayed %s: %s\n", group, scfg.Replaying)
 	return nil
 }

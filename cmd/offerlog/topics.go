@@ -23,6 +23,7 @@ func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	brokers := f.brokers()
 	partitions := f.Int("partitions", 8, "partitions of the partitioned topics")
 	replication := f.Int("replication", -1, "replication factor of created topics (-1: the broker's default)")
+	inputRetention := f.Duration("input-retention", 0, inputRetentionUsage)
 	if err := f.parse(args[1:]); err != nil {
 		return err
 	}
@@ -39,6 +40,7 @@ func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
+	catalogue = topics.WithInputRetention(catalogue, *inputRetention)
 	if verb == "ensure" {
 		created, err := topics.Ensure(ctx, adm, int16(*replication), catalogue)
 		for _, t := range created {

@@ -86,8 +86,11 @@ type Config struct {
 	// topics created (-1: the broker's default).
 	Partitions  int32
 	Replication int16
-	Rules       registry.Rules
-	EpochGrace  time.Duration
+	// InputRetention is the retention of the topics replays read that are
+	// not compacted (topics.ReplayInputs); 0 keeps them for ever.
+	InputRetention time.Duration
+	Rules          registry.Rules
+	EpochGrace     time.Duration
 	// SweepInterval of the registry's expiry sweep.
 	SweepInterval time.Duration
 	WaitTimeout   time.Duration
@@ -330,7 +333,9 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 	}
 	p.closers = append(p.closers, admCl.Close)
 	p.adm = kadm.NewClient(admCl)
-	created, err := topics.Ensure(ctx, p.adm, cfg.Replication, append(topics.Catalogue(cfg.Partitions), topics.ForStages(cfg.Stages.Names(), cfg.Stages.PushTopics(), cfg.Partitions)...))
+	catalogue := append(topics.WithInputRetention(topics.Catalogue(cfg.Partitions), cfg.InputRetention),
+		topics.ForStages(cfg.Stages.Names(), cfg.Stages.PushTopics(), cfg.Partitions)...)
+	created, err := topics.Ensure(ctx, p.adm, cfg.Replication, catalogue)
 	if err != nil {
 		return p, fmt.Errorf("topics: %w", err)
 	}

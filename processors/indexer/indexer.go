@@ -46,8 +46,11 @@ type Config struct {
 	Framing schemas.Framing
 	Metrics *Metrics
 	Logger  *slog.Logger
-	// AllowPartialReplay: see streams.Replay.AllowPartial.
-	AllowPartialReplay bool
+	// AllowGaps: see streams.Replay.AllowGaps.
+	AllowGaps bool
+	// replayed is the streams.ReplayHeader value of a replay's deliveries,
+	// nil in a live indexer.
+	replayed []byte
 }
 
 func (c *Config) setDefaults() {
@@ -219,7 +222,8 @@ func (ix *indexer) runRetries(ctx context.Context) error {
 // it has committed every change that was there when the replay began. The
 // indexer must not be running. The search feeds end as they were (each key's
 // last record is the registry's current version); the archive gets the
-// versions again.
+// versions again, each delivery marked with the streams.ReplayHeader (the
+// indexer has no table: re-delivery is all its replay does).
 func Replay(ctx context.Context, cfg Config) error {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -230,12 +234,14 @@ func Replay(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("replay: %w", err)
 	}
 	defer cl.Close()
-	spec := streams.Replay{Group: Group, Inputs: []string{topics.DocumentsChanges}, AllowPartial: cfg.AllowPartialReplay, Logger: cfg.Logger}
+	spec := streams.Replay{Group: Group, Inputs: []string{topics.DocumentsChanges}, AllowGaps: cfg.AllowGaps,
+		Outputs: streams.ReplayReemit, Logger: cfg.Logger}
 	prod, err := streams.NewProducer(cfg.Brokers, Group, kgo.ProducerLinger(2*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
 	defer prod.Close()
+	cfg.replayed = []byte(time.Now().UTC().Format(time.RFC3339))
 	ix := &indexer{cfg: cfg, prod: prod, clients: map[string]bool{}}
 	return spec.Run(ctx, kadm.NewClient(cl), ix.runChanges)
 }
@@ -293,6 +299,9 @@ func (ix *indexer) deliver(ctx context.Context, cl *kgo.Client, jobs []job) ([]*
 			outs = append(outs, &kgo.Record{Topic: topics.YtTopic(j.rec.Client), Key: j.key, Value: data})
 		}
 		for _, o := range outs {
+			if ix.cfg.replayed != nil {
+				o.Headers = append(o.Headers, kgo.RecordHeader{Key: streams.ReplayHeader, Value: ix.cfg.replayed})
+			}
 			wg.Add(1)
 			feed := "saas"
 			if o.Topic == topics.YtTopic(j.rec.Client) {

@@ -393,12 +393,48 @@ func TestReplayRebuildsTheSameTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := tableOf(t, c.brokers)
+	outputs := []string{topics.DocumentsResults, topics.DocumentsChanges}
+	first := map[string][]*kgo.Record{}
+	for _, o := range outputs {
+		first[o] = testkit.ReadAll(t, c.brokers, o)
+	}
 	ctx := testkit.Context(t, 3*time.Minute)
 	if err := registry.Replay(ctx, c.config(nil), partitions, -1); err != nil {
 		t.Fatal(err)
 	}
 	after := tableOf(t, c.brokers)
 	assertSameTable(t, before, after, true)
+	// A replay rebuilds the table only: no verdict or change is written
+	// twice.
+	for _, o := range outputs {
+		if n := len(testkit.ReadAll(t, c.brokers, o)); n != len(first[o]) {
+			t.Errorf("%s holds %d records after a replay, %d before: the replay wrote outputs", o, n, len(first[o]))
+		}
+	}
+	// With --reemit it writes them again, each marked, the same records.
+	cfg := c.config(nil)
+	cfg.Streams.Replaying = streams.ReplayReemit
+	if err := registry.Replay(ctx, cfg, partitions, -1); err != nil {
+		t.Fatal(err)
+	}
+	assertSameTable(t, before, tableOf(t, c.brokers), true)
+	for _, o := range outputs {
+		all := testkit.ReadAll(t, c.brokers, o)
+		if len(all) != 2*len(first[o]) {
+			t.Errorf("%s: %d records after a replay with --reemit, want %d", o, len(all), 2*len(first[o]))
+		}
+		marked := 0
+		for _, r := range all {
+			for _, h := range r.Headers {
+				if h.Key == streams.ReplayHeader {
+					marked++
+				}
+			}
+		}
+		if marked != len(all)-len(first[o]) {
+			t.Errorf("%s: %d records marked %s, want the %d re-emitted", o, marked, streams.ReplayHeader, len(all)-len(first[o]))
+		}
+	}
 	if _, err := filepath.Glob(filepath.Join(c.state, "processor", "registry", "*")); err != nil {
 		t.Fatal(err)
 	}

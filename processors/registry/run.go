@@ -158,12 +158,13 @@ func ReplaySpec(s streams.Config, partitions int32, replication int16) streams.R
 		Partitions:   partitions,
 		Replication:  replication,
 		StateDir:     s.StateDirOf(string(Group)),
-		AllowPartial: s.AllowPartialReplay,
+		AllowGaps:    s.AllowGaps,
 		Logger:       s.Logger,
 	}
 }
 
-// Replay rebuilds the registry's table and outputs from documents.ingest:
+// Replay rebuilds the registry's table (and, with cfg.Streams.Replaying =
+// streams.ReplayReemit, its outputs, marked) from documents.ingest:
 // it empties the group's state (streams.Replay.Prepare), runs the processor
 // without the expiry sweep until it has committed every message that was in
 // the input when the replay began, and stops. The group must not be running.
@@ -174,6 +175,8 @@ func Replay(ctx context.Context, cfg Config, partitions int32, replication int16
 	}
 	defer cl.Close()
 	cfg.SweepInterval = 0
-	return ReplaySpec(cfg.Streams, partitions, replication).Run(ctx, kadm.NewClient(cl),
+	spec := ReplaySpec(cfg.Streams, partitions, replication)
+	cfg.Streams = spec.For(cfg.Streams)
+	return spec.Run(ctx, kadm.NewClient(cl),
 		func(ctx context.Context) error { return Run(ctx, cfg) })
 }

@@ -1,0 +1,102 @@
+package streams
+
+import (
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// ReplayOutputs says what a processor run by a replay does with the records
+// it emits while it processes input records the group had processed before
+// the replay (those its committed offsets covered). Their outputs are
+// already with their consumers; writing them again would hand every
+// consumer each answer, verdict and export twice. Input records the group
+// had not processed yet get their outputs as in a live run, whatever the
+// mode: no one has them.
+type ReplayOutputs int
+
+const (
+	// NotReplaying is a live processor: every record is written.
+	NotReplaying ReplayOutputs = iota
+	// ReplayTablesOnly rebuilds the table and writes no output a record
+	// already had: what a replay does unless told otherwise.
+	ReplayTablesOnly
+	// ReplayReemit writes those outputs again, each with the ReplayHeader,
+	// by which a consumer tells them from the first run's (and may drop
+	// them).
+	ReplayReemit
+)
+
+// ReplayHeader is the header of every record a replay re-emits (--reemit).
+// Its value is the time the replay started (RFC 3339), which tells one
+// replay's records from another's.
+const ReplayHeader = "offerlog-replay"
+
+// String names o as the replay command's output says it.
+func (o ReplayOutputs) String() string {
+	switch o {
+	case ReplayTablesOnly:
+		return "table rebuilt, outputs not written again"
+	case ReplayReemit:
+		return "table rebuilt, outputs written again with the " + ReplayHeader + " header"
+	}
+	return "live"
+}
+
+// replayRun is what the processor a replay runs needs to know, shared by
+// the Replay (which fills answered in Prepare, before the processor
+// starts) and the processor's context wrapper.
+type replayRun struct {
+	mode   ReplayOutputs
+	inputs []string
+	header goka.Headers
+	// answered are the group's committed offsets before the replay: an
+	// input record below its partition's offset had been processed.
+	answered kadm.OffsetResponses
+	// Counts of emitted records: written as live, dropped, re-emitted.
+	live, dropped, marked atomic.Int64
+}
+
+func newReplayRun(mode ReplayOutputs, inputs []string) *replayRun {
+	return &replayRun{mode: mode, inputs: slices.Clone(inputs),
+		header: goka.Headers{ReplayHeader: []byte(time.Now().UTC().Format(time.RFC3339))}}
+}
+
+// wrap is the goka context wrapper of the processor a replay runs.
+func (r *replayRun) wrap(ctx goka.Context) goka.Context {
+	o, ok := r.answered.Lookup(string(ctx.Topic()), ctx.Partition())
+	if !ok || o.Err != nil || ctx.Offset() >= o.At {
+		return replayContext{gokaContext: ctx, run: r, live: true}
+	}
+	return replayContext{gokaContext: ctx, run: r}
+}
+
+// gokaContext names the embedded context apart from its Context method.
+type gokaContext = goka.Context
+
+// replayContext is a goka context whose Emit follows the replay's rule for
+// its input record: live (not processed before the replay) or answered.
+// Table writes (SetValue, Delete) are not emits: they always happen.
+type replayContext struct {
+	gokaContext
+	run  *replayRun
+	live bool
+}
+
+func (c replayContext) Emit(topic goka.Stream, key string, value any, options ...goka.ContextOption) {
+	switch {
+	case c.live:
+		c.run.live.Add(1)
+		c.gokaContext.Emit(topic, key, value, options...)
+	case c.run.mode == ReplayReemit && !slices.Contains(c.run.inputs, string(topic)):
+		// What the group emits to its own inputs is in the log already,
+		// and the replay reads it: a copy would be processed twice.
+		c.run.marked.Add(1)
+		c.gokaContext.Emit(topic, key, value, append(options, goka.WithCtxEmitHeaders(c.run.header))...)
+	default:
+		c.run.dropped.Add(1)
+	}
+}
