@@ -424,3 +424,40 @@ type StageEffect struct {
 	Changed bool       `avro:"changed"`
 	At      time.Time  `avro:"at"`
 }
+
+// FeedStatusName is the schema of a feed task's status.
+const FeedStatusName = "offerlog.offers.FeedStatus"
+
+// Feed task states.
+const (
+	FeedLoading = "LOADING"
+	FeedDone    = "DONE"
+	// FeedPartial is a finished task that removed nothing: an item was
+	// refused, or not every item uploaded was seen loaded.
+	FeedPartial = "PARTIAL"
+	// FeedFailed is a task whose uploader said the upload failed.
+	FeedFailed = "FAILED"
+)
+
+// FeedStatus is where a bulk upload task is, as the loader last wrote it on
+// feeds.status (compacted, key seller/task). Its counts cover the task's
+// feeds.ingest records up to Offset: the loader writes it before it commits
+// them, and a record at or before Offset is not counted again.
+type FeedStatus struct {
+	SellerID  string    `avro:"seller_id" json:"seller_id"`
+	TaskID    int64     `avro:"task_id" json:"task_id"`
+	State     string    `avro:"state" json:"state"`
+	Received  int64     `avro:"received" json:"received"`
+	Applied   int64     `avro:"applied" json:"applied"`
+	Skipped   int64     `avro:"skipped" json:"skipped"`
+	Refused   int64     `avro:"refused" json:"refused"`
+	Deleted   int64     `avro:"deleted" json:"deleted"`
+	Uploaded  int64     `avro:"uploaded" json:"uploaded,omitempty"`
+	Reason    string    `avro:"reason" json:"reason,omitempty"`
+	Partition int32     `avro:"partition" json:"-"`
+	Offset    int64     `avro:"offset" json:"-"`
+	UpdatedAt time.Time `avro:"updated_at" json:"updated_at"`
+}
+
+// FeedStatuses is the codec of FeedStatus.
+var FeedStatuses = codecFor[FeedStatus](FeedStatusName)

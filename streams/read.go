@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lovoo/goka"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -164,4 +165,35 @@ func Partitions(ctx context.Context, brokers []string, topic string) (int32, err
 		return 0, err
 	}
 	return int32(len(ends)), nil
+}
+
+// WaitView waits until view has read its topic up to the end offsets the
+// topic has at the call: after it, the view shows every record written
+// before the call (a goka view says only that it caught up once, at start).
+func WaitView(ctx context.Context, adm *kadm.Client, view *goka.View) error {
+	ends, err := EndOffsets(ctx, adm, view.Topic())
+	if err != nil {
+		return err
+	}
+	for {
+		stats := view.Stats(ctx)
+		behind := 0
+		for p, end := range ends {
+			if end <= 0 {
+				continue
+			}
+			s := stats.Partitions[p]
+			if s == nil || max(s.Recovery.Offset, s.Input.LastOffset) < end-1 {
+				behind++
+			}
+		}
+		if behind == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("view of %s: %d partition(s) behind: %w", view.Topic(), behind, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

@@ -85,6 +85,9 @@ const (
 	// FeedsIndex says which offer holds a seller's external id, compacted,
 	// key seller/external_id.
 	FeedsIndex = "feeds.index"
+	// FeedsStatus holds each feed task's status, compacted, keyed
+	// seller/task: written by the loader, read by the API.
+	FeedsStatus = "feeds.status"
 	// DraftsCommands takes draft operations keyed by owner (anon:ID, user:ID).
 	DraftsCommands = "drafts.commands"
 	// DraftsResults holds the drafts group's answers.
@@ -264,6 +267,8 @@ func Catalogue(partitions int32) []Topic {
 			Doc: "bulk upload items and end markers, key seller id"},
 		{Name: FeedsIndex, Partitions: partitions, Compacted: true, Schema: schemas.FeedEntryName,
 			Doc: "which offer holds a seller's external id, key seller/external_id"},
+		{Name: FeedsStatus, Partitions: partitions, Compacted: true, Schema: schemas.FeedStatusName,
+			Doc: "each feed task's status: state and counts, key seller/task"},
 		{Name: DraftsCommands, Partitions: partitions, Retention: Forever, Schema: schemas.DraftCommandName,
 			Doc: "draft operations, key owner (anon:ID or user:ID)"},
 		{Name: DraftsResults, Partitions: partitions, Retention: 7 * day, Schema: schemas.DraftResultName,

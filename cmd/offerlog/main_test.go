@@ -508,3 +508,40 @@ func TestReplayAfterRetentionRefuses(t *testing.T) {
 		t.Fatalf("replay indexer without --reemit: %d %s", code, stderr)
 	}
 }
+
+func TestFeedsStatus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	b := testkit.Broker(t, "")
+	addr := strings.Join(b.Addrs(), ",")
+	if code, _, stderr := offerlog(t, "", "topics", "ensure", "--brokers", addr, "--partitions", "2"); code != 0 {
+		t.Fatalf("ensure: %d %s", code, stderr)
+	}
+	put := func(st schemas.FeedStatus) {
+		data, err := schemas.FeedStatuses.Encode(&st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testkit.Put(t, b.Addrs(), topics.FeedsStatus, []byte(fmt.Sprintf("%s/%d", st.SellerID, st.TaskID)), data)
+	}
+	put(schemas.FeedStatus{SellerID: "s1", TaskID: 4, State: schemas.FeedLoading, Received: 1, Applied: 1, UpdatedAt: time.Now()})
+	put(schemas.FeedStatus{SellerID: "s1", TaskID: 4, State: schemas.FeedPartial, Received: 2, Applied: 2, Uploaded: 3,
+		Reason: "2 of the 3 items uploaded were loaded", UpdatedAt: time.Now()})
+	put(schemas.FeedStatus{SellerID: "s2", TaskID: 4, State: schemas.FeedDone, Received: 5, Applied: 5, UpdatedAt: time.Now()})
+	code, out, stderr := offerlog(t, "", "feeds", "status", "--brokers", addr, "4")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 2 || !strings.Contains(lines[0], `"seller_id":"s1"`) || !strings.Contains(lines[0], `"state":"PARTIAL"`) ||
+		!strings.Contains(lines[0], `"reason":"2 of the 3 items uploaded were loaded"`) || !strings.Contains(lines[1], `"state":"DONE"`) {
+		t.Fatalf("feeds status 4: %d\n%s%s", code, out, stderr)
+	}
+	if code, out, _ := offerlog(t, "", "feeds", "status", "--brokers", addr, "--seller", "s2", "4"); code != 0 || strings.Count(out, "\n") != 1 {
+		t.Fatalf("feeds status --seller s2 4: %d\n%s", code, out)
+	}
+	if code, _, stderr := offerlog(t, "", "feeds", "status", "--brokers", addr, "5"); code != 1 || !strings.Contains(stderr, "no status of task 5") {
+		t.Fatalf("feeds status of an unknown task: %d %s", code, stderr)
+	}
+	if code, _, _ := offerlog(t, "", "feeds", "status", "--brokers", addr, "x"); code != 2 {
+		t.Fatalf("feeds status x: %d, want 2", code)
+	}
+}

@@ -35,6 +35,7 @@ func (s *Server) routeOffers() {
 	route("GET /v1/sellers/{seller}/offers", sellerPath, s.listOffers)
 	route("GET /v1/sellers/{seller}/counters", sellerPath, s.counters)
 	route("POST /v1/sellers/{seller}/feeds/{task}", sellerPath, s.feedItems)
+	route("GET /v1/sellers/{seller}/feeds/{task}", sellerPath, s.feedStatus)
 	route("POST /v1/sellers/{seller}/feeds/{task}/finish", sellerPath, s.finishFeed)
 }
 
@@ -291,6 +292,19 @@ func (s *Server) feedItems(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]int{"accepted": n})
+}
+
+func (s *Server) feedStatus(w http.ResponseWriter, r *http.Request) {
+	task, ok := taskOf(w, r)
+	if !ok {
+		return
+	}
+	st, err := s.cfg.Offers.FeedStatus(r.Context(), r.PathValue("seller"), task)
+	if err != nil {
+		offerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 func (s *Server) finishFeed(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/processors/cabinet"
+	"github.com/offerlog/offerlog/processors/feeds"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/topics"
@@ -120,6 +121,9 @@ func (s *Service) FeedItems(ctx context.Context, seller string, task int64, item
 	if err := feedTarget(ctx, seller, task); err != nil {
 		return 0, err
 	}
+	appended := 0
+	done := s.uploads.begin(feeds.StatusKey(seller, task))
+	defer func() { done(appended) }()
 	n := 0
 	err := items(func(it *schemas.FeedItem) error {
 		n++
@@ -154,6 +158,9 @@ func (s *Service) FeedItems(ctx context.Context, seller string, task int64, item
 	})
 	if err == nil {
 		err = flush()
+	}
+	if err == nil {
+		appended = n
 	}
 	return n, err
 }

@@ -281,4 +281,28 @@ func TestFailedOrPartialFeedRemovesNothing(t *testing.T) {
 	// Task 4 ends whole: every offer it did not have goes.
 	n.want(t, 202, "POST", "/v1/sellers/dan/feeds/4/finish", `{"items":1}`, nil)
 	n.eventuallyCounters(t, "dan", 1, [5]int64{1, 0, 0, 0, 0})
+
+	// Each task's status says how it ended, with its counts.
+	for task, want := range map[int]offerapi.FeedTaskStatus{
+		1: {FeedStatus: schemas.FeedStatus{State: schemas.FeedDone, Received: 3, Applied: 3, Uploaded: 3}, Summary: "3 of 3 offers applied; done"},
+		2: {FeedStatus: schemas.FeedStatus{State: schemas.FeedFailed, Received: 1, Applied: 1, Reason: "the upload failed"},
+			Summary: "1 of 1 offers applied; the upload failed"},
+		3: {FeedStatus: schemas.FeedStatus{State: schemas.FeedPartial, Received: 2, Applied: 2, Uploaded: 3,
+			Reason: "2 of the 3 items uploaded were loaded"}, Summary: "2 of 3 offers applied; 2 of the 3 items uploaded were loaded"},
+		4: {FeedStatus: schemas.FeedStatus{State: schemas.FeedDone, Received: 1, Applied: 1, Uploaded: 1, Deleted: 4},
+			Summary: "1 of 1 offers applied, 4 removed; done"},
+	} {
+		var got offerapi.FeedTaskStatus
+		testkit.Eventually(t, 30*time.Second, fmt.Sprintf("task %d's status", task), func() bool {
+			n.want(t, 200, "GET", fmt.Sprintf("/v1/sellers/dan/feeds/%d", task), "", &got)
+			return got.State == want.State
+		})
+		got.UpdatedAt, got.Accepted = time.Time{}, 0
+		want.SellerID, want.TaskID = "dan", int64(task)
+		if got != want {
+			t.Errorf("task %d:\n got %+v\nwant %+v", task, got, want)
+		}
+	}
+	n.want(t, 404, "GET", "/v1/sellers/dan/feeds/99", "", nil)
+	n.want(t, 422, "GET", "/v1/sellers/dan/feeds/0", "", nil)
 }

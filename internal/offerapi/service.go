@@ -96,13 +96,19 @@ type Config struct {
 	// Views of the tables read: the aggregate's, the drafts', the
 	// cabinet's and cabinet.presets.
 	OffersView, DraftsView, CabinetView, PresetsView *goka.View
+	// StatusView is a view of feeds.status; nil answers feed statuses
+	// from what this process took only.
+	StatusView *goka.View
 	// Timeout bounds the wait for an answer and for a view to show a write.
 	Timeout time.Duration
 	Logger  *slog.Logger
 }
 
 // Service is the offer API. Safe for concurrent use.
-type Service struct{ cfg Config }
+type Service struct {
+	cfg     Config
+	uploads uploads
+}
 
 // New returns the service.
 func New(cfg Config) (*Service, error) {

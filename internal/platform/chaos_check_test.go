@@ -112,6 +112,7 @@ func TestKill9AnywhereUnderLoad(t *testing.T) {
 	settleAll(t, brokers)
 	c.documents(docs)
 	c.offers(gost)
+	c.feedStatuses()
 	live := map[string]map[string][]byte{}
 	for _, tb := range chaosTables {
 		live[tb] = testkit.Table(t, brokers, tb)
@@ -221,6 +222,39 @@ func (c *chaosCheck) offers(l *gostLoad) {
 		c.answers++
 		if !have[fmt.Sprint("vin-", i)] {
 			c.t.Errorf("feed item vin-%d of an acknowledged task is not an offer", i)
+		}
+	}
+}
+
+// feedStatuses checks every feed task's status against feeds.ingest: it
+// counted each item record of the task once, whatever the kills, each in
+// one outcome, and a task whose end marker is in the log is finished.
+func (c *chaosCheck) feedStatuses() {
+	c.t.Helper()
+	items, ended := map[int64]int64{}, map[int64]bool{}
+	for _, r := range testkit.ReadAll(c.t, c.brokers, topics.FeedsIngest) {
+		var it schemas.FeedItem
+		if schemas.FeedItems.Decode(r.Value, &it) != nil || it.SellerID != "feeder" {
+			continue
+		}
+		if it.End {
+			ended[it.TaskID] = true
+		} else {
+			items[it.TaskID]++
+		}
+	}
+	ctx := testkit.Context(c.t, time.Minute)
+	for task, n := range items {
+		c.answers++
+		var st offerapi.FeedTaskStatus
+		c.get(ctx, fmt.Sprintf("/v1/sellers/feeder/feeds/%d", task), &st)
+		switch {
+		case st.Received != n:
+			c.t.Errorf("feed task %d: status counts %d items received, feeds.ingest holds %d: %+v", task, st.Received, n, st)
+		case st.Applied+st.Skipped+st.Refused != st.Received:
+			c.t.Errorf("feed task %d: %d applied + %d skipped + %d refused != %d received", task, st.Applied, st.Skipped, st.Refused, st.Received)
+		case ended[task] && st.State == schemas.FeedLoading:
+			c.t.Errorf("feed task %d: its end marker is in the log, its status is %s", task, st.State)
 		}
 	}
 }

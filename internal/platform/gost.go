@@ -103,8 +103,12 @@ func (g *process) feeds(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c := feeds.Config{Streams: g.scfg, Producer: p, Offers: g.offersClient(ctx, p, "feeds-answers"), View: v, Partitions: g.cfg.Partitions,
-		Metrics: feeds.NewMetrics(g.reg), Logger: g.log}
+	status, err := g.view(ctx, feeds.Statuses, feeds.StatusCodec, "feeds-status")
+	if err != nil {
+		return err
+	}
+	c := feeds.Config{Streams: g.scfg, Producer: p, Offers: g.offersClient(ctx, p, "feeds-answers"), View: v, Status: status,
+		Partitions: g.cfg.Partitions, Metrics: feeds.NewMetrics(g.reg), Logger: g.log}
 	g.sup.Go(ctx, ComponentFeeds, true, func(ctx context.Context) error { return feeds.Run(ctx, c) })
 	return nil
 }
@@ -128,6 +132,7 @@ func (g *process) api(ctx context.Context) (*offerapi.Service, error) {
 		{&cfg.DraftsView, drafts.Table, drafts.TableCodec},
 		{&cfg.CabinetView, cabinet.Table, cabinet.TableCodec},
 		{&cfg.PresetsView, goka.Table(topics.CabinetPresets), cabinet.PresetsCodec},
+		{&cfg.StatusView, feeds.Statuses, feeds.StatusCodec},
 	}
 	for _, vw := range views {
 		if *vw.v, err = g.view(ctx, vw.table, vw.codec, "api-"+string(vw.table)); err != nil {

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
@@ -42,6 +43,12 @@ var Index = goka.Table(topics.FeedsIndex)
 
 // IndexCodec is the codec of feeds.index values.
 var IndexCodec goka.Codec = streams.Table[schemas.FeedEntry]{C: schemas.FeedEntries}
+
+// Statuses is the table of feeds.status, for views.
+var Statuses = goka.Table(topics.FeedsStatus)
+
+// StatusCodec is the codec of feeds.status values.
+var StatusCodec goka.Codec = streams.Table[schemas.FeedStatus]{C: schemas.FeedStatuses}
 
 // Metrics of the loader.
 type Metrics struct {
@@ -75,6 +82,9 @@ type Config struct {
 	Offers *offers.Client
 	// View is a running view of feeds.index.
 	View *goka.View
+	// Status is a running view of feeds.status, whence a loader takes the
+	// statuses of the tasks it continues; nil keeps no status.
+	Status *goka.View
 	// Partitions of feeds.ingest: an item on another partition than its
 	// seller's (a producer without Kafka's partitioner) is dead-lettered
 	// with the partition it belongs on, for a seller's items and end
@@ -111,10 +121,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Producer == nil || cfg.Offers == nil || cfg.View == nil {
 		return errors.New("feeds: producer, offers client and index view are required")
 	}
-	select {
-	case <-cfg.View.WaitRunning():
-	case <-ctx.Done():
-		return nil
+	for _, v := range []*goka.View{cfg.View, cfg.Status} {
+		if v == nil {
+			continue
+		}
+		select {
+		case <-v.WaitRunning():
+		case <-ctx.Done():
+			return nil
+		}
 	}
 	// A seller's items are on one partition: each partition has a loader
 	// of its own, and partitions load concurrently.
@@ -127,11 +142,22 @@ func Run(ctx context.Context, cfg Config) error {
 			mu.Lock()
 			l, ok := loaders[b.Partition]
 			if !ok {
-				l = &loader{cfg: cfg, known: map[string]schemas.FeedEntry{}, partial: map[string]int64{}}
+				l = &loader{cfg: cfg, known: map[string]schemas.FeedEntry{}, partial: map[string]int64{},
+					status: map[string]*schemas.FeedStatus{}}
 				loaders[b.Partition] = l
 			}
 			mu.Unlock()
 			return l.batch(ctx, b)
+		},
+		// A partition that comes back may have been loaded elsewhere
+		// meanwhile: its next loader starts from the statuses on
+		// feeds.status, not from this one's memory.
+		OnRevoked: func(taken map[string][]int32) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, p := range taken[topics.FeedsIngest] {
+				delete(loaders, p)
+			}
 		}})
 }
 
@@ -143,6 +169,11 @@ type loader struct {
 	// partial holds, by seller, the last task of which this loader saw an
 	// item refused (dead-lettered, or INVALID for the aggregate).
 	partial map[string]int64
+	// status holds the statuses of the tasks this loader wrote, by
+	// feeds.status key; viewCaughtUp is set once the status view showed
+	// what was written before this loader began.
+	status       map[string]*schemas.FeedStatus
+	viewCaughtUp bool
 }
 
 // rejected notes that an item of seller's task was not loaded.
@@ -152,10 +183,21 @@ func (l *loader) rejected(seller string, task int64) {
 	}
 }
 
-// batch handles records in order: runs of items are sent together, an end
-// marker waits for the items before it.
+// batch loads b's records, then writes the statuses of the tasks they
+// counted in.
 func (l *loader) batch(ctx context.Context, b *streams.Batch) error {
+	bs := &batchStatus{l: l, m: map[string]*schemas.FeedStatus{}}
+	if err := l.records(ctx, b, bs); err != nil {
+		return err
+	}
+	return bs.write(ctx)
+}
+
+// records handles b's records in order: runs of items are sent together,
+// an end marker waits for the items before it.
+func (l *loader) records(ctx context.Context, b *streams.Batch, bs *batchStatus) error {
 	var run []schemas.FeedItem
+	var counted []*schemas.FeedStatus
 	for _, r := range b.Records {
 		var it schemas.FeedItem
 		err := schemas.FeedItems.Decode(r.Value, &it)
@@ -171,22 +213,124 @@ func (l *loader) batch(ctx context.Context, b *streams.Batch) error {
 			b.Dead(r, err.Error())
 			if it.SellerID == string(r.Key) && it.TaskID > 0 && !it.End {
 				l.rejected(it.SellerID, it.TaskID)
+				st, err := bs.count(ctx, r, &it)
+				if err != nil {
+					return err
+				}
+				if st != nil {
+					st.Received++
+					st.Refused++
+				}
 			}
 			continue
 		}
-		if !it.End {
-			run = append(run, it)
-			continue
-		}
-		if err := l.items(ctx, run); err != nil {
+		st, err := bs.count(ctx, r, &it)
+		if err != nil {
 			return err
 		}
-		run = run[:0]
-		if err := l.finish(ctx, &it); err != nil {
+		if !it.End {
+			if st != nil {
+				st.Received++
+			}
+			run = append(run, it)
+			counted = append(counted, st)
+			continue
+		}
+		if err := l.items(ctx, run, counted); err != nil {
+			return err
+		}
+		run, counted = run[:0], counted[:0]
+		if err := l.finish(ctx, &it, st); err != nil {
 			return err
 		}
 	}
-	return l.items(ctx, run)
+	return l.items(ctx, run, counted)
+}
+
+// batchStatus holds the statuses a batch changes, apart from the loader's
+// until they are written: a batch that fails is tried again from the
+// statuses as they were.
+type batchStatus struct {
+	l *loader
+	m map[string]*schemas.FeedStatus
+}
+
+// count returns the status of record r's task to count r in, or nil when
+// r was counted already (at or before the status's offset: a batch loaded
+// again after a crash) or no status is kept.
+func (bs *batchStatus) count(ctx context.Context, r *kgo.Record, it *schemas.FeedItem) (*schemas.FeedStatus, error) {
+	if bs.l.cfg.Status == nil {
+		return nil, nil
+	}
+	key := StatusKey(it.SellerID, it.TaskID)
+	st, ok := bs.m[key]
+	if !ok {
+		prev, err := bs.l.statusOf(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		cp := *prev
+		st = &cp
+	}
+	if r.Offset <= st.Offset {
+		return nil, nil
+	}
+	st.SellerID, st.TaskID, st.Partition, st.Offset = it.SellerID, it.TaskID, r.Partition, r.Offset
+	if !it.End {
+		st.State, st.Reason = schemas.FeedLoading, ""
+	}
+	bs.m[key] = st
+	return st, nil
+}
+
+// write puts the batch's statuses on feeds.status, before the loop commits
+// the batch, and makes them the loader's.
+func (bs *batchStatus) write(ctx context.Context) error {
+	if len(bs.m) == 0 {
+		return nil
+	}
+	recs := make([]*kgo.Record, 0, len(bs.m))
+	now := time.Now().UTC()
+	for key, st := range bs.m {
+		st.UpdatedAt = now
+		data, err := schemas.FeedStatuses.Encode(st)
+		if err != nil {
+			return fmt.Errorf("feeds: status: %w", err)
+		}
+		recs = append(recs, &kgo.Record{Topic: topics.FeedsStatus, Key: []byte(key), Value: data})
+	}
+	if err := bs.l.cfg.Producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("feeds: write statuses: %w", err)
+	}
+	for key, st := range bs.m {
+		bs.l.status[key] = st
+	}
+	return nil
+}
+
+// StatusKey is the feeds.status key of seller's task.
+func StatusKey(seller string, task int64) string { return fmt.Sprintf("%s/%d", seller, task) }
+
+// statusOf returns the last status of the task written: this loader's, or
+// the view's once it caught up with what was written before, or a new one.
+func (l *loader) statusOf(ctx context.Context, key string) (*schemas.FeedStatus, error) {
+	if st, ok := l.status[key]; ok {
+		return st, nil
+	}
+	if !l.viewCaughtUp {
+		if err := streams.WaitView(ctx, kadm.NewClient(l.cfg.Producer), l.cfg.Status); err != nil {
+			return nil, fmt.Errorf("feeds: status view: %w", err)
+		}
+		l.viewCaughtUp = true
+	}
+	v, err := l.cfg.Status.Get(key)
+	if err != nil {
+		return nil, fmt.Errorf("feeds: status: %w", err)
+	}
+	if st, ok := v.(*schemas.FeedStatus); ok {
+		return st, nil
+	}
+	return &schemas.FeedStatus{Offset: -1}, nil
 }
 
 func check(it *schemas.FeedItem, key string) error {
@@ -230,6 +374,14 @@ func (l *loader) lookup(key string) (schemas.FeedEntry, bool, error) {
 // unmatched one creates an offer. It returns the commands in the order of
 // the items' first appearance, and how many items were skipped as older.
 func Plan(run []schemas.FeedItem, lookup func(key string) (schemas.FeedEntry, bool, error), newID func() string) ([]*schemas.OfferCommand, int, error) {
+	cmds, _, older, err := plan(run, lookup, newID)
+	return cmds, len(older), err
+}
+
+// plan is Plan, with the index in run of the item each command stands
+// for, and the indexes of the items skipped as older.
+func plan(run []schemas.FeedItem, lookup func(key string) (schemas.FeedEntry, bool, error), newID func() string) (
+	cmds []*schemas.OfferCommand, idx []int, older []int, err error) {
 	last := map[string]int{}
 	var order []string
 	for i, it := range run {
@@ -242,39 +394,49 @@ func Plan(run []schemas.FeedItem, lookup func(key string) (schemas.FeedEntry, bo
 			last[k] = i
 		}
 	}
-	var cmds []*schemas.OfferCommand
-	older := 0
 	for _, k := range order {
 		it := run[last[k]]
 		e, ok, err := lookup(k)
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, nil, err
 		}
 		c := &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: newID(), SellerID: it.SellerID,
 			ExpectedVersion: -1, Offer: it.Offer, TaskID: it.TaskID, ExternalID: it.ExternalID}
 		switch {
 		case ok && e.TaskID > it.TaskID:
-			older++
+			older = append(older, last[k])
 			continue
 		case ok:
 			c.Kind, c.OfferID = schemas.CommandFeedUpsert, e.OfferID
 		}
 		cmds = append(cmds, c)
+		idx = append(idx, last[k])
 	}
-	return cmds, older, nil
+	return cmds, idx, older, nil
 }
 
 // items upserts a run of items (Plan), drawing new ids on collisions and
-// creating anew an offer deleted since the index was read.
-func (l *loader) items(ctx context.Context, run []schemas.FeedItem) error {
-	cmds, older, err := Plan(run, l.lookup, offers.NewID)
+// creating anew an offer deleted since the index was read. counted holds,
+// for each item, the status to count it in (nil: counted already).
+func (l *loader) items(ctx context.Context, run []schemas.FeedItem, counted []*schemas.FeedStatus) error {
+	cmds, idx, older, err := plan(run, l.lookup, offers.NewID)
 	if err != nil {
 		return err
 	}
-	l.cfg.Metrics.Items.With("older task").Add(uint64(older))
+	l.cfg.Metrics.Items.With("older task").Add(uint64(len(older)))
+	standing := map[int]bool{}
+	for _, i := range idx {
+		standing[i] = true
+	}
+	for i, st := range counted {
+		if st != nil && !standing[i] {
+			st.Skipped++ // an older task's, or repeated later in the run
+		}
+	}
 	for len(cmds) > 0 {
 		res, errs := l.cfg.Offers.DoAll(ctx, cmds)
 		var again []*schemas.OfferCommand
+		var againIdx []int
 		for i, c := range cmds {
 			if errs[i] != nil {
 				return errs[i]
@@ -282,29 +444,42 @@ func (l *loader) items(ctx context.Context, run []schemas.FeedItem) error {
 			switch res[i].Outcome {
 			case schemas.OutcomeCollision:
 				c.OfferID = offers.NewID()
-				again = append(again, c)
+				again, againIdx = append(again, c), append(againIdx, idx[i])
 			case schemas.OutcomeNotFound:
 				// Deleted since the index was read: the item makes a new offer.
 				c.Kind, c.OfferID = schemas.CommandCreate, offers.NewID()
-				again = append(again, c)
+				again, againIdx = append(again, c), append(againIdx, idx[i])
 			case schemas.OutcomeConflict:
 				if c.Kind != schemas.CommandCreate {
+					if st := counted[idx[i]]; st != nil {
+						st.Skipped++
+					}
 					break
 				}
 				// The item's offer exists (the index did not show it yet),
 				// created by an earlier task or with other content: it is
 				// updated instead.
 				c.Kind = schemas.CommandFeedUpsert
-				again = append(again, c)
+				again, againIdx = append(again, c), append(againIdx, idx[i])
 			case schemas.OutcomeInvalid:
 				l.rejected(c.SellerID, c.TaskID)
+				if st := counted[idx[i]]; st != nil {
+					st.Refused++
+				}
 			case schemas.OutcomeOK:
+				if st := counted[idx[i]]; st != nil {
+					st.Applied++
+				}
 				l.known[offers.FeedKey(c.SellerID, c.ExternalID)] = schemas.FeedEntry{SellerID: c.SellerID,
 					ExternalID: c.ExternalID, OfferID: c.OfferID, TaskID: c.TaskID}
+			default: // IGNORED: the aggregate's rules (an older task, a ban) left the offer as it was
+				if st := counted[idx[i]]; st != nil {
+					st.Skipped++
+				}
 			}
 			l.cfg.Metrics.Items.With(string(res[i].Outcome)).Inc()
 		}
-		cmds = again
+		cmds, idx = again, againIdx
 	}
 	return nil
 }
@@ -381,11 +556,22 @@ func (l *loader) entries(seller string) ([]schemas.FeedEntry, error) {
 // partial (complete), every offer of the seller's feed the task did not
 // touch is deleted, in rounds, until the index shows none that was not
 // answered.
-func (l *loader) finish(ctx context.Context, it *schemas.FeedItem) error {
+// st, if not nil, is the task's status to count the end in.
+func (l *loader) finish(ctx context.Context, it *schemas.FeedItem, st *schemas.FeedStatus) error {
 	seller, task := it.SellerID, it.TaskID
 	whole, why, err := l.complete(ctx, it)
 	if err != nil {
 		return err
+	}
+	if st != nil {
+		st.Uploaded = it.Items
+		st.State, st.Reason = schemas.FeedDone, ""
+		if !whole {
+			st.State, st.Reason = schemas.FeedPartial, why
+			if it.Failed {
+				st.State = schemas.FeedFailed
+			}
+		}
 	}
 	if !whole {
 		l.cfg.Logger.Warn("feeds: task finished without removing anything", "seller", seller, "task", task, "why", why)
@@ -417,6 +603,9 @@ func (l *loader) finish(ctx context.Context, it *schemas.FeedItem) error {
 			answered[c.OfferID] = true
 			if res[i].Outcome == schemas.OutcomeOK {
 				l.cfg.Metrics.Deleted.Inc()
+				if st != nil {
+					st.Deleted++
+				}
 				delete(l.known, offers.FeedKey(seller, c.ExternalID))
 			}
 		}
