@@ -64,12 +64,14 @@ proto:
 deps:
 	@$(GO) mod download
 
-## tools: Debian's kcat (the tests prove our topics are ordinary Kafka with it)
-## and zookeeper (the tests start servers of their own for the coordinators)
+## tools: Debian's kcat (the tests prove our topics are ordinary Kafka with it),
+## zookeeper (the tests start servers of their own for the coordinators) and
+## chromium (the console is tested in a real headless browser)
 tools:
 	@missing=""; \
 	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
 	[ -f /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing from Debian:$$missing"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \

@@ -136,7 +136,7 @@ func Backlog(ctx context.Context, adm *kadm.Client, group, topic string) (int64,
 		return 0, fmt.Errorf("backlog of %s on %s: %w", group, topic, err)
 	}
 	committed, err := adm.FetchOffsets(ctx, group)
-	if err != nil {
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) { // a group that never committed has it all to do
 		return 0, fmt.Errorf("backlog of %s on %s: %w", group, topic, err)
 	}
 	var n int64

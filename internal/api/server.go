@@ -102,6 +102,7 @@ func New(cfg Config) (*Server, error) {
 	s.route("GET /v1/clients/{client}/documents/{pk}", clientPath, s.getDocument)
 	s.routeOffers()
 	s.routeSchemaRegistry()
+	s.routeConsole()
 	s.route("GET /healthz", public, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
