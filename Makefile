@@ -10,7 +10,7 @@ TEST_FLAGS  ?= -race -shuffle=on -timeout 20m
 PROTOC_GEN_GO_VERSION      ?= v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 
-.PHONY: run test test-chaos bench lint proto deps tools build clean
+.PHONY: run test test-chaos bench lint proto deps tools build release clean
 
 ## run: start the whole platform on the embedded broker (data in ./data)
 # The binary, not go run: go run exits 1 when it is interrupted, so Ctrl-C
@@ -25,6 +25,24 @@ LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 ## build: build bin/offerlog
 build: deps
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/offerlog ./cmd/offerlog
+
+## release: versioned static binaries in dist/ (Linux and macOS, amd64 and
+## arm64) with their SHA-256 sums, and the image offerlog:VERSION where a
+## Docker engine runs
+RELEASE_TARGETS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+release: deps
+	@rm -rf dist && mkdir -p dist
+	@for t in $(RELEASE_TARGETS); do \
+		os=$${t%/*}; arch=$${t#*/}; out=dist/offerlog-$(VERSION)-$$os-$$arch; \
+		echo "building $$out"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $$out ./cmd/offerlog || exit 1; \
+	done
+	@cd dist && sha256sum offerlog-* > SHA256SUMS && cat SHA256SUMS
+	@if docker info >/dev/null 2>&1; then \
+		docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t offerlog:$(VERSION) . ; \
+	else \
+		echo "no Docker engine here: the image is not built; where one runs: docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t offerlog:$(VERSION) ."; \
+	fi
 
 ## test: vet, then every test with the race detector against real parts
 test: deps tools
@@ -78,4 +96,4 @@ tools:
 	fi
 
 clean:
-	rm -rf bin data
+	rm -rf bin data dist

@@ -22,7 +22,9 @@
 // timestamp. Those legacy fingerprints still resolve (Schema.LegacyFingerprint)
 // and will for as long as data written by v0.3.x can exist: every release
 // through v0.5.x reads them, and they are removed only in a release whose
-// notes say so, after a replay has rewritten every compacted topic (tables
-// and compacted inputs keep their records for ever; delete-policy topics
-// keep them 7 days at most). Nothing is written with them any more.
+// notes say so, after a replay has rewritten every compacted topic. The
+// topics replays read (documents.ingest and the like) keep their records for
+// ever since v0.5.0, so that release's notes must also say how to rewrite
+// them (or to keep reading legacy fingerprints while they hold such
+// records). Nothing is written with them any more.
 package schemas

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,7 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/compose-spec/compose-go/v2/cli"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/offerlog/offerlog/internal/platform"
@@ -136,15 +140,13 @@ func TestComposeFile(t *testing.T) {
 	}
 }
 
-// TestKubernetesManifests checks deploy/k8s: every offerlog container runs a
+// TestKubernetesManifests checks the manifests the example overlay of
+// deploy/k8s renders: every offerlog container runs a
 // command line of this binary, declares only ports it listens on, probes
 // /readyz and /healthz on its --http port, and every Service targets a port
 // of the pods it selects.
 func TestKubernetesManifests(t *testing.T) {
-	files, err := filepath.Glob("../../deploy/k8s/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no manifests: %v", err)
-	}
+	rendered := renderKustomize(t, overlay)
 	type probe struct {
 		HTTPGet *struct {
 			Path string `yaml:"path"`
@@ -182,21 +184,15 @@ func TestKubernetesManifests(t *testing.T) {
 		} `yaml:"spec"`
 	}
 	var docs []doc
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	dec := yaml.NewDecoder(bytes.NewReader(rendered))
+	for {
+		var d doc
+		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("%s: %v", overlay, err)
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(raw))
-		for {
-			var d doc
-			if err := dec.Decode(&d); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			docs = append(docs, d)
-		}
+		docs = append(docs, d)
 	}
 	components := map[string]bool{}
 	podPorts := map[string][]int{} // by component label
@@ -250,28 +246,18 @@ func TestKubernetesManifests(t *testing.T) {
 // stable names, volumes Kafka and ZooKeeper write their logs to, limits,
 // disruption budgets and an ingress.
 func TestKubernetesManifestsRun(t *testing.T) {
-	files, err := filepath.Glob("../../deploy/k8s/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no manifests: %v", err)
-	}
+	rendered := renderKustomize(t, overlay)
+	all := string(rendered)
 	var docs []map[string]any
-	all := ""
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	dec := yaml.NewDecoder(bytes.NewReader(rendered))
+	for {
+		var d map[string]any
+		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("%s: %v", overlay, err)
 		}
-		all += string(raw)
-		dec := yaml.NewDecoder(bytes.NewReader(raw))
-		for {
-			var d map[string]any
-			if err := dec.Decode(&d); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			docs = append(docs, d)
-		}
+		docs = append(docs, d)
 	}
 	get := func(m any, path ...string) any {
 		for _, p := range path {
@@ -341,5 +327,164 @@ func TestKubernetesManifestsRun(t *testing.T) {
 	}
 	if !strings.Contains(all, "dataLogDir=/data/") {
 		t.Error("ZooKeeper's dataLogDir must be on its volume (/data)")
+	}
+}
+
+// definedMetrics returns the names of the metrics offerlog's code
+// registers: every "offerlog_..." string literal of its non-test sources.
+func definedMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	re := regexp.MustCompile(`"(offerlog_[a-z_]+)"`)
+	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		for _, m := range re.FindAllSubmatch(src, -1) {
+			names[string(m[1])] = true
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// usedMetrics returns the offerlog metrics an expression reads, without
+// the series suffixes of histograms.
+func usedMetrics(expr string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`offerlog_[a-z_]+`).FindAllString(expr, -1) {
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if strings.HasSuffix(m, "_seconds"+suffix) {
+				m = strings.TrimSuffix(m, suffix)
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestAlertsAndDashboard checks deploy/prometheus/alerts.yaml and
+// deploy/grafana/offerlog.json: rules and panels are well formed and read
+// only metrics offerlog registers.
+func TestAlertsAndDashboard(t *testing.T) {
+	defined := definedMetrics(t)
+	var rules struct {
+		Groups []struct {
+			Name  string `yaml:"name"`
+			Rules []struct {
+				Alert       string            `yaml:"alert"`
+				Expr        string            `yaml:"expr"`
+				For         string            `yaml:"for"`
+				Labels      map[string]string `yaml:"labels"`
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	raw, err := os.ReadFile("../../deploy/prometheus/alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&rules); err != nil {
+		t.Fatalf("alerts.yaml: %v", err)
+	}
+	n := 0
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			n++
+			if r.Alert == "" || r.Expr == "" || r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
+				t.Errorf("rule %q: want alert, expr, a severity label and a summary", r.Alert)
+			}
+			if r.For != "" {
+				if _, err := time.ParseDuration(r.For); err != nil {
+					t.Errorf("rule %s: for %q: %v", r.Alert, r.For, err)
+				}
+			}
+			if strings.Count(r.Expr, "(") != strings.Count(r.Expr, ")") {
+				t.Errorf("rule %s: unbalanced parentheses in %q", r.Alert, r.Expr)
+			}
+			for _, m := range usedMetrics(r.Expr) {
+				if !defined[m] {
+					t.Errorf("rule %s reads %s, which offerlog does not register", r.Alert, m)
+				}
+			}
+		}
+	}
+	if n < 5 {
+		t.Errorf("%d alert rules", n)
+	}
+	var dash struct {
+		Title  string `json:"title"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	raw, err = os.ReadFile("../../deploy/grafana/offerlog.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil || dash.Title == "" || len(dash.Panels) < 5 {
+		t.Fatalf("offerlog.json: %v, %d panels", err, len(dash.Panels))
+	}
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, q := range p.Targets {
+			if strings.Count(q.Expr, "(") != strings.Count(q.Expr, ")") {
+				t.Errorf("panel %q: unbalanced parentheses in %q", p.Title, q.Expr)
+			}
+			for _, m := range usedMetrics(q.Expr) {
+				if !defined[m] {
+					t.Errorf("panel %q reads %s, which offerlog does not register", p.Title, m)
+				}
+			}
+		}
+	}
+}
+
+// TestComposeConfig loads deploy/compose.yaml as docker compose config does,
+// with compose-go (the loader of docker compose itself): it must validate
+// against the Compose specification, and its services must depend on what
+// they need with conditions.
+func TestComposeConfig(t *testing.T) {
+	opts, err := cli.NewProjectOptions([]string{"../../deploy/compose.yaml"}, cli.WithName("offerlog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	project, err := opts.LoadProject(context.Background())
+	if err != nil {
+		t.Fatalf("docker compose config would refuse deploy/compose.yaml: %v", err)
+	}
+	topicsSvc, ok := project.Services["topics"]
+	if !ok {
+		t.Fatal("no one-shot topics service")
+	}
+	if len(topicsSvc.DependsOn) == 0 {
+		t.Error("the topics service must wait for Kafka (depends_on with service_healthy)")
+	}
+	for name, svc := range project.Services {
+		if len(svc.Command) < 2 || svc.Command[0] != "run" {
+			continue
+		}
+		if d, ok := svc.DependsOn["topics"]; !ok || d.Condition != "service_completed_successfully" {
+			t.Errorf("service %s must start after the topics service completed", name)
+		}
+		if svc.HealthCheck == nil {
+			t.Errorf("service %s has no healthcheck", name)
+		}
+	}
+	for _, v := range []string{"kafka-1", "kafka-2", "kafka-3"} {
+		if _, ok := project.Volumes[v]; !ok {
+			t.Errorf("no named volume %s for Kafka's log", v)
+		}
 	}
 }

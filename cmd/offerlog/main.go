@@ -27,7 +27,7 @@ func commands() []command {
 		{"run", "COMPONENT --brokers B [--data DIR] [--http HOST:PORT]", "run one component (registry, indexer, numerator, offers, drafts, cabinet, feeds, scheduler, api, cache, sink-ydb) against a cluster", runComponent},
 		{"get", "[--table T] [--zookeeper HOSTS | --hosts A,B] KEY...", "read keys from the serving cache and print them as JSON", runGet},
 		{"token", "create (--admin | --client C | --seller S | --stage NAME) [--ttl D] | revoke ID | list  --brokers B", "create, revoke or list API tokens", runToken},
-		{"topics", "ensure|list --brokers B [--partitions N]", "create or check the topic catalogue", runTopics},
+		{"topics", "ensure|list|wait --brokers B [--partitions N]", "create, check, or wait for the topic catalogue", runTopics},
 		{"produce", "--brokers B TOPIC", "produce JSON lines {\"key\",\"value\"} from stdin as Avro events", runProduce},
 		{"consume", "--brokers B TOPIC [--from-beginning] [--max N] [--timeout D]", "print a topic's events as JSON lines", runConsume},
 		{"feeds", "status --brokers B [--seller S] TASK", "print the status of a feed task (loading, done, partial or failed, with its counts) as JSON", runFeeds},

@@ -121,9 +121,16 @@ func TestTopicsProduceConsume(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "missing") {
 		t.Fatalf("list before ensure: %d\n%s%s", code, out, stderr)
 	}
+	code, _, stderr = offerlog(t, "", "topics", "wait", "--brokers", addr, "--partitions", "2", "--timeout", "1s")
+	if code != 1 || !strings.Contains(stderr, "documents.ingest missing") {
+		t.Fatalf("wait before ensure: %d %s", code, stderr)
+	}
 	code, out, stderr = offerlog(t, "", "topics", "ensure", "--brokers", addr, "--partitions", "2")
 	if code != 0 || !strings.Contains(out, "created documents.ingest") {
 		t.Fatalf("ensure: %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := offerlog(t, "", "topics", "wait", "--brokers", addr, "--partitions", "2"); code != 0 || !strings.Contains(out, "topics ok") {
+		t.Fatalf("wait after ensure: %d %s%s", code, out, stderr)
 	}
 	code, out, stderr = offerlog(t, "", "topics", "list", "--brokers", addr, "--partitions", "2")
 	if code != 0 || !strings.Contains(out, "epochs") || !strings.Contains(out, "compact") {

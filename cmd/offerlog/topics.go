@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
@@ -15,8 +17,8 @@ import (
 )
 
 func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "ensure" && args[0] != "list") {
-		return fmt.Errorf("%w: want ensure or list", errUsage)
+	if len(args) == 0 || (args[0] != "ensure" && args[0] != "list" && args[0] != "wait") {
+		return fmt.Errorf("%w: want ensure, list or wait", errUsage)
 	}
 	verb := args[0]
 	f := newFlags("topics "+verb, stderr)
@@ -24,6 +26,7 @@ func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	partitions := f.Int("partitions", 8, "partitions of the partitioned topics")
 	replication := f.Int("replication", -1, "replication factor of created topics (-1: the broker's default)")
 	inputRetention := f.Duration("input-retention", 0, inputRetentionUsage)
+	timeout := f.Duration("timeout", 10*time.Minute, "wait: how long to wait for the catalogue to be there")
 	if err := f.parse(args[1:]); err != nil {
 		return err
 	}
@@ -41,6 +44,9 @@ func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return err
 	}
 	catalogue = topics.WithInputRetention(catalogue, *inputRetention)
+	if verb == "wait" {
+		return waitTopics(ctx, adm, catalogue, *timeout, stdout)
+	}
 	if verb == "ensure" {
 		created, err := topics.Ensure(ctx, adm, int16(*replication), catalogue)
 		for _, t := range created {
@@ -159,4 +165,36 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// waitTopics waits until every topic of the catalogue exists as the
+// catalogue says (another process, such as a deployment's topics job,
+// creates them), checking every 2 s, for at most timeout.
+func waitTopics(ctx context.Context, adm *kadm.Client, catalogue []topics.Topic, timeout time.Duration, stdout io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		statuses, err := topics.List(ctx, adm, catalogue)
+		var missing []string
+		for _, st := range statuses {
+			switch {
+			case !st.Exists:
+				missing = append(missing, st.Name+" missing")
+			case len(st.Problems) > 0:
+				missing = append(missing, st.Name+": "+strings.Join(st.Problems, "; "))
+			}
+		}
+		if err == nil && len(missing) == 0 {
+			fmt.Fprintf(stdout, "%d topics ok\n", len(catalogue))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = errors.New(strings.Join(missing, ", "))
+			}
+			return fmt.Errorf("topics not there after %v: %w", timeout, err)
+		case <-time.After(2 * time.Second):
+		}
+	}
 }

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// overlay is the kustomization the deploy tests render: the example
+// overlay of deploy/k8s/base.
+const overlay = "../../deploy/k8s/overlays/example"
+
+// renderKustomize renders a kustomization as kubectl apply -k does, with
+// kustomize's own library.
+func renderKustomize(t *testing.T, dir string) []byte {
+	t.Helper()
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	out, err := res.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// kubeTypes are the Kubernetes objects the manifests hold, by apiVersion
+// and kind: each is decoded strictly into its type from k8s.io/api.
+var kubeTypes = map[string]func() any{
+	"v1/Namespace":                  func() any { return &corev1.Namespace{} },
+	"v1/ConfigMap":                  func() any { return &corev1.ConfigMap{} },
+	"v1/Service":                    func() any { return &corev1.Service{} },
+	"apps/v1/Deployment":            func() any { return &appsv1.Deployment{} },
+	"apps/v1/StatefulSet":           func() any { return &appsv1.StatefulSet{} },
+	"batch/v1/Job":                  func() any { return &batchv1.Job{} },
+	"policy/v1/PodDisruptionBudget": func() any { return &policyv1.PodDisruptionBudget{} },
+	"networking.k8s.io/v1/Ingress":  func() any { return &networkingv1.Ingress{} },
+}
+
+// TestKubernetesManifestsAreValid renders the overlay with kustomize and
+// checks every object against the Kubernetes API's types (an unknown or
+// misspelt field, a wrong type or an unknown kind fails), and what the API
+// server would refuse: a selector that does not select its pods, a
+// container without a name or an image. It is the check kubeconform makes
+// with the Kubernetes schemas, which this machine cannot download.
+func TestKubernetesManifestsAreValid(t *testing.T) {
+	rendered := renderKustomize(t, overlay)
+	dec := yaml.NewDecoder(bytes.NewReader(rendered))
+	kinds := map[string]int{}
+	var waits []string
+	for {
+		var d map[string]any
+		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		kind := fmt.Sprintf("%v/%v", d["apiVersion"], d["kind"])
+		name, _ := d["metadata"].(map[string]any)["name"].(string)
+		newObj, ok := kubeTypes[kind]
+		if !ok {
+			t.Errorf("%s %s: not a kind these manifests should hold", kind, name)
+			continue
+		}
+		kinds[kind]++
+		js, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := newObj()
+		jd := json.NewDecoder(bytes.NewReader(js))
+		jd.DisallowUnknownFields()
+		if err := jd.Decode(obj); err != nil {
+			t.Errorf("%s %s: not a valid %s: %v", kind, name, kind, err)
+			continue
+		}
+		var sel map[string]string
+		var tmpl *corev1.PodTemplateSpec
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			sel, tmpl = o.Spec.Selector.MatchLabels, &o.Spec.Template
+		case *appsv1.StatefulSet:
+			sel, tmpl = o.Spec.Selector.MatchLabels, &o.Spec.Template
+			if o.Spec.ServiceName == "" {
+				t.Errorf("%s %s: a StatefulSet needs its serviceName", kind, name)
+			}
+		case *batchv1.Job:
+			tmpl = &o.Spec.Template
+		}
+		if tmpl == nil {
+			continue
+		}
+		if sel != nil && !labels.SelectorFromSet(sel).Matches(labels.Set(tmpl.Labels)) {
+			t.Errorf("%s %s: selector %v does not select its pods %v", kind, name, sel, tmpl.Labels)
+		}
+		for _, c := range append(slices.Clone(tmpl.Spec.InitContainers), tmpl.Spec.Containers...) {
+			if c.Name == "" || c.Image == "" {
+				t.Errorf("%s %s: a container without a name or an image", kind, name)
+			}
+		}
+		for _, c := range tmpl.Spec.InitContainers {
+			if strings.HasPrefix(c.Image, "offerlog") && len(c.Args) > 1 && c.Args[0] == "topics" && c.Args[1] == "wait" {
+				waits = append(waits, name)
+			}
+		}
+		for _, c := range tmpl.Spec.Containers {
+			// Every component waits for the catalogue the topics Job
+			// creates before it starts.
+			if strings.HasPrefix(c.Image, "offerlog") && len(c.Args) > 0 && c.Args[0] == "run" && !slices.Contains(waits, name) {
+				t.Errorf("%s %s: runs %s without waiting for the topics Job (an init container offerlog topics wait)", kind, name, c.Args[1])
+			}
+		}
+	}
+	if kinds["batch/v1/Job"] == 0 || kinds["apps/v1/Deployment"] == 0 || kinds["apps/v1/StatefulSet"] < 3 {
+		t.Errorf("rendered kinds %v: want the topics Job, the components' Deployments and StatefulSets", kinds)
+	}
+}
