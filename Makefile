@@ -82,18 +82,25 @@ proto:
 deps:
 	@$(GO) mod download
 
+KAFKAJS = internal/platform/testdata/kafkajs
+
 ## tools: Debian's kcat (the tests prove our topics are ordinary Kafka with it),
-## zookeeper (the tests start servers of their own for the coordinators) and
-## chromium (the console is tested in a real headless browser)
+## zookeeper (the tests start servers of their own for the coordinators),
+## chromium (the console is tested in a real headless browser) and, with
+## npm, kafkajs (a test is a kafkajs user)
 tools:
 	@missing=""; \
 	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
 	[ -f /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing from Debian:$$missing"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
+	@# kafkajs and @kafkajs/confluent-schema-registry: another client and
+	@# another Avro library, used by a test as a user would
+	@[ -d $(KAFKAJS)/node_modules/kafkajs ] || npm ci --prefix $(KAFKAJS) --no-audit --no-fund --loglevel=error
 
 clean:
-	rm -rf bin data dist
+	rm -rf bin data dist $(KAFKAJS)/node_modules

@@ -92,6 +92,12 @@ func credentialsOf(brokers []string) (Credentials, bool) {
 
 // clusterOptions are the options of a client of brokers: its SASL
 // credentials, if any.
+// CredentialOptions returns the franz-go options that connect to the
+// cluster of brokers with its credentials (Authenticate), none for a
+// cluster that has none: for a client made without NewClient, such as a
+// test's bare client.
+func CredentialOptions(brokers []string) []kgo.Opt { return clusterOptions(brokers) }
+
 func clusterOptions(brokers []string) []kgo.Opt {
 	c, ok := credentialsOf(brokers)
 	if !ok {

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -60,8 +61,19 @@ func (a *Authenticator) Token(credential string) (Scope, error) {
 		return Scope{}, fmt.Errorf("%w: no token: send Authorization: Bearer <token>", ErrUnauthenticated)
 	}
 	scheme, token, ok := strings.Cut(credential, " ")
+	if ok && strings.EqualFold(scheme, "Basic") {
+		// HTTP basic auth with the token as the password (any user name):
+		// how Schema Registry clients (Confluent's serializers, kafka-ui,
+		// @kafkajs/confluent-schema-registry) send credentials.
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(token))
+		_, password, found := strings.Cut(string(raw), ":")
+		if err != nil || !found {
+			return Scope{}, fmt.Errorf("%w: malformed basic credentials", ErrUnauthenticated)
+		}
+		token, scheme = password, "Bearer"
+	}
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return Scope{}, fmt.Errorf("%w: want Authorization: Bearer <token>", ErrUnauthenticated)
+		return Scope{}, fmt.Errorf("%w: want Authorization: Bearer <token> (or basic auth with the token as the password)", ErrUnauthenticated)
 	}
 	return a.store.Authenticate(strings.TrimSpace(token))
 }

@@ -48,6 +48,10 @@ func (c *Cluster) handleSASLHandshake(creq *clientReq) (kmsg.Response, error) {
 		}
 	}
 
+	// offerlog patch 6: the mechanisms enabled are in every answer, as
+	// Kafka's SaslServerAuthenticator sends them (Errors.NONE with
+	// enabledMechanisms); kafkajs refuses a mechanism the list lacks.
+	resp.SupportedMechanisms = []string{saslPlain, saslScram256, saslScram512}
 	switch req.Mechanism {
 	case saslPlain:
 		creq.cc.saslStage = saslStageAuthPlain

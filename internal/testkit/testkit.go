@@ -43,7 +43,10 @@ func Broker(t testing.TB, dataDir string) *broker.Broker {
 // Client returns a franz-go client of brokers, closed when the test ends.
 func Client(t testing.TB, brokers []string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
+	// With the cluster's credentials, if it has some: a secured platform's
+	// broker takes no client without them.
+	base := append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, streams.CredentialOptions(brokers)...)
+	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
