@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hamba/avro/v2"
 	"github.com/hamba/avro/v2/pkg/crc64"
@@ -74,17 +75,28 @@ type catalog struct {
 	byID    map[int32]*Schema
 	// released[name] lists the released versions of a schema, oldest first.
 	released map[string][]*Schema
+	// registered[name] lists the versions registered at run time (Register).
+	registered map[string][]*Schema
 }
 
 var (
 	loadOnce sync.Once
-	loaded   *catalog
 	loadErr  error
+	// current is the catalog of the moment: the embedded schemas, and those
+	// registered since (Register makes a new one).
+	current atomic.Pointer[catalog]
 )
 
 func load() (*catalog, error) {
-	loadOnce.Do(func() { loaded, loadErr = parseAll() })
-	return loaded, loadErr
+	loadOnce.Do(func() {
+		c, err := parseAll()
+		current.Store(c)
+		loadErr = err
+	})
+	if loadErr != nil {
+		return nil, loadErr
+	}
+	return current.Load(), nil
 }
 
 func parseAll() (*catalog, error) {
@@ -250,6 +262,9 @@ func Writer(data []byte) (*Schema, []byte, error) {
 	if len(data) >= 5 && data[0] == 0 {
 		id := int32(binary.BigEndian.Uint32(data[1:5]))
 		s, ok := c.byID[id]
+		if !ok && missed() {
+			s, ok = current.Load().byID[id]
+		}
 		if !ok {
 			return nil, nil, fmt.Errorf("%w: registry id %d", ErrUnknownSchema, id)
 		}
@@ -260,6 +275,9 @@ func Writer(data []byte) (*Schema, []byte, error) {
 		return nil, nil, fmt.Errorf("%w: %w", ErrNotFramed, err)
 	}
 	s, ok := c.byFP[binary.LittleEndian.Uint64(fp)]
+	if !ok && missed() {
+		s, ok = current.Load().byFP[binary.LittleEndian.Uint64(fp)]
+	}
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: %x", ErrUnknownSchema, fp)
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/topics"
@@ -111,6 +113,22 @@ func (idx *subjectIndex) versions(name string) ([]*schemas.Schema, error) {
 // subject returns the versions of subject, for the catalogue's topics and
 // the per-client and per-stage ones.
 func (idx *subjectIndex) subject(subject string) ([]*schemas.Schema, bool) {
+	vs, ok := idx.builtIn(subject)
+	if !ok || len(vs) == 0 {
+		return vs, ok
+	}
+	// Then the versions registered through this API, in their order.
+	out := slices.Clone(vs)
+	for _, r := range schemas.RegisteredVersions(vs[0].Name) {
+		if !slices.ContainsFunc(out, func(s *schemas.Schema) bool { return s.ID == r.ID }) {
+			out = append(out, r)
+		}
+	}
+	return out, true
+}
+
+// builtIn returns the versions of subject offerlog was built with.
+func (idx *subjectIndex) builtIn(subject string) ([]*schemas.Schema, bool) {
 	if vs, ok := idx.subjects[subject]; ok {
 		return vs, true
 	}
@@ -178,18 +196,31 @@ func parseSubmitted(text string) (avro.Schema, *RegistryError) {
 }
 
 // registerable decides a registration: the version the schema already is
-// (then it is answered with its id), or, for a new schema, whether readers
-// of the latest version's data can read data written with it and it can
-// read theirs (backward compatible with the latest); a new schema is then
-// still refused, as offerlog's schemas change only with a release.
+// (then it is answered with its id), or, for a new schema, whether it is
+// compatible both ways with the latest version (readers of either read the
+// other's data: FULL, which is BACKWARD and more) and the current schema
+// offerlog's processors read with can read its data (else they would
+// dead-letter every record written with it). It returns 0 and no error for
+// a new schema to register.
 func registerable(vs []*schemas.Schema, s avro.Schema) (int, *RegistryError) {
 	if v := lookup(vs, s); v > 0 {
 		return v, nil
 	}
 	latest := vs[len(vs)-1]
-	if err := avro.NewSchemaCompatibility().Compatible(s, latest.Avro); err != nil {
-		return 0, &RegistryError{Code: codeIncompatible, Message: fmt.Sprintf(
-			"Schema being registered is incompatible with an earlier schema for subject: %v", err)}
+	incompatible := func(what string, err error) *RegistryError {
+		return &RegistryError{Code: codeIncompatible, Message: fmt.Sprintf(
+			"Schema being registered is incompatible with an earlier schema for subject: %s: %v", what, err)}
+	}
+	if err := schemas.Compatible(s, latest.Avro); err != nil {
+		return 0, incompatible("it cannot read the latest version's data (backward)", err)
+	}
+	if err := schemas.Compatible(latest.Avro, s); err != nil {
+		return 0, incompatible("the latest version cannot read its data (forward)", err)
+	}
+	if cur, err := schemas.Current(latest.Name); err == nil {
+		if err := schemas.Compatible(cur.Avro, s); err != nil {
+			return 0, incompatible("offerlog's processors cannot read its data", err)
+		}
 	}
 	return 0, nil
 }
@@ -215,7 +246,7 @@ func (s *Server) routeSchemaRegistry() {
 		writeRegistry(w, http.StatusOK, []string{"AVRO"})
 	})
 	s.route("GET "+root+"/config", anyToken, func(w http.ResponseWriter, _ *http.Request) {
-		writeRegistry(w, http.StatusOK, map[string]string{"compatibilityLevel": "BACKWARD"})
+		writeRegistry(w, http.StatusOK, map[string]string{"compatibilityLevel": "FULL"})
 	})
 	s.route("GET "+root+"/config/{subject}", anyToken, s.srConfig)
 	s.route("POST "+root+"/subjects/{subject}", anyToken, s.srLookup)
@@ -343,7 +374,8 @@ func (s *Server) srSchemaVersions(w http.ResponseWriter, r *http.Request) {
 		Version int    `json:"version"`
 	}
 	out := []subjectVersion{}
-	for name, vs := range idx.subjects {
+	for name := range idx.subjects {
+		vs, _ := idx.subject(name)
 		for i, v := range vs {
 			if v.ID == rs.ID {
 				out = append(out, subjectVersion{Subject: name, Version: i + 1})
@@ -356,7 +388,7 @@ func (s *Server) srSchemaVersions(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) srConfig(w http.ResponseWriter, r *http.Request) {
 	if srSubjectOf(w, r) != nil {
-		writeRegistry(w, http.StatusOK, map[string]string{"compatibilityLevel": "BACKWARD"})
+		writeRegistry(w, http.StatusOK, map[string]string{"compatibilityLevel": "FULL"})
 	}
 }
 
@@ -427,9 +459,36 @@ func (s *Server) srRegister(w http.ResponseWriter, r *http.Request) {
 	case v > 0:
 		writeRegistry(w, http.StatusOK, map[string]int32{"id": vs[v-1].ID})
 	default:
-		registryErr(w, http.StatusConflict, &RegistryError{Code: codeIncompatible, Message: "Schema is compatible with the latest " +
-			"version but new: offerlog's schemas are its own and change only with a release; write with a registered version"})
+		id, err := s.register(r.Context(), r.PathValue("subject"), sch)
+		if err != nil {
+			registryErr(w, http.StatusInternalServerError, &RegistryError{Code: 50001, Message: "Error in the backend data store: " + err.Error()})
+			return
+		}
+		writeRegistry(w, http.StatusOK, map[string]int32{"id": id})
 	}
+}
+
+// register writes a new schema of subject on schemas.registered, whence
+// every process learns it, and makes it known here at once.
+func (s *Server) register(ctx context.Context, subject string, sch avro.Schema) (int32, error) {
+	text, err := json.Marshal(sch)
+	if err != nil {
+		return 0, err
+	}
+	id := schemas.RegistryID(string(text))
+	value, err := json.Marshal(map[string]string{"subject": subject, "schema": string(text)})
+	if err != nil {
+		return 0, err
+	}
+	rec := &kgo.Record{Topic: topics.SchemasRegistered, Key: []byte(strconv.Itoa(int(id))), Value: value}
+	if err := s.cfg.Producer.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		return 0, fmt.Errorf("write %s: %w", topics.SchemasRegistered, err)
+	}
+	registered, err := schemas.Register(string(text))
+	if err != nil {
+		return 0, err
+	}
+	return registered.ID, nil
 }
 
 // FingerprintSchema is the answer of GET /v1/schemas/{fingerprint}.

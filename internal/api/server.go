@@ -471,6 +471,15 @@ func (s *Server) getDocument(w http.ResponseWriter, r *http.Request) {
 	}
 	client, pk := r.PathValue("client"), r.PathValue("pk")
 	rec, err := s.cfg.Registry.Get(client + "/" + pk)
+	if err == nil && rec == nil {
+		// The view may lag the verdict a writer was just given: before
+		// answering 404, let it show what the registry wrote until now.
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		if s.cfg.Registry.Sync(ctx, s.adm) == nil {
+			rec, err = s.cfg.Registry.Get(client + "/" + pk)
+		}
+		cancel()
+	}
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return

@@ -231,6 +231,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer p.sup.Wait()
 	defer cancel()
 	p.sup.Go(runCtx, "lag", false, p.lag.run)
+	startSchemas(runCtx, p)
 	for _, c := range plan(cfg.Components, cfg.HTTPAddr != "") {
 		if err := c.start(runCtx, p); err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)

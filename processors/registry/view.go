@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lovoo/goka"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -47,4 +48,10 @@ func (v *View) Get(key string) (*schemas.RegistryRecord, error) {
 	}
 	rec, _ := val.(*schemas.RegistryRecord)
 	return rec, nil
+}
+
+// Sync waits until the view shows every change the registry wrote before
+// the call (streams.WaitView).
+func (v *View) Sync(ctx context.Context, adm *kadm.Client) error {
+	return streams.WaitView(ctx, adm, v.v)
 }

@@ -1,0 +1,113 @@
+package schemas
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/hamba/avro/v2"
+)
+
+// RegisteredRelease is the Release of a schema registered at run time
+// through the schema registry API: a version a producer writes with, kept
+// on the compacted topic schemas.registered and known to every process
+// that follows it.
+const RegisteredRelease = "registered"
+
+// registerMu serialises Register: each makes a new catalog from the one
+// before (readers never lock: load returns the catalog of the moment).
+var registerMu sync.Mutex
+
+// Register makes the schema of text, a self-contained Avro record schema as
+// the registry API takes it, known to Writer, ByID, ByFingerprint and every
+// codec (which resolve it against their own schema), and returns it. A
+// schema known already is returned as it is. It does not decide whether
+// the schema may be registered: the registry API does (Compatible).
+func Register(text string) (*Schema, error) {
+	sch, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
+	if err != nil {
+		return nil, fmt.Errorf("schemas: register: %w", err)
+	}
+	named, ok := sch.(avro.NamedSchema)
+	if !ok || sch.Type() != avro.Record {
+		return nil, errors.New("schemas: register: the top-level schema must be a named record")
+	}
+	raw, err := json.Marshal(sch)
+	if err != nil {
+		return nil, fmt.Errorf("schemas: register: %w", err)
+	}
+	s := &Schema{Name: named.FullName(), Release: RegisteredRelease, Avro: sch, Fingerprint: Fingerprint(sch),
+		ID: RegistryID(string(raw)), Text: string(raw)}
+	s.LegacyFingerprint = s.Fingerprint
+	registerMu.Lock()
+	defer registerMu.Unlock()
+	c, err := load()
+	if err != nil {
+		return nil, err
+	}
+	if known, ok := c.byID[s.ID]; ok {
+		return known, nil
+	}
+	if known, ok := c.byFP[s.Fingerprint]; ok && known.Name == s.Name {
+		// The same canonical form: data headed with the fingerprint reads
+		// the same; the new text gets its id.
+		s.Avro = known.Avro
+	}
+	next := &catalog{current: c.current, released: c.released, byFP: maps.Clone(c.byFP), byID: maps.Clone(c.byID),
+		registered: maps.Clone(c.registered)}
+	if next.registered == nil {
+		next.registered = map[string][]*Schema{}
+	}
+	next.registered[s.Name] = append(slices.Clone(next.registered[s.Name]), s)
+	next.byID[s.ID] = s
+	if _, ok := next.byFP[s.Fingerprint]; !ok {
+		next.byFP[s.Fingerprint] = s
+	}
+	current.Store(next)
+	return s, nil
+}
+
+// RegisteredVersions returns the schemas named name registered at run
+// time, in the order they were registered.
+func RegisteredVersions(name string) []*Schema {
+	c, err := load()
+	if err != nil {
+		return nil
+	}
+	return c.registered[name]
+}
+
+// Compatible reports whether data written with writer can be read with
+// reader (Avro schema resolution), with the reason it cannot.
+func Compatible(reader, writer avro.Schema) error {
+	return avro.NewSchemaCompatibility().Compatible(reader, writer)
+}
+
+// missHook, if set, is called once before Writer answers that it does not
+// know a schema: it may learn registered schemas (SetMissHook).
+var missHook struct {
+	sync.RWMutex
+	fn func() bool
+}
+
+// SetMissHook sets fn, which Writer calls when data names a schema it does
+// not know; fn returns whether it may have learnt new schemas (Writer then
+// looks again). A process that follows schemas.registered sets it to wait
+// until it has read that topic to its end, so that a record written right
+// after its schema's registration is not refused for a moment's lag. fn
+// must bound its wait.
+func SetMissHook(fn func() bool) {
+	missHook.Lock()
+	missHook.fn = fn
+	missHook.Unlock()
+}
+
+func missed() bool {
+	missHook.RLock()
+	fn := missHook.fn
+	missHook.RUnlock()
+	return fn != nil && fn()
+}
