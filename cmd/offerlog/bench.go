@@ -17,6 +17,8 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	offerCount := f.Int("offers", 1_000_000, "offers of the offers scenario")
 	partitions := f.Int("partitions", 8, "partitions of every topic")
 	cpuProfile := f.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memProfile := f.String("memprofile", "", "write the allocations of the whole run (allocs profile) to this file")
+	profiles := f.String("profiles", "", "write a CPU and an allocation profile of each scenario to this directory")
 	memory := int64(defaultMemory)
 	f.Func("memory", fmt.Sprintf("the Go runtime's soft memory limit, as offerlog dev sets it from its --memory (default %s)", formatBytes(defaultMemory)),
 		func(s string) error {
@@ -40,6 +42,14 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *memProfile != "" {
+		defer func() {
+			if out, err := os.Create(*memProfile); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(out, 0)
+				out.Close()
+			}
+		}()
+	}
 	return bench.Run(ctx, bench.Config{Docs: *docs, Keys: *keys, Offers: *offerCount, Partitions: int32(*partitions), Only: f.Args(),
-		Out: stdout, Logger: f.logger(stderr)})
+		ProfileDir: *profiles, Out: stdout, Logger: f.logger(stderr)})
 }

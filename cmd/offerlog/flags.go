@@ -225,6 +225,7 @@ func requireBrokers(b *brokersFlag) error {
 func (f *flags) platform() *platform.Config {
 	cfg := f.rules()
 	f.StringVar(&cfg.HTTPAddr, "http", cfg.HTTPAddr, "HTTP address of the API and /metrics (empty: none)")
+	f.StringVar(&cfg.PprofAddr, "pprof", "", "serve Go's profiling endpoints (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (empty: none)")
 	f.StringVar(&cfg.GRPCAddr, "grpc", cfg.GRPCAddr, "gRPC address of the offer API, with the api component (empty: none)")
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate: serve HTTP, gRPC (and the embedded broker) over TLS only")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM key of --tls-cert")

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -118,9 +119,13 @@ type Config struct {
 	Offers     int
 	Partitions int32
 	// Only runs these scenarios (and the ceilings); empty runs all.
-	Only   []string
-	Out    io.Writer
-	Logger *slog.Logger
+	Only []string
+	// ProfileDir, if set, receives a CPU profile of each scenario
+	// (SCENARIO.cpu.pprof) and the allocations up to its end
+	// (SCENARIO.allocs.pprof: compare two with go tool pprof -diff_base).
+	ProfileDir string
+	Out        io.Writer
+	Logger     *slog.Logger
 }
 
 // Run runs the benchmarks and prints the report to cfg.Out.
@@ -172,7 +177,14 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		env.StateDir = filepath.Join(dir, s.Name)
 		fmt.Fprintf(cfg.Out, "running %s: %s\n", s.Name, s.Doc)
+		stop, err := profile(cfg.ProfileDir, s.Name)
+		if err != nil {
+			return err
+		}
 		r, err := s.Run(ctx, env)
+		if perr := stop(); err == nil {
+			err = perr
+		}
 		if err != nil {
 			return fmt.Errorf("bench %s: %w", s.Name, err)
 		}
@@ -339,4 +351,33 @@ func writeDocs(ctx context.Context, brokers []string, topic string, n, first int
 	default:
 	}
 	return errors.Join(errs...)
+}
+
+// profile starts the CPU profile of scenario name in dir ("" for none); the
+// returned func stops it and writes the allocation profile.
+func profile(dir, name string) (func() error, error) {
+	if dir == "" {
+		return func() error { return nil }, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	cpu, err := os.Create(filepath.Join(dir, name+".cpu.pprof"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		cpu.Close()
+		return nil, fmt.Errorf("bench: CPU profile (is another running? -cpuprofile and -profiles exclude each other): %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		err := cpu.Close()
+		allocs, cerr := os.Create(filepath.Join(dir, name+".allocs.pprof"))
+		if cerr != nil {
+			return errors.Join(err, cerr)
+		}
+		defer allocs.Close()
+		return errors.Join(err, pprof.Lookup("allocs").WriteTo(allocs, 0))
+	}, nil
 }

@@ -55,6 +55,9 @@ type Config struct {
 	DataDir string
 	// HTTPAddr serves the API and /metrics; "" serves nothing.
 	HTTPAddr string
+	// PprofAddr, if set, serves Go's profiling endpoints (/debug/pprof/)
+	// there, apart from the API: keep it on loopback.
+	PprofAddr string
 	// GRPCAddr serves the offer API over gRPC with the api component; ""
 	// serves nothing.
 	GRPCAddr string
@@ -189,6 +192,7 @@ func (c *Config) Validate() error {
 type Info struct {
 	Brokers    []string
 	HTTPAddr   string
+	PprofAddr  string
 	GRPCAddr   string
 	CacheAddr  string
 	DataDir    string
@@ -232,6 +236,11 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancel()
 	p.sup.Go(runCtx, "lag", false, p.lag.run)
 	startSchemas(runCtx, p)
+	if cfg.PprofAddr != "" {
+		if err := servePprof(runCtx, p, cfg.PprofAddr); err != nil {
+			return err
+		}
+	}
 	for _, c := range plan(cfg.Components, cfg.HTTPAddr != "") {
 		if err := c.start(runCtx, p); err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)

@@ -46,8 +46,15 @@ func TestRegisteredSchemasAreUsed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
-	r := platformtest.Start(t, platformtest.Config(t.TempDir()))
+	cfg := platformtest.Config(t.TempDir())
+	cfg.PprofAddr = "127.0.0.1:0" // and the profiling endpoints, asked for
+	r := platformtest.Start(t, cfg)
 	brokers := r.Info.Brokers
+	if resp, err := http.Get("http://" + r.Info.PprofAddr + "/debug/pprof/heap?debug=1"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("pprof on %q: %v %v", r.Info.PprofAddr, resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	sr := "http://" + r.Info.HTTPAddr + "/schema-registry/subjects/" + topics.DocumentsIngest + "-value"
 	testkit.RegisterEpoch(t, brokers, "shop")
 
