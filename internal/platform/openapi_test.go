@@ -102,6 +102,8 @@ func TestAnswersFitTheOpenAPIDescription(t *testing.T) {
 	check("POST", "/v1/sellers/s1/feeds/1", `{"external_id":"e1","offer":`+secOffer+`}`, seller)
 	check("POST", "/v1/sellers/s1/feeds/1", `{"external_id":`, seller) // 400
 	check("POST", "/v1/sellers/s1/feeds/1/finish", `{"failed":true}`, seller)
+	check("GET", "/v1/sellers/s1/feeds/1", "", seller)
+	check("GET", "/v1/sellers/s1/feeds/99", "", seller) // 404
 	check("DELETE", "/v1/offers/"+d.ID+"?expected_version=-1", "", seller)
 	check("GET", "/v1/offers/"+d.ID, "", seller) // 404
 	check("GET", "/schema-registry/subjects", "", seller)
