@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/offerlog/offerlog/internal/testkit"
 )
@@ -259,5 +260,69 @@ func TestReadmeTour(t *testing.T) {
 	}
 	if draft == "" {
 		t.Fatal("the tour made no draft")
+	}
+}
+
+// TestDocLinksResolve: every relative link of the README and the docs
+// names a file of the repository, and an anchor a heading of it (as GitHub
+// makes anchors from headings).
+func TestDocLinksResolve(t *testing.T) {
+	files, _ := filepath.Glob("../../docs/*.md")
+	files = append(files, "../../README.md", "../../deploy/README.md", "../../CHANGELOG.md")
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	slug := func(h string) string {
+		h = strings.ToLower(strings.TrimSpace(h))
+		var b strings.Builder
+		for _, r := range h {
+			switch {
+			case r == ' ' || r == '-':
+				b.WriteRune('-')
+			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_':
+				b.WriteRune(r)
+			}
+		}
+		return b.String()
+	}
+	anchors := func(path string) map[string]bool {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		out := map[string]bool{}
+		for _, line := range strings.Split(string(raw), "\n") {
+			if strings.HasPrefix(line, "#") {
+				out[slug(strings.TrimLeft(line, "#"))] = true
+			}
+		}
+		return out
+	}
+	checked := 0
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(raw), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			checked++
+			path, anchor, _ := strings.Cut(target, "#")
+			full := f
+			if path != "" {
+				full = filepath.Join(filepath.Dir(f), path)
+				if _, err := os.Stat(full); err != nil {
+					t.Errorf("%s links to %s, which does not exist", f, target)
+					continue
+				}
+			}
+			if anchor != "" && !anchors(full)[anchor] {
+				t.Errorf("%s links to %s: no heading makes the anchor #%s", f, target, anchor)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no link checked")
 	}
 }
