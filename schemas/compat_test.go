@@ -73,7 +73,8 @@ func samples() map[string]any {
 		StageEffectName:       &StageEffect{Stage: "expiry", Offer: offer, Version: 3, State: rec2.Stages[0], Changed: true, At: ts},
 		FeedStatusName: &FeedStatus{SellerID: "s1", TaskID: 4, State: FeedPartial, Received: 10, Applied: 8, Skipped: 1, Refused: 1,
 			Uploaded: 10, Reason: "an item of the task was refused", Partition: 3, Offset: 77, UpdatedAt: ts},
-		TokenName: &Token{ID: "0123456789abcdef", Hash: []byte{1, 2}, Kind: "seller", Subject: "s1", CreatedAt: ts, ExpiresAt: 1_800_000_000_000},
+		RegisteredSchemaName: &RegisteredSchema{Subject: "documents.ingest-value", Schema: `{"type":"record","name":"X","fields":[]}`},
+		TokenName:            &Token{ID: "0123456789abcdef", Hash: []byte{1, 2}, Kind: "seller", Subject: "s1", CreatedAt: ts, ExpiresAt: 1_800_000_000_000},
 		NumeratorStateName: &NumeratorState{Version: "0.0.0.7", Generation: 7, Scheme: 0, Shards: []ShardSummary{{Shard: 4, Live: 1, MaxDocID: 10, Free: 9}},
 			Holder: "dc-a", Ticket: 3, SealedAt: ts},
 	}

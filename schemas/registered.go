@@ -11,6 +11,19 @@ import (
 	"github.com/hamba/avro/v2"
 )
 
+// RegisteredSchemaName is the schema of a schemas.registered record.
+const RegisteredSchemaName = "offerlog.schemas.RegisteredSchema"
+
+// RegisteredSchema is a record of schemas.registered: a schema registered
+// through the schema registry API, under its subject.
+type RegisteredSchema struct {
+	Subject string `avro:"subject" json:"subject"`
+	Schema  string `avro:"schema" json:"schema"`
+}
+
+// RegisteredSchemas is the codec of RegisteredSchema.
+var RegisteredSchemas = codecFor[RegisteredSchema](RegisteredSchemaName)
+
 // RegisteredRelease is the Release of a schema registered at run time
 // through the schema registry API: a version a producer writes with, kept
 // on the compacted topic schemas.registered and known to every process

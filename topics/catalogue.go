@@ -145,8 +145,8 @@ func ForStages(stages, pushing []string, partitions int32) []Topic {
 const AuthTokens = "auth.tokens"
 
 // SchemasRegistered holds the schemas registered through the schema
-// registry API, compacted, keyed by registry id; values are JSON
-// ({"subject","schema"}). Every process follows it.
+// registry API, compacted, keyed by registry id. Every process follows
+// it.
 const SchemasRegistered = "schemas.registered"
 
 // Prefixes of the per-client export topics.
@@ -286,8 +286,8 @@ func Catalogue(partitions int32) []Topic {
 			Doc: "saved stage results (offer and state), for side effects, key offer id"},
 		{Name: AuthTokens, Partitions: 1, Compacted: true, Schema: schemas.TokenName,
 			Doc: "API tokens, key token id: scope and hash, never the token itself"},
-		{Name: SchemasRegistered, Partitions: 1, Compacted: true,
-			Doc: "schemas registered through the registry API (JSON), key registry id"},
+		{Name: SchemasRegistered, Partitions: 1, Compacted: true, Schema: schemas.RegisteredSchemaName,
+			Doc: "schemas registered through the registry API, key registry id"},
 		{Name: SchedulerDead, Partitions: partitions, Retention: 30 * day, Schema: schemas.DeadLetterName,
 			Doc: "queue items a stage failed on too many times, with the reason"},
 	}

@@ -476,7 +476,7 @@ func (s *Server) register(ctx context.Context, subject string, sch avro.Schema) 
 		return 0, err
 	}
 	id := schemas.RegistryID(string(text))
-	value, err := json.Marshal(map[string]string{"subject": subject, "schema": string(text)})
+	value, err := schemas.RegisteredSchemas.Encode(&schemas.RegisteredSchema{Subject: subject, Schema: string(text)})
 	if err != nil {
 		return 0, err
 	}

@@ -2,7 +2,6 @@ package platform
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,13 +10,6 @@ import (
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
-
-// RegisteredSchema is a record of schemas.registered: a schema registered
-// through the schema registry API, under its subject.
-type RegisteredSchema struct {
-	Subject string `json:"subject"`
-	Schema  string `json:"schema"`
-}
 
 // startSchemas makes every process follow schemas.registered, so that a
 // record written with a schema registered through any API process decodes
@@ -73,8 +65,8 @@ func registerRecord(value []byte) error {
 	if value == nil {
 		return nil // a tombstone: registrations are never removed, the schema stays known
 	}
-	var rs RegisteredSchema
-	if err := json.Unmarshal(value, &rs); err != nil {
+	var rs schemas.RegisteredSchema
+	if err := schemas.RegisteredSchemas.Decode(value, &rs); err != nil {
 		return fmt.Errorf("not a registered schema: %w", err)
 	}
 	_, err := schemas.Register(rs.Schema)

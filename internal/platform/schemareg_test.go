@@ -10,7 +10,6 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/platform/platformtest"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/schemas"
@@ -105,7 +104,10 @@ func TestRegisteredSchemasAreUsed(t *testing.T) {
 	}
 	otherText, _ := json.Marshal(otherSchema)
 	otherID := schemas.RegistryID(string(otherText))
-	value, _ := json.Marshal(platform.RegisteredSchema{Subject: topics.DocumentsIngest + "-value", Schema: other})
+	value, err := schemas.RegisteredSchemas.Encode(&schemas.RegisteredSchema{Subject: topics.DocumentsIngest + "-value", Schema: other})
+	if err != nil {
+		t.Fatal(err)
+	}
 	testkit.Put(t, brokers, topics.SchemasRegistered, []byte("other"), value)
 
 	// Documents written with each, in Confluent framing, are accepted.
