@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
@@ -161,7 +162,13 @@ func (c *Client) conn(host string) (*grpc.ClientConn, error) {
 	if conn, ok := c.conns[host]; ok {
 		return conn, nil
 	}
-	conn, err := grpc.NewClient(host, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, c.cfg.DialOptions...)...)
+	// A server restarts on a new port and is announced as soon as it holds
+	// its shard: reconnect quickly (gRPC's default first backoff is 1 s,
+	// longer than a Get's retries last).
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6,
+			Jitter: 0.2, MaxDelay: 2 * time.Second}, MinConnectTimeout: c.cfg.Timeout})}
+	conn, err := grpc.NewClient(host, append(opts, c.cfg.DialOptions...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +185,10 @@ func (c *Client) call(ctx context.Context, host string, keys []string) (*serving
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	resp, err := servingv1.NewCacheClient(conn).Get(ctx, &servingv1.GetRequest{Keys: keys})
+	// Wait for the connection within the timeout rather than fail at once
+	// while it (re)connects: each request to a host has its own timeout and
+	// retries (the seed's rule).
+	resp, err := servingv1.NewCacheClient(conn).Get(ctx, &servingv1.GetRequest{Keys: keys}, grpc.WaitForReady(true))
 	if err != nil {
 		return nil, err
 	}
