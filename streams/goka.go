@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -12,7 +13,6 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/storage"
-	"github.com/syndtr/goleveldb/leveldb/opt"
 
 	"github.com/offerlog/offerlog/schemas"
 )
@@ -129,7 +129,7 @@ func (c Config) ProcessorOptions(group goka.Group) []goka.ProcessorOption {
 	opts := []goka.ProcessorOption{
 		goka.WithClientID(id),
 		goka.WithHasher(KafkaHasher()),
-		goka.WithStorageBuilder(storage.BuilderWithOptions(c.StateDirOf(string(group)), c.levelDB())),
+		goka.WithStorageBuilder(c.storage(c.StateDirOf(string(group)))),
 		goka.WithTopicManagerBuilder(c.topicManager(id)),
 		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(c.Sarama(id))),
 		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(c.Sarama(id))),
@@ -153,7 +153,7 @@ func (c Config) ViewOptions(name string) []goka.ViewOption {
 	return []goka.ViewOption{
 		goka.WithViewClientID(id),
 		goka.WithViewHasher(KafkaHasher()),
-		goka.WithViewStorageBuilder(storage.BuilderWithOptions(filepath.Join(c.StateDir, "view", name), c.levelDB())),
+		goka.WithViewStorageBuilder(c.storage(filepath.Join(c.StateDir, "view", name))),
 		goka.WithViewTopicManagerBuilder(c.topicManager(id)),
 		goka.WithViewConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(c.Sarama(id))),
 		goka.WithViewLogger(c.gokaLogger()),
@@ -161,22 +161,22 @@ func (c Config) ViewOptions(name string) []goka.ViewOption {
 	}
 }
 
-// levelDB returns the options of goka's local table storage, within
-// StoreMemory: LevelDB holds up to two write buffers (the one filling and
-// the one being flushed) and its block cache, so each is a quarter of it,
-// between 1 and 32 MiB. (They were 32 MiB each whatever the process: with
-// about a hundred stores, 3.4 GB of heap at start.) The changelog, not this
-// storage, is what makes a table durable.
-func (c Config) levelDB() *opt.Options {
+// storage returns the builder of goka's local table stores under dir:
+// Pebble without its WAL (PebbleBuilder), each store within StoreMemory.
+// (LevelDB's 32 MiB buffers per store made 3.4 GB of heap at start with
+// about a hundred stores; its journal cost a write call per Set.) The
+// stores of earlier releases, LevelDB's, were dir/<topic>.<partition>; the
+// Pebble ones are under dir/pebble, and a LevelDB one left beside is
+// removed when its Pebble one opens: the changelog restores it.
+func (c Config) storage(dir string) storage.Builder {
 	mem := c.StoreMemory
 	if mem <= 0 {
 		mem = DefaultStoreMemory
 	}
-	part := min(max(mem/4, 1<<20), 32<<20)
-	return &opt.Options{
-		WriteBuffer:         int(part),
-		BlockCacheCapacity:  int(part),
-		CompactionTableSize: int(min(part, 8<<20)),
+	build := PebbleBuilder(filepath.Join(dir, "pebble"), mem, c.Logger)
+	return func(topic string, partition int32) (storage.Storage, error) {
+		_ = os.RemoveAll(filepath.Join(dir, fmt.Sprintf("%s.%d", topic, partition)))
+		return build(topic, partition)
 	}
 }
 

@@ -1,0 +1,220 @@
+package streams
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
+	"github.com/lovoo/goka/storage"
+)
+
+// A goka storage on Pebble, without its write-ahead log.
+//
+// The changelog, not the local store, makes a table durable; LevelDB (goka's
+// default) writes its own journal as well, a write call per Set: a tenth of
+// the document pipeline's CPU (docs/BENCHMARKS.md). Pebble with the WAL off
+// keeps writes in memory until a memtable flush. A process killed before a
+// flush comes back with a prefix of what it wrote, its stored changelog
+// offset among it (the offset is written after the values it covers), and
+// goka restores the rest from the changelog, as it does for a new store.
+
+// offsetKey is where goka keeps the changelog offset a store has read to,
+// in the store itself (as goka's LevelDB storage does).
+const offsetKey = "__offset"
+
+// PebbleBuilder returns a goka storage builder of Pebble stores under dir,
+// one per topic and partition, each with mem bytes for its block cache and
+// memtables.
+func PebbleBuilder(dir string, mem int64, log *slog.Logger) storage.Builder {
+	return func(topic string, partition int32) (storage.Storage, error) {
+		return openPebble(filepath.Join(dir, fmt.Sprintf("%s.%d", topic, partition)), mem, log)
+	}
+}
+
+type pebbleStore struct {
+	db *pebble.DB
+}
+
+// cacheShares is how many stores' cache shares make the block cache all
+// the stores of a process share: a hot store takes more than its share, an
+// idle one less. (A cache per store, a few MiB, kept too few of the index
+// and filter blocks every Get reads: 12 % of the pipeline's CPU re-read them
+// from their files.)
+const cacheShares = 64
+
+var processCache struct {
+	sync.Mutex
+	cache *pebble.Cache
+}
+
+// sharedCache returns the process's block cache, made at the first call
+// with size bytes; the process holds it to the end.
+func sharedCache(size int64) *pebble.Cache {
+	processCache.Lock()
+	defer processCache.Unlock()
+	if processCache.cache == nil {
+		processCache.cache = pebble.NewCache(size)
+	}
+	return processCache.cache
+}
+
+// pebbleMemory shares a store's memory out: each of the two memtables
+// (the one filling, the one flushing) takes three eighths, the block cache
+// the rest, at least 1 MiB each. A processor's store is written to far more
+// than it is read back from disk: larger memtables mean fewer flushes, and
+// fewer level-0 tables for a Get to look into (measured: the pipeline's
+// Gets cost 16 % of its CPU with memtables of a quarter each).
+func pebbleMemory(mem int64) (cache, memtable int64) {
+	return max(mem/4, 1<<20), max(mem*3/8, 1<<20)
+}
+
+func openPebble(path string, mem int64, log *slog.Logger) (*pebbleStore, error) {
+	cacheSize, memtable := pebbleMemory(mem)
+	cache := sharedCache(cacheSize * cacheShares)
+	opts := &pebble.Options{
+		DisableWAL:                  true,
+		Cache:                       cache,
+		MemTableSize:                uint64(memtable),
+		MemTableStopWritesThreshold: 2,
+		Logger:                      pebbleLogger{log},
+	}
+	// Bloom filters: most Gets of a processor ask for a key the table does
+	// not hold yet (a new document, a new offer); without a filter each
+	// reads blocks of every level to find nothing (17 % of the document
+	// pipeline's CPU, measured).
+	opts.Levels = make([]pebble.LevelOptions, 7)
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		opts.Levels[i].FilterType = pebble.TableFilter
+	}
+	db, err := pebble.Open(path, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open pebble store %s: %w", path, err)
+	}
+	return &pebbleStore{db: db}, nil
+}
+
+func (s *pebbleStore) Open() error { return nil }
+
+// Close flushes the memtables (without a WAL they would be lost) and
+// closes the store.
+func (s *pebbleStore) Close() error {
+	return errors.Join(s.db.Flush(), s.db.Close())
+}
+
+func (s *pebbleStore) Has(key string) (bool, error) {
+	v, err := s.Get(key)
+	return v != nil, err
+}
+
+func (s *pebbleStore) Get(key string) ([]byte, error) {
+	v, closer, err := s.db.Get([]byte(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pebble get %q: %w", key, err)
+	}
+	defer closer.Close()
+	out := make([]byte, len(v))
+	copy(out, v)
+	return out, nil
+}
+
+func (s *pebbleStore) Set(key string, value []byte) error {
+	return s.db.Set([]byte(key), value, pebble.NoSync)
+}
+
+func (s *pebbleStore) Delete(key string) error {
+	return s.db.Delete([]byte(key), pebble.NoSync)
+}
+
+func (s *pebbleStore) GetOffset(def int64) (int64, error) {
+	v, err := s.Get(offsetKey)
+	if err != nil || v == nil {
+		return def, err
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("pebble store offset %q: %w", v, err)
+	}
+	return n, nil
+}
+
+func (s *pebbleStore) SetOffset(offset int64) error {
+	return s.Set(offsetKey, []byte(strconv.FormatInt(offset, 10)))
+}
+
+// MarkRecovered flushes what the recovery wrote, so that a restart does
+// not read it from the changelog again.
+func (s *pebbleStore) MarkRecovered() error { return s.db.Flush() }
+
+func (s *pebbleStore) Iterator() (storage.Iterator, error) { return s.IteratorWithRange(nil, nil) }
+
+func (s *pebbleStore) IteratorWithRange(start, limit []byte) (storage.Iterator, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: limit})
+	if err != nil {
+		return nil, err
+	}
+	return &pebbleIterator{it: it}, nil
+}
+
+// pebbleIterator is goka's iterator over a Pebble iterator: Next moves to
+// the first pair at its first call, and the offset key is skipped.
+type pebbleIterator struct {
+	it      *pebble.Iterator
+	started bool
+}
+
+func (i *pebbleIterator) Next() bool {
+	var ok bool
+	if !i.started {
+		i.started, ok = true, i.it.First()
+	} else {
+		ok = i.it.Next()
+	}
+	for ok && string(i.it.Key()) == offsetKey {
+		ok = i.it.Next()
+	}
+	return ok
+}
+
+func (i *pebbleIterator) Err() error             { return i.it.Error() }
+func (i *pebbleIterator) Key() []byte            { return i.it.Key() }
+func (i *pebbleIterator) Value() ([]byte, error) { return i.it.Value(), nil }
+func (i *pebbleIterator) Release()               { _ = i.it.Close() }
+
+// Seek positions the iterator before the first pair at or after key: the
+// next Next returns it.
+func (i *pebbleIterator) Seek(key []byte) bool {
+	ok := i.it.SeekGE(key)
+	for ok && string(i.it.Key()) == offsetKey {
+		ok = i.it.Next()
+	}
+	if ok {
+		// Next advances first: step back so that it lands here.
+		i.started = true
+		if !i.it.Prev() {
+			i.started = false
+		}
+	}
+	return ok
+}
+
+// pebbleLogger sends Pebble's log lines to slog at debug level.
+type pebbleLogger struct{ log *slog.Logger }
+
+func (l pebbleLogger) Infof(format string, args ...any) {
+	if l.log != nil {
+		l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
+	}
+}
+
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}
