@@ -300,7 +300,7 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 	log := cfg.Logger
 	p := &process{cfg: cfg, log: log, info: &Info{Brokers: cfg.Brokers, DataDir: cfg.DataDir, Components: cfg.Components}}
 	// One process per data directory: a second one would share its broker
-	// segments and goka's LevelDB stores, and corrupt them.
+	// segments and goka's local stores, and corrupt them.
 	unlock, err := broker.LockDir(cfg.DataDir)
 	if err != nil {
 		return p, err
