@@ -15,6 +15,8 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	docs := f.Int("docs", 200_000, "documents per scenario")
 	keys := f.Int("keys", 1_000_000, "offer keys of the numerator scenario")
 	offerCount := f.Int("offers", 1_000_000, "offers of the offers scenario")
+	devDocs := f.Int("dev-docs", 1_000_000, "documents in the tables of the dev scenario's restart")
+	devOffers := f.Int("dev-offers", 100_000, "offers in the tables of the dev scenario's restart")
 	partitions := f.Int("partitions", 8, "partitions of every topic")
 	cpuProfile := f.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile := f.String("memprofile", "", "write the allocations of the whole run (allocs profile) to this file")
@@ -50,6 +52,7 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 			}
 		}()
 	}
-	return bench.Run(ctx, bench.Config{Docs: *docs, Keys: *keys, Offers: *offerCount, Partitions: int32(*partitions), Only: f.Args(),
+	return bench.Run(ctx, bench.Config{Docs: *docs, Keys: *keys, Offers: *offerCount,
+		DevDocs: *devDocs, DevOffers: *devOffers, Memory: memory, Partitions: int32(*partitions), Only: f.Args(),
 		ProfileDir: *profiles, Out: stdout, Logger: f.logger(stderr)})
 }

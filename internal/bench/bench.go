@@ -41,6 +41,13 @@ type Env struct {
 	Keys int
 	// Offers is the number of offers of the offers scenario.
 	Offers int
+	// DevDocs and DevOffers are what the dev scenario loads into the
+	// tables of offerlog dev before it restarts it.
+	DevDocs, DevOffers int
+	// WaitRate and WaitFor are the dev scenario's ?wait=true load (0:
+	// DefaultWaitRate for DefaultWaitFor).
+	WaitRate int
+	WaitFor  time.Duration
 	// Source is a topic that holds the run's Docs documents, keyed
 	// "client/pk", written once before the scenarios run.
 	Source string
@@ -62,6 +69,8 @@ type Result struct {
 	Note string
 	// Also are further rows of the scenario, printed as scenario/Name.
 	Also []Result
+	// BytesPerKey, if measured, is the table state on disk per key.
+	BytesPerKey float64
 	// RSS is the bench process's resident memory after the scenario
 	// (every scenario runs in this process: the offers one runs the whole
 	// platform, as offerlog dev does).
@@ -106,8 +115,9 @@ var Scenarios = []Scenario{
 	{Name: "pipeline", Doc: "documents.ingest -> registry -> indexer -> saas.<client> and yt.<client>: backlog throughput, then end-to-end latency at a steady rate", Run: runPipeline},
 	{Name: "numerator", Doc: "numerator: doc_ids for new keys across 16 shards, then a generation with 5% new and 5% vanished keys", Run: runNumerator},
 	{Name: "cache", Doc: "serving cache: materialise a table of --keys keys in a server, then Gets of 10 keys from 64 callers against 2 replicas", Run: runCache},
-	{Name: "scheduler", Doc: "stage scheduler: --keys pending timers, two external stages on offers created at 5 000/s, timer lateness meanwhile", Run: runSchedulerBench},
-	{Name: "offers", Doc: "offer storage: load offers into the aggregate, API writes and reads by id, replay of the aggregate", Run: runOffers},
+	{Name: "scheduler", Doc: "stage scheduler: --keys pending timers, three external stages on offers created at 5 000/s, timer lateness meanwhile", Run: runSchedulerBench},
+	{Name: "offers", Doc: "offer storage: load offers into the aggregate, API writes and reads by id (and the same reads of a trivial Go server), replay of the aggregate", Run: runOffers},
+	{Name: "dev", Doc: "offerlog dev: --dev-docs documents and --dev-offers offers into its tables, documents ?wait=true at 1 000/s, restart to ready", Run: runDev},
 }
 
 // Config of a run.
@@ -116,7 +126,16 @@ type Config struct {
 	// Keys is the numerator scenario's number of keys.
 	Keys int
 	// Offers is the offers scenario's number of offers.
-	Offers     int
+	Offers int
+	// DevDocs and DevOffers are the dev scenario's tables.
+	DevDocs, DevOffers int
+	// WaitRate and WaitFor are the dev scenario's ?wait=true load (0:
+	// DefaultWaitRate for DefaultWaitFor).
+	WaitRate int
+	WaitFor  time.Duration
+	// Memory is the process's memory budget (the Go runtime's soft limit,
+	// as offerlog dev's --memory): the peak is compared to it.
+	Memory     int64
 	Partitions int32
 	// Only runs these scenarios (and the ceilings); empty runs all.
 	Only []string
@@ -153,7 +172,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer cl.Close()
-	env := &Env{Brokers: b.Addrs(), Partitions: cfg.Partitions, Docs: cfg.Docs, Keys: cfg.Keys, Offers: cfg.Offers, Source: "bench.source",
+	env := &Env{Brokers: b.Addrs(), Partitions: cfg.Partitions, Docs: cfg.Docs, Keys: cfg.Keys, Offers: cfg.Offers,
+		DevDocs: cfg.DevDocs, DevOffers: cfg.DevOffers, WaitRate: cfg.WaitRate, WaitFor: cfg.WaitFor, Source: "bench.source",
 		Logger: cfg.Logger, Admin: kadm.NewClient(cl)}
 	if _, err := topics.Ensure(ctx, env.Admin, -1, append(topics.Catalogue(cfg.Partitions),
 		topics.Topic{Name: env.Source, Partitions: cfg.Partitions, Retention: topics.Forever})); err != nil {
@@ -198,7 +218,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	fmt.Fprintln(cfg.Out)
 	report(cfg.Out, order, results)
-	fmt.Fprintf(cfg.Out, "memory: rss is the process's resident MiB after each scenario; its peak was %d MiB\n", rss("VmHWM")>>20)
+	peak := rss("VmHWM")
+	fmt.Fprintf(cfg.Out, "memory: rss is the process's resident MiB after each scenario; its peak was %d MiB\n", peak>>20)
+	fmt.Fprintln(cfg.Out)
+	reportTargets(cfg.Out, results, peak, cfg.Memory)
 	return nil
 }
 

@@ -19,17 +19,69 @@ func TestHarnessReports(t *testing.T) {
 	var out strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	if err := Run(ctx, Config{Docs: 2000, Keys: 2000, Offers: 2000, Partitions: 2, Out: &out, Logger: testkit.Logger()}); err != nil {
+	if err := Run(ctx, Config{Docs: 2000, Keys: 2000, Offers: 2000, DevDocs: 2000, DevOffers: 200,
+		WaitRate: 20, WaitFor: time.Second, Memory: 1 << 40, Partitions: 2, Out: &out, Logger: testkit.Logger()}); err != nil {
 		t.Fatal(err)
 	}
 	report := out.String()
-	for _, want := range []string{"vs copy", "vs goka", "copy ", "goka ", "pipeline ", "numerator ", "numerator/gen2 ", "cache ", "cache/franz-go-read ", "cache/gets ", "scheduler ", "scheduler/timers-load ", "scheduler/timer-lateness ", "offers ", "offers/writes ", "offers/reads ", "offers/replay ", "machine:"} {
+	for _, want := range []string{"vs copy", "vs goka", "copy ", "goka ", "pipeline ", "numerator ", "numerator/gen2 ", "cache ", "cache/franz-go-read ", "cache/gets ", "scheduler ", "scheduler/timers-load ", "scheduler/timer-lateness ", "offers ", "offers/writes ", "offers/reads ", "offers/replay ",
+		"offers/reads-trivial ", "dev ", "dev/wait ", "dev/restart ", "machine:", "targets (issue 18", "restart to ready", "memory  "} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
 	}
+	if strings.Contains(report, "not run") {
+		t.Errorf("a target was not judged although every scenario ran:\n%s", report)
+	}
 	if err := Run(ctx, Config{Docs: 10, Partitions: 1, Only: []string{"nosuch"}, Out: &out}); err == nil {
 		t.Error("an unknown scenario ran")
+	}
+}
+
+// TestTargetsJudge checks the judging of the goals on made-up results: met,
+// not met, and not run when a scenario is missing.
+func TestTargetsJudge(t *testing.T) {
+	lat := func(d ...time.Duration) []time.Duration { return d }
+	results := map[string]Result{
+		"goka":                 {Records: 100_000, Duration: time.Second},
+		"pipeline":             {Records: 95_000, Duration: time.Second},
+		"offers/writes":        {Records: 6000, Duration: time.Second, Latencies: lat(time.Millisecond, 600*time.Millisecond)},
+		"offers/reads":         {Records: 30_000, Duration: time.Second, Latencies: lat(8 * time.Millisecond)},
+		"offers/reads-trivial": {Records: 60_000, Duration: time.Second, Latencies: lat(5 * time.Millisecond)},
+		"dev/restart":          {Records: 1, Duration: 2 * time.Second},
+	}
+	var out strings.Builder
+	reportTargets(&out, results, 2<<30, 1<<30)
+	got := map[string]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		for _, tg := range targets {
+			if strings.HasPrefix(line, tg.figure+"  ") {
+				got[tg.figure] = line
+			}
+		}
+		if strings.HasPrefix(line, "memory") {
+			got["memory"] = line
+		}
+	}
+	for figure, want := range map[string]string{
+		"document pipeline":               "0.95× goka (95 000 docs/s; goka 100 000/s)  met",
+		"offer writes (HTTP)":             "max 600.0 ms  NOT MET", // the max is over 500 ms
+		"offer reads (HTTP)":              "p99 8.0 ms (trivial server: 60 000/s, p99 5.0 ms)  met",
+		"restart to ready (offerlog dev)": "2s  met",
+		"numerator":                       "not run",
+		"memory":                          "peak 2048 MiB  NOT MET",
+	} {
+		if !strings.HasSuffix(strings.TrimSpace(got[figure]), want) {
+			t.Errorf("%s: got %q, want it to end with %q", figure, got[figure], want)
+		}
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for in, want := range map[float64]string{0: "0", 999: "999", 1000: "1 000", 123456.4: "123 456", 1234567: "1 234 567"} {
+		if got := thousands(in); got != want {
+			t.Errorf("thousands(%v) = %q, want %q", in, got, want)
+		}
 	}
 }
 

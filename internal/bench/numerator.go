@@ -90,9 +90,10 @@ func runNumerator(ctx context.Context, env *Env) (Result, error) {
 		}
 		return nil
 	})
+	first.BytesPerKey = float64(size) / float64(n+fresh)
 	first.Also = []Result{second}
 	first.Note = fmt.Sprintf("%d keys in generation 1; generation 2 sees %d of them again and %d new (%d expire, their ids reused); "+
-		"each timed from its first offer sent to its last assignment written; table state on disk %.0f bytes per key (LevelDB)",
-		n, n-vanish, fresh, vanish, float64(size)/float64(n+fresh))
+		"each timed from its first offer sent to its last assignment written; table state on disk %.0f bytes per key (the group's local store)",
+		n, n-vanish, fresh, vanish, first.BytesPerKey)
 	return first, nil
 }

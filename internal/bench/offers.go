@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/processors/offers"
@@ -51,25 +51,11 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	}
 
 	// Load: CREATE commands, answered once applied.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100_000))
-	if err != nil {
-		return Result{}, err
-	}
-	defer cl.Close()
 	ids := make([]string, n)
 	for i := range n {
 		ids[i] = offers.IDFrom(uint64(i))
-		p := int64(1000 + i%50_000)
-		c := &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: ids[i], SellerID: fmt.Sprintf("seller-%d", i%1000),
-			ExpectedVersion: -1, DraftID: ids[i], Offer: benchOffer(i, p)}
-		data, err := schemas.OfferCommands.Encode(c)
-		if err != nil {
-			return Result{}, err
-		}
-		cl.Produce(ctx, &kgo.Record{Topic: topics.OffersCommands, Key: []byte(ids[i]), Value: data}, nil)
 	}
-	if err := cl.Flush(ctx); err != nil {
+	if err := createOffers(ctx, env.Brokers, 0, n); err != nil {
 		return Result{}, err
 	}
 	select {
@@ -108,6 +94,10 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 		return Result{}, fmt.Errorf("reads: %w", err)
 	}
 	reads.Name = "reads"
+	trivial, err := trivialReads(ctx, 100_000, reads)
+	if err != nil {
+		return Result{}, fmt.Errorf("trivial server: %w", err)
+	}
 	if err := stop(); err != nil {
 		return Result{}, err
 	}
@@ -127,7 +117,7 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	}
 	replay := Result{Name: "replay", Records: int(total), Duration: time.Since(start),
 		Note: "wall time of `offerlog replay offers`, group join and table recreation included"}
-	load.Also = []Result{writes, reads, replay}
+	load.Also = []Result{writes, reads, trivial, replay}
 	load.Note = fmt.Sprintf("%d offers of 1000 sellers created by commands written straight to offers.commands, timed from the first "+
 		"command to the last answer (each command also writes the table, offers.events, cabinet.changes, cabinet.presets); "+
 		"writes and reads through the HTTP API by %d concurrent clients, latency per request (a write returns once the aggregate "+
@@ -139,6 +129,34 @@ func benchOffer(i int, price int64) *schemas.Offer {
 	return &schemas.Offer{Category: "cars", Title: fmt.Sprintf("offer %d: a second-hand car in good condition", i),
 		Description: strings.Repeat("one owner, garage kept. ", 8), Price: &price, Currency: "RUB",
 		Attributes: schemas.Attributes{{Name: "color", Value: "red"}, {Name: "year", Value: "2015"}}}
+}
+
+// trivialReads runs the reads' load (n GETs, 64 clients) against a trivial
+// Go HTTP server answering every GET with a body as large as the offers'
+// average, in the same process: the floor of what the machine, the
+// load generator and net/http allow, which issue 18 compares the reads' p99
+// to.
+func trivialReads(ctx context.Context, n int, like Result) (Result, error) {
+	body := []byte(`{"offer_id":"x","version":1,"offer":{"category":"cars","title":"offer 1: a second-hand car in good condition",` +
+		`"description":"` + strings.Repeat("one owner, garage kept. ", 8) + `","price":1001,"currency":"RUB"}}`)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return Result{}, err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	defer func() { _ = srv.Close(); <-errc }()
+	base := "http://" + ln.Addr().String() + "/v1/offers/"
+	r, err := hammer(ctx, n, func(i int) error { return call(ctx, "GET", base+fmt.Sprint(i), "", http.StatusOK) })
+	r.Name = "reads-trivial"
+	if err == nil && len(like.Latencies) > 0 && len(r.Latencies) > 0 {
+		r.Note += fmt.Sprintf("; the offers' reads p99 is %.1f× this one's", float64(like.Percentile(99))/float64(r.Percentile(99)))
+	}
+	return r, err
 }
 
 // settle waits until the cabinet group has applied every change and the
