@@ -1552,18 +1552,38 @@ func (c *Cluster) compactEach(pds []*partData) {
 		}
 	}
 	for _, pd := range pds {
+		var took time.Duration // set in the loop, read after done is closed
 		ok := run(func() {
+			start := time.Now()
 			if cur, exists := c.data.tps.getp(pd.t, pd.p); exists && cur == pd {
 				c.compact(pd, pd.t)
 				pd.cleanBytes = pd.nbytes
 			}
+			took = time.Since(start)
 		})
 		if !ok {
+			return
+		}
+		// offerlog patch 7: leave the loop to the clients for a while
+		// before the next partition, so that a round never holds it for
+		// more than one partition at a time (after a bulk load, dozens of
+		// partitions turn dirty together and their compactions ran back
+		// to back, stalling every request for a second).
+		select {
+		case <-time.After(compactionPause(took)):
+		case <-c.die:
 			return
 		}
 	}
 	run(func() { c.compacting = false })
 }
+
+// compactionPause is how long a compaction round waits after compacting a
+// partition in took (offerlog patch): three times as long, so compaction
+// holds the cluster's loop at most a quarter of the time, as Kafka's log
+// cleaner is throttled (log.cleaner.io.max.bytes.per.second) to leave the
+// broker to its clients.
+func compactionPause(took time.Duration) time.Duration { return 3 * took }
 
 // dirtyRatio is the share of the partition's bytes written since its last
 // compaction (offerlog patch).
