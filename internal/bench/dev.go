@@ -76,7 +76,7 @@ func runDev(ctx context.Context, env *Env) (Result, error) {
 	if err := caughtUp(ctx, adm); err != nil {
 		return Result{}, err
 	}
-	load := Result{Records: env.DevDocs + env.DevOffers, Duration: time.Since(start), RSS: rss("VmRSS")}
+	load := Result{Records: env.DevDocs + env.DevOffers, Duration: time.Since(start)}
 	load.Note = fmt.Sprintf("offerlog dev with every component and its own broker: %d documents and %d offers loaded "+
 		"into its tables (wall time until every group caught up)", env.DevDocs, env.DevOffers)
 

@@ -98,8 +98,9 @@ var targets = []target{
 	}},
 }
 
-// reportTargets prints every target with what this run measured. peak is
-// the process's peak resident memory and budget its --memory (0: none).
+// reportTargets prints every target with what this run measured. budget is
+// the --memory the dev scenario's resident memory after its load is judged
+// against (0: none); peak is the bench process's peak resident memory.
 func reportTargets(w io.Writer, results map[string]Result, peak, budget int64) {
 	fmt.Fprintln(w, "targets (issue 18, on 2 cores):")
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
@@ -117,11 +118,19 @@ func reportTargets(w io.Writer, results map[string]Result, peak, budget int64) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", t.figure, t.goal, measured)
 	}
 	if budget > 0 {
-		verdict := "  met"
-		if peak > budget {
-			verdict = "  NOT MET"
+		// The issue's figure is offerlog dev after the loads; the process's
+		// peak also holds every earlier scenario (the bench's own broker,
+		// the cache's table in memory), so it is printed beside it.
+		measured := "not run"
+		if d, ok := results["dev"]; ok {
+			measured = fmt.Sprintf("%d MiB after the dev load", d.RSS>>20)
+			if d.RSS <= budget {
+				measured += "  met"
+			} else {
+				measured += "  NOT MET"
+			}
 		}
-		fmt.Fprintf(tw, "memory\tpeak within --memory (%d MiB)\tpeak %d MiB%s\t\n", budget>>20, peak>>20, verdict)
+		fmt.Fprintf(tw, "memory\twithin --memory (%d MiB)\t%s (the bench process's peak: %d MiB)\t\n", budget>>20, measured, peak>>20)
 	}
 	tw.Flush()
 }
