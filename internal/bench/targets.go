@@ -99,7 +99,7 @@ var targets = []target{
 }
 
 // reportTargets prints every target with what this run measured. budget is
-// the --memory the dev scenario's resident memory after its load is judged
+// the --memory the resident memory after the dev scenario (loaded, restarted) is judged
 // against (0: none); peak is the bench process's peak resident memory.
 func reportTargets(w io.Writer, results map[string]Result, peak, budget int64) {
 	fmt.Fprintln(w, "targets (issue 18, on 2 cores):")
@@ -123,7 +123,7 @@ func reportTargets(w io.Writer, results map[string]Result, peak, budget int64) {
 		// the cache's table in memory), so it is printed beside it.
 		measured := "not run"
 		if d, ok := results["dev"]; ok {
-			measured = fmt.Sprintf("%d MiB after the dev load", d.RSS>>20)
+			measured = fmt.Sprintf("%d MiB after the dev scenario", d.RSS>>20)
 			if d.RSS <= budget {
 				measured += "  met"
 			} else {
