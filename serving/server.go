@@ -130,14 +130,22 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 		return err
 	}
 	shard := &servingv1.Shard{Table: s.cfg.Table, Lo: lo, Hi: hi, Partitions: partitions, Dc: s.cfg.DC, Host: s.cfg.Host, Generation: gen}
+	// The log's start offsets only size the store: without them it starts
+	// empty and grows.
+	startsOf, _ := kadm.NewClient(adm).ListStartOffsets(ctx, s.cfg.Table)
 	ends := map[int32]int64{}
+	var records int64
 	follow := map[string]map[int32]kgo.Offset{s.cfg.Table: {}}
 	for p := lo; p < hi; p++ {
 		o, _ := endsOf.Lookup(s.cfg.Table, p)
 		ends[p] = o.Offset
 		follow[s.cfg.Table][p] = kgo.NewOffset().At(o.Offset)
+		first, ok := startsOf.Lookup(s.cfg.Table, p)
+		if ok && first.Err == nil {
+			records += o.Offset - first.Offset
+		}
 	}
-	store := make(map[string][]byte)
+	store := make(map[string][]byte, storeHint(records))
 	s.mu.Lock()
 	s.shard, s.ready, s.store = shard, false, store
 	s.mu.Unlock()
@@ -200,6 +208,20 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 		}
 		return err
 	}
+}
+
+// maxStoreHint caps storeHint: 4 Mi entries are about 190 MB of map before
+// any key or value.
+const maxStoreHint = 1 << 22
+
+// storeHint returns how many keys to size a shard's store for, from the
+// records its load will read. Growing a map of a million keys one doubling
+// at a time was most of a shard's load time (rehashing); a compacted log
+// holds at most about twice its live keys (it is cleaned once half of it
+// is dirty), so sizing for every record wastes at most half, and the cap
+// bounds what a log full of superseded records can make it reserve.
+func storeHint(records int64) int {
+	return int(min(max(records, 0), maxStoreHint))
 }
 
 // Ready reports whether the server holds a shard caught up with the topic.
