@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -31,7 +32,10 @@ func runNumerator(ctx context.Context, env *Env) (Result, error) {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- numerator.Run(runCtx, cfg) }()
-	defer func() { cancel(); <-errc }()
+	var stopped error
+	var once sync.Once
+	stop := func() error { once.Do(func() { cancel(); stopped = <-errc }); return stopped }
+	defer stop()
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(200_000))
@@ -81,6 +85,11 @@ func runNumerator(ctx context.Context, env *Env) (Result, error) {
 		return Result{}, err
 	}
 	second.Name = "gen2"
+	// The store is measured once the numerator stopped: its memtables,
+	// which have no write-ahead log, are flushed to files on close.
+	if err := stop(); err != nil {
+		return Result{}, fmt.Errorf("the numerator stopped: %w", err)
+	}
 	var size int64
 	_ = filepath.WalkDir(filepath.Join(env.StateDir, "processor", string(numerator.Group)), func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
