@@ -61,6 +61,7 @@ type Server struct {
 	mux      *http.ServeMux
 	requests *metrics.CounterVec
 	latency  *metrics.HistogramVec
+	hops     *metrics.HistogramVec
 	// patterns are the routes served, as "METHOD /path".
 	patterns []string
 }
@@ -95,6 +96,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, adm: kadm.NewClient(cfg.Producer), mux: http.NewServeMux(),
 		requests: cfg.Metrics.Counter("offerlog_http_requests_total", "HTTP requests by route and status.", "route", "status"),
 		latency:  cfg.Metrics.Histogram("offerlog_http_request_seconds", "HTTP request latency.", metrics.LatencyBuckets, "route"),
+		hops:     cfg.Metrics.WriteHops(),
 	}
 	s.route("PUT /v1/clients/{client}/epochs/{epoch}", clientPath, s.putEpoch)
 	s.route("GET /v1/clients/{client}/epochs", clientPath, s.listEpochs)
@@ -431,10 +433,12 @@ func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := &kgo.Record{Topic: topics.DocumentsIngest, Key: []byte(client + "/" + doc.PK), Value: data}
+	appended := time.Now()
 	if err := s.cfg.Producer.ProduceSync(r.Context(), rec).FirstErr(); err != nil {
 		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("append the document: %w", err))
 		return
 	}
+	s.hops.With("document", "append").Observe(time.Since(appended).Seconds())
 	res := PostResult{Partition: rec.Partition, Offset: rec.Offset}
 	if !wait {
 		writeJSON(w, http.StatusAccepted, res)
@@ -442,7 +446,11 @@ func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WaitTimeout)
 	defer cancel()
+	waited := time.Now()
 	v, err := s.cfg.Verdicts.Wait(ctx, streams.RequestID{Partition: rec.Partition, Offset: rec.Offset})
+	if err == nil {
+		s.hops.With("document", "verdict").Observe(time.Since(waited).Seconds())
+	}
 	if errors.Is(err, streams.ErrBusy) {
 		writeJSON(w, http.StatusServiceUnavailable, struct {
 			PostResult

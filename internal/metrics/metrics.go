@@ -181,6 +181,14 @@ type HistogramVec struct{ ch *children[Histogram] }
 // LatencyBuckets are bucket bounds in seconds from 1 ms to 10 s.
 var LatencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
+// WriteHops registers (or returns) the histogram of the hops of the write
+// paths: how long each step of a write took, by path (document, offer) and
+// hop (append: the produce acknowledged; verdict or answer: the processor's
+// reply matched; view: the API's view showing the write).
+func (r *Registry) WriteHops() *HistogramVec {
+	return r.Histogram("offerlog_write_hop_seconds", "Time of each hop of a write, by path and hop.", LatencyBuckets, "path", "hop")
+}
+
 // Histogram registers a histogram family with the given bucket bounds.
 func (r *Registry) Histogram(name, help string, buckets []float64, labels ...string) *HistogramVec {
 	return family(r, name, func() (*HistogramVec, prometheus.Collector) {

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/auth"
+	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/processors/drafts"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
@@ -101,7 +102,10 @@ type Config struct {
 	StatusView *goka.View
 	// Timeout bounds the wait for an answer and for a view to show a write.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// Hops, if set, observes the wait for the view to show a write (path
+	// "offer", hop "view"; metrics.Registry.WriteHops).
+	Hops   *metrics.HistogramVec
+	Logger *slog.Logger
 }
 
 // Service is the offer API. Safe for concurrent use.
@@ -196,9 +200,13 @@ func (s *Service) await(ctx context.Context, id string, version int64) *OfferVer
 	defer cancel()
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
+	start := time.Now()
 	for {
 		if v, err := s.cfg.OffersView.Get(id); err == nil {
 			if r, ok := v.(*schemas.OfferRecord); ok && r.Version >= version {
+				if s.cfg.Hops != nil {
+					s.cfg.Hops.With("offer", "view").Observe(time.Since(start).Seconds())
+				}
 				return versionOf(r)
 			}
 		}

@@ -90,7 +90,7 @@ func (g *process) offersClient(ctx context.Context, p *kgo.Client, name string) 
 	res := offers.NewResults(g.log)
 	g.sup.Go(ctx, name, false, func(ctx context.Context) error { return res.Run(ctx, g.brokers) })
 	g.ready = append(g.ready, res.Ready())
-	return offers.NewClient(p, res, g.cfg.WaitTimeout)
+	return offers.NewClient(p, res, g.cfg.WaitTimeout).ObserveHops(g.reg.WriteHops())
 }
 
 // feeds starts the feed loader.
@@ -119,7 +119,8 @@ func (g *process) api(ctx context.Context) (*offerapi.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := offerapi.Config{Producer: p, Offers: g.offersClient(ctx, p, "offer-answers"), Timeout: g.cfg.WaitTimeout, Logger: g.log}
+	cfg := offerapi.Config{Producer: p, Offers: g.offersClient(ctx, p, "offer-answers"), Timeout: g.cfg.WaitTimeout,
+		Hops: g.reg.WriteHops(), Logger: g.log}
 	cfg.Drafts = drafts.NewResults(g.log)
 	g.sup.Go(ctx, "draft-answers", false, func(ctx context.Context) error { return cfg.Drafts.Run(ctx, g.brokers) })
 	g.ready = append(g.ready, cfg.Drafts.Ready())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
@@ -22,6 +23,21 @@ type Client struct {
 	producer *kgo.Client
 	replies  *streams.Replies[schemas.OfferResult]
 	timeout  time.Duration
+	hops     *metrics.HistogramVec // nil: not observed
+}
+
+// ObserveHops makes the client observe each command's hops on h, path
+// "offer": append (the command acknowledged) and answer (the aggregate's
+// answer matched). Call it before the first command; it returns cl.
+func (cl *Client) ObserveHops(h *metrics.HistogramVec) *Client {
+	cl.hops = h
+	return cl
+}
+
+func (cl *Client) observe(hop string, since time.Time) {
+	if cl.hops != nil {
+		cl.hops.With("offer", hop).Observe(time.Since(since).Seconds())
+	}
 }
 
 // NewResults returns the matcher of the aggregate's answers; run it (Run)
@@ -66,6 +82,7 @@ func (cl *Client) DoAll(ctx context.Context, cs []*schemas.OfferCommand) ([]sche
 			continue
 		}
 		wg.Add(1)
+		appended := time.Now()
 		cl.producer.Produce(ctx, &kgo.Record{Topic: topics.OffersCommands, Key: []byte(c.OfferID), Value: data},
 			func(r *kgo.Record, err error) {
 				if err != nil {
@@ -73,13 +90,16 @@ func (cl *Client) DoAll(ctx context.Context, cs []*schemas.OfferCommand) ([]sche
 					wg.Done()
 					return
 				}
+				cl.observe("append", appended)
 				go func() {
 					defer wg.Done()
+					waited := time.Now()
 					res, err := cl.replies.Wait(ctx, streams.RequestID{Partition: r.Partition, Offset: r.Offset})
 					if err != nil {
 						errs[i] = fmt.Errorf("%w: %w", ErrNoAnswer, err)
 						return
 					}
+					cl.observe("answer", waited)
 					out[i] = res
 				}()
 			})
