@@ -64,13 +64,8 @@ func runDev(ctx context.Context, env *Env) (Result, error) {
 		return Result{}, err
 	}
 	for topic, n := range map[string]int{topics.DocumentsResults: env.DevDocs, topics.OffersResults: env.DevOffers} {
-		select {
-		case err := <-waitAsync(ctx, &Env{Admin: adm}, int64(n), topic):
-			if err != nil {
-				return Result{}, err
-			}
-		case err := <-p.errc:
-			return Result{}, fmt.Errorf("the platform stopped: %w", err)
+		if err := p.waitOrFail(ctx, &Env{Admin: adm}, int64(n), topic); err != nil {
+			return Result{}, err
 		}
 	}
 	if err := caughtUp(ctx, adm); err != nil {
@@ -122,8 +117,7 @@ func runDev(ctx context.Context, env *Env) (Result, error) {
 type running struct {
 	info   platform.Info
 	cancel context.CancelFunc
-	errc   chan error
-	once   sync.Once
+	done   chan struct{} // closed when the platform stopped; err is then set
 	err    error
 }
 
@@ -132,25 +126,38 @@ func startPlatform(ctx context.Context, cfg platform.Config) (*running, error) {
 	started := make(chan platform.Info, 1)
 	cfg.Started = func(i platform.Info) { started <- i }
 	runCtx, cancel := context.WithCancel(ctx)
-	p := &running{cancel: cancel, errc: make(chan error, 1)}
-	go func() { p.errc <- platform.Run(runCtx, cfg) }()
+	p := &running{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		p.err = platform.Run(runCtx, cfg)
+		close(p.done)
+	}()
 	select {
 	case p.info = <-started:
 		return p, nil
-	case err := <-p.errc:
+	case <-p.done:
 		cancel()
-		return nil, fmt.Errorf("the platform stopped: %w", err)
+		return nil, fmt.Errorf("the platform stopped: %w", p.err)
 	}
 }
 
-// stop stops the platform and returns its error; later calls return the
-// same.
+// stop stops the platform and returns its error; it may be called again.
 func (p *running) stop() error {
-	p.once.Do(func() {
-		p.cancel()
-		p.err = <-p.errc
-	})
+	p.cancel()
+	<-p.done
 	return p.err
+}
+
+// waitOrFail waits for topic to hold n records, or for the platform to
+// stop.
+func (p *running) waitOrFail(ctx context.Context, env *Env, n int64, topic string) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	select {
+	case err := <-waitAsync(wctx, env, n, topic):
+		return err
+	case <-p.done:
+		return fmt.Errorf("the platform stopped: %w", p.err)
+	}
 }
 
 // caughtUp waits until every consumer group has committed every record of

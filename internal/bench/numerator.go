@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -30,11 +29,13 @@ func runNumerator(ctx context.Context, env *Env) (Result, error) {
 	cfg.Logger = env.Logger
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- numerator.Run(runCtx, cfg) }()
-	var stopped error
-	var once sync.Once
-	stop := func() error { once.Do(func() { cancel(); stopped = <-errc }); return stopped }
+	done := make(chan struct{}) // closed when the numerator stopped; runErr is then set
+	var runErr error
+	go func() {
+		runErr = numerator.Run(runCtx, cfg)
+		close(done)
+	}()
+	stop := func() error { cancel(); <-done; return runErr }
 	defer stop()
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -67,8 +68,8 @@ func runNumerator(ctx context.Context, env *Env) (Result, error) {
 			if err != nil {
 				return Result{}, err
 			}
-		case err := <-errc:
-			return Result{}, fmt.Errorf("the numerator stopped: %w", err)
+		case <-done:
+			return Result{}, fmt.Errorf("the numerator stopped: %w", runErr)
 		}
 		return Result{Records: hi - lo, Duration: time.Since(start)}, nil
 	}

@@ -36,19 +36,11 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	cfg.Brokers, cfg.DataDir, cfg.HTTPAddr, cfg.GRPCAddr = env.Brokers, env.StateDir, "127.0.0.1:0", ""
 	cfg.Partitions, cfg.Logger = env.Partitions, env.Logger
 	cfg.Components = []string{platform.ComponentOffers, platform.ComponentCabinet, platform.ComponentDrafts, platform.ComponentAPI}
-	started := make(chan platform.Info, 1)
-	cfg.Started = func(i platform.Info) { started <- i }
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- platform.Run(runCtx, cfg) }()
-	stop := func() error { cancel(); return <-errc }
-	var info platform.Info
-	select {
-	case info = <-started:
-	case err := <-errc:
-		return Result{}, fmt.Errorf("the platform stopped: %w", err)
+	p, err := startPlatform(ctx, cfg)
+	if err != nil {
+		return Result{}, err
 	}
+	defer p.stop()
 
 	// Load: CREATE commands, answered once applied.
 	ids := make([]string, n)
@@ -58,13 +50,8 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	if err := createOffers(ctx, env.Brokers, 0, n); err != nil {
 		return Result{}, err
 	}
-	select {
-	case err := <-waitAsync(runCtx, env, int64(n), topics.OffersResults):
-		if err != nil {
-			return Result{}, err
-		}
-	case err := <-errc:
-		return Result{}, fmt.Errorf("the platform stopped: %w", err)
+	if err := p.waitOrFail(ctx, env, int64(n), topics.OffersResults); err != nil {
+		return Result{}, err
 	}
 	d, err := spanOf(ctx, env, topics.OffersCommands, topics.OffersResults)
 	if err != nil {
@@ -74,8 +61,8 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 
 	// Let the rest of the platform catch up (the cabinet, the API's views)
 	// so that the API is measured alone.
-	base := "http://" + info.HTTPAddr
-	if err := settle(runCtx, env, base+"/v1/offers/"+ids[n-1]); err != nil {
+	base := "http://" + p.info.HTTPAddr
+	if err := settle(ctx, env, base+"/v1/offers/"+ids[n-1]); err != nil {
 		return Result{}, err
 	}
 	writes, err := hammer(ctx, min(n, 20_000), func(i int) error {
@@ -98,7 +85,7 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("trivial server: %w", err)
 	}
-	if err := stop(); err != nil {
+	if err := p.stop(); err != nil {
 		return Result{}, err
 	}
 

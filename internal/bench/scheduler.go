@@ -110,17 +110,11 @@ func runSchedulerBench(ctx context.Context, env *Env) (Result, error) {
 	cfg.Brokers, cfg.DataDir, cfg.HTTPAddr, cfg.GRPCAddr = env.Brokers, env.StateDir, "", ""
 	cfg.Partitions, cfg.Logger, cfg.Stages = env.Partitions, env.Logger, stages
 	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
-	started := make(chan platform.Info, 1)
-	cfg.Started = func(i platform.Info) { started <- i }
-	pctx, stop := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() { errc <- platform.Run(pctx, cfg) }()
-	defer func() { stop(); <-errc }()
-	select {
-	case <-started:
-	case err := <-errc:
-		return Result{}, fmt.Errorf("the platform stopped: %w", err)
+	plat, err := startPlatform(ctx, cfg)
+	if err != nil {
+		return Result{}, err
 	}
+	defer plat.stop()
 
 	offersN, probes := min(20_000, env.Docs), min(2_000, max(env.Docs/10, 10))
 	run0 := time.Now()
@@ -145,13 +139,8 @@ func runSchedulerBench(ctx context.Context, env *Env) (Result, error) {
 		return Result{}, err
 	}
 	sent := time.Since(run0)
-	select {
-	case err := <-waitAsync(ctx, env, int64(benchStages*offersN), topics.SchedulerEffects):
-		if err != nil {
-			return Result{}, err
-		}
-	case err := <-errc:
-		return Result{}, fmt.Errorf("the platform stopped: %w", err)
+	if err := plat.waitOrFail(ctx, env, int64(benchStages*offersN), topics.SchedulerEffects); err != nil {
+		return Result{}, err
 	}
 	processed := Result{Name: "", Records: benchStages * offersN, Duration: time.Since(run0)}
 	processed.Note = fmt.Sprintf("%d offers created at up to %d/s (sent in %s), each processed by %d external gRPC stages "+
