@@ -38,7 +38,10 @@ type ClientConfig struct {
 	// DialOptions are added to every connection's (credentials: the
 	// servers of a platform with auth on take admin tokens only).
 	DialOptions []grpc.DialOption
-	Logger      *slog.Logger
+	// Table, if set, is the only table whose shards Get routes to: a
+	// server of another table in Hosts is passed over.
+	Table  string
+	Logger *slog.Logger
 }
 
 // Client is the cache client of the seed: Get sends every key to every
@@ -203,6 +206,10 @@ func (c *Client) learn(host string, s *servingv1.Shard) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.cfg.Table != "" && s.Table != c.cfg.Table {
+		delete(c.shards, host)
+		return
+	}
 	if old, ok := c.shards[host]; ok && old.Generation > s.Generation && old.Dc == s.Dc {
 		return
 	}

@@ -243,7 +243,7 @@ func (f *flags) platform() *platform.Config {
 	f.DurationVar(&cfg.Limits.ReadTimeout, "read-timeout", listener.DefaultLimits.ReadTimeout, "longest an HTTP client may take to send a whole request, body included")
 	f.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "how often the registry looks for expired documents")
 	f.DurationVar(&cfg.WaitTimeout, "wait-timeout", cfg.WaitTimeout, "longest wait for a verdict with ?wait=true, or for a group's answer to an offer API write")
-	f.StringVar(&cfg.ZooKeeper, "zookeeper", "", "ZooKeeper ensemble host:port,... of the numerator's coordinator (empty: in process, one master)")
+	f.StringVar(&cfg.ZooKeeper, "zookeeper", "", "ZooKeeper ensemble host:port,... of the numerator's coordinator, the cache's shard owners and the servers --reads cache asks (empty: in process, one master)")
 	f.StringVar(&cfg.Numerator.Holder, "master", cfg.Numerator.Holder, "this numerator master's name in the coordinator")
 	f.DurationVar(&cfg.Numerator.LockTimeout, "lock-timeout", cfg.Numerator.LockTimeout, "longest a numerator master holds the write lock for one build")
 	f.DurationVar(&cfg.ZooKeeperSession, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the numerator's coordinator: a killed master's lock is free this long after")
@@ -252,6 +252,13 @@ func (f *flags) platform() *platform.Config {
 	f.StringVar(&cfg.Cache.DC, "dc", cfg.Cache.DC, "the cache server's data centre")
 	f.StringVar(&cfg.Cache.Host, "host", cfg.Cache.Host, "the cache server's name in ZooKeeper (default: the hostname)")
 	f.IntVar(&cfg.Cache.Shards, "shards", cfg.Cache.Shards, "how many shards the cache's table is cut into (more than 1 needs --zookeeper)")
+	f.StringVar(&cfg.Reads, "reads", platform.ReadsView, "where the offer API reads offers: view (a copy of the whole offers-table in this process) "+
+		"or cache (the serving cache's servers of offers-table: --cache-hosts, else those in --zookeeper, else this process's cache)")
+	f.Func("cache-hosts", "comma-separated cache servers of offers-table that --reads cache asks (default: from --zookeeper)", func(s string) error {
+		cfg.CacheHosts = strings.Split(s, ",")
+		return nil
+	})
+	f.StringVar(&cfg.CacheToken, "cache-token", os.Getenv("OFFERLOG_CACHE_TOKEN"), "admin token --reads cache sends to the cache (default: $OFFERLOG_CACHE_TOKEN, else DATA/admin.token)")
 	f.StringVar(&cfg.YDB, "ydb", "", "YDB DSN (grpc://host:2136/local) of the sinks; without it no sink runs")
 	f.Func("source", "topic(s) the YDB sink follows, comma-separated (default: every topic it maps)", func(s string) error {
 		cfg.SinkSources = strings.Split(s, ",")
@@ -262,7 +269,9 @@ func (f *flags) platform() *platform.Config {
 	f.concern([]string{platform.ComponentRegistry, platform.ComponentIndexer, platform.ComponentOffers}, "export-framing")
 	f.concern([]string{platform.ComponentAPI, platform.ComponentScheduler, platform.ComponentFeeds}, "wait-timeout")
 	f.concern([]string{platform.ComponentAPI, platform.ComponentCache}, "grpc")
-	f.concern([]string{platform.ComponentNumerator, platform.ComponentCache}, "zookeeper", "session-timeout")
+	f.concern([]string{platform.ComponentNumerator, platform.ComponentCache, platform.ComponentAPI}, "zookeeper")
+	f.concern([]string{platform.ComponentNumerator, platform.ComponentCache}, "session-timeout")
+	f.concern([]string{platform.ComponentAPI}, "reads", "cache-hosts", "cache-token")
 	f.concern([]string{platform.ComponentNumerator}, "master", "lock-timeout", "ttl-generations", "rebuild-share", "scheme", "state-type")
 	f.concern([]string{platform.ComponentCache}, "table", "cache-grpc", "dc", "host", "shards")
 	f.concern([]string{platform.ComponentSinkYDB}, "ydb", "source")

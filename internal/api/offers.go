@@ -125,7 +125,16 @@ func (s *Server) publishDraft(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getOffer(w http.ResponseWriter, r *http.Request) {
-	o, err := s.cfg.Offers.Offer(r.Context(), r.PathValue("id"))
+	var minVersion int64
+	if v := r.URL.Query().Get("min_version"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, fieldErr("min_version", "want a version (an integer from 0), got %q", v))
+			return
+		}
+		minVersion = n
+	}
+	o, err := s.cfg.Offers.Offer(r.Context(), r.PathValue("id"), minVersion)
 	if err != nil {
 		offerError(w, err)
 		return

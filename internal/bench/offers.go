@@ -74,19 +74,25 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 		return Result{}, fmt.Errorf("writes: %w", err)
 	}
 	writes.Name = "writes"
-	reads, err := hammer(ctx, 100_000, func(i int) error {
+	// 100 000 reads (fewer for a small run: the bench's own test).
+	nReads := min(100_000, 10*n)
+	reads, err := hammer(ctx, nReads, func(i int) error {
 		return call(ctx, "GET", base+"/v1/offers/"+ids[(i*7919)%n], "", http.StatusOK)
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("reads: %w", err)
 	}
 	reads.Name = "reads"
-	trivial, err := trivialReads(ctx, 100_000, reads)
+	trivial, err := trivialReads(ctx, nReads, reads)
 	if err != nil {
 		return Result{}, fmt.Errorf("trivial server: %w", err)
 	}
 	if err := p.stop(); err != nil {
 		return Result{}, err
+	}
+	cached, err := cacheReads(ctx, env, cfg, ids, nReads)
+	if err != nil {
+		return Result{}, fmt.Errorf("reads through the cache: %w", err)
 	}
 
 	// Replay the aggregate from its commands (the loads and the writes).
@@ -104,12 +110,42 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	}
 	replay := Result{Name: "replay", Records: int(total), Duration: time.Since(start),
 		Note: "wall time of `offerlog replay offers`, group join and table recreation included"}
-	load.Also = []Result{writes, reads, trivial, replay}
+	load.Also = []Result{writes, reads, trivial, cached, replay}
 	load.Note = fmt.Sprintf("%d offers of 1000 sellers created by commands written straight to offers.commands, timed from the first "+
 		"command to the last answer (each command also writes the table, offers.events, cabinet.changes, cabinet.presets); "+
 		"writes and reads through the HTTP API by %d concurrent clients, latency per request (a write returns once the aggregate "+
 		"answered and the API's view shows it)", n, offerConcurrency)
 	return load, nil
+}
+
+// cacheReads runs the reads' load against an API that holds no copy of
+// offers-table (--reads cache): a process of the cache (one shard of the
+// whole table) and the API, which asks the cache over gRPC for each read,
+// as the API pods of deploy/k8s ask the cache's.
+func cacheReads(ctx context.Context, env *Env, cfg platform.Config, ids []string, reads int) (Result, error) {
+	cfg.DataDir = env.StateDir + "/reads-cache"
+	cfg.Components = []string{platform.ComponentCache, platform.ComponentAPI}
+	cfg.Reads, cfg.Cache.Table, cfg.Cache.Addr, cfg.Cache.Shards = platform.ReadsCache, topics.OffersTable, "127.0.0.1:0", 1
+	p, err := startPlatform(ctx, cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	defer p.stop()
+	n := len(ids)
+	base := "http://" + p.info.HTTPAddr
+	if err := settle(ctx, env, base+"/v1/offers/"+ids[n-1]); err != nil {
+		return Result{}, err
+	}
+	r, err := hammer(ctx, reads, func(i int) error {
+		return call(ctx, "GET", base+"/v1/offers/"+ids[(i*7919)%n], "", http.StatusOK)
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	r.Name = "reads-cache"
+	r.Note = "the reads' load against an API with --reads cache: each read is a gRPC Get to the cache's server of offers-table " +
+		"(in the same process here), the API holding no copy of the table"
+	return r, p.stop()
 }
 
 func benchOffer(i int, price int64) *schemas.Offer {

@@ -45,8 +45,12 @@ var targets = []target{
 			return "", false, false
 		}
 		p99, floor := rd.Percentile(99), tr.Percentile(99)
-		return fmt.Sprintf("%s/s, p99 %s (trivial server: %s/s, p99 %s)", thousands(rd.Rate()), ms(p99), thousands(tr.Rate()), ms(floor)),
-			rd.Rate() >= 20000 && (p99 < 5*time.Millisecond || p99 <= 2*floor), true
+		got := fmt.Sprintf("%s/s, p99 %s (trivial server: %s/s, p99 %s)", thousands(rd.Rate()), ms(p99), thousands(tr.Rate()), ms(floor))
+		met := rd.Rate() >= 20000 && (p99 < 5*time.Millisecond || p99 <= 2*floor)
+		if c, ok := r["offers/reads-cache"]; ok {
+			got += fmt.Sprintf("; through the cache %s/s, p99 %s", thousands(c.Rate()), ms(c.Percentile(99)))
+		}
+		return got, met, true
 	}},
 	{"documents ?wait=true at 1 000/s", "p99 < 100 ms", func(r map[string]Result) (string, bool, bool) {
 		w, ok := r["dev/wait"]

@@ -64,16 +64,25 @@ func (s *Service) List(ctx context.Context, seller, preset, pageToken string, li
 	}
 	defer it.Release()
 	page := &Page{Offers: []*OfferVersion{}}
+	var ids []string
 	last := ""
 	for it.Next() {
-		if len(page.Offers) == limit {
+		if len(ids) == limit {
 			page.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(last))
 			break
 		}
 		key := it.Key()
-		id := key[strings.LastIndexByte(key, '/')+1:]
+		ids = append(ids, key[strings.LastIndexByte(key, '/')+1:])
 		last = key
-		if r, err := s.record(id); err == nil {
+	}
+	// The page's records in one read (one request per shard through the
+	// cache); an offer deleted since the list was written is left out.
+	records, err := s.cfg.Records.Records(ctx, ids)
+	if err != nil {
+		return nil, &Error{Kind: Unavailable, Reason: err.Error()}
+	}
+	for _, id := range ids {
+		if r := records[id]; r != nil && r.Offer.Status != schemas.OfferDeleted {
 			page.Offers = append(page.Offers, versionOf(r))
 		}
 	}

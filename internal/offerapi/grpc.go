@@ -60,7 +60,7 @@ func (g *grpcServer) PublishDraft(ctx context.Context, r *offerv1.PublishDraftRe
 }
 
 func (g *grpcServer) GetOffer(ctx context.Context, r *offerv1.GetOfferRequest) (*offerv1.OfferVersion, error) {
-	o, err := g.s.Offer(ctx, r.Id)
+	o, err := g.s.Offer(ctx, r.Id, r.MinVersion)
 	if err != nil {
 		return nil, grpcErr(err)
 	}

@@ -1,6 +1,7 @@
 package offerapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -199,6 +200,16 @@ func TestOfferAPIRoundTrips(t *testing.T) {
 		Offer: &offerv1.Offer{Category: "cars", Title: "x"}}); status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("grpc stale update: %v", err)
 	}
+	// min_version: the version a write answered is read at once; a later
+	// one is waited for (here until the caller's deadline).
+	if got, err := gc.GetOffer(ctx, &offerv1.GetOfferRequest{Id: id, MinVersion: sold.Version}); err != nil || got.Version < sold.Version {
+		t.Errorf("grpc get at min_version %d: %v %v", sold.Version, got, err)
+	}
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	if got, err := gc.GetOffer(short, &offerv1.GetOfferRequest{Id: id, MinVersion: sold.Version + 100}); status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("grpc get of a version not written: %v %v", got, err)
+	}
+	cancel()
 	if _, err := gc.GetOffer(ctx, &offerv1.GetOfferRequest{Id: "nope"}); status.Code(err) != codes.NotFound {
 		t.Errorf("grpc get of no offer: %v", err)
 	}

@@ -94,9 +94,12 @@ type Config struct {
 	Offers *offers.Client
 	// Drafts matches the drafts group's answers.
 	Drafts *streams.Replies[schemas.DraftResult]
-	// Views of the tables read: the aggregate's, the drafts', the
-	// cabinet's and cabinet.presets.
-	OffersView, DraftsView, CabinetView, PresetsView *goka.View
+	// Records reads the aggregate's table: a view of it (ViewRecords) or
+	// the serving cache (CacheRecords).
+	Records Records
+	// Views of the other tables read: the drafts', the cabinet's and
+	// cabinet.presets.
+	DraftsView, CabinetView, PresetsView *goka.View
 	// StatusView is a view of feeds.status; nil answers feed statuses
 	// from what this process took only.
 	StatusView *goka.View
@@ -117,8 +120,8 @@ type Service struct {
 // New returns the service.
 func New(cfg Config) (*Service, error) {
 	if cfg.Producer == nil || cfg.Offers == nil || cfg.Drafts == nil ||
-		cfg.OffersView == nil || cfg.DraftsView == nil || cfg.CabinetView == nil || cfg.PresetsView == nil {
-		return nil, errors.New("offerapi: producer, offers client, drafts replies and the four views are required")
+		cfg.Records == nil || cfg.DraftsView == nil || cfg.CabinetView == nil || cfg.PresetsView == nil {
+		return nil, errors.New("offerapi: producer, offers client, drafts replies, records and the three views are required")
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
@@ -165,9 +168,15 @@ func answerErr(err error) error {
 	return &Error{Kind: Unavailable, Reason: err.Error()}
 }
 
-// Offer returns offer id as the aggregate's view holds it.
-func (s *Service) Offer(ctx context.Context, id string) (*OfferVersion, error) {
-	r, err := s.record(id)
+// Offer returns offer id as the aggregate's table holds it. With
+// minVersion > 0 (read-your-writes: the version a write answered) it waits
+// up to the timeout for the table's copy to show that version or a later
+// one, and answers Timeout if it does not.
+func (s *Service) Offer(ctx context.Context, id string, minVersion int64) (*OfferVersion, error) {
+	r, err := s.record(ctx, id)
+	if err == nil && minVersion > 0 && r.Version < minVersion {
+		r, err = s.awaitRecord(ctx, id, minVersion)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -177,24 +186,47 @@ func (s *Service) Offer(ctx context.Context, id string) (*OfferVersion, error) {
 	return versionOf(r), nil
 }
 
-// record returns the aggregate's record of a live offer id, from the view.
-func (s *Service) record(id string) (*schemas.OfferRecord, error) {
+// record returns the aggregate's record of a live offer id.
+func (s *Service) record(ctx context.Context, id string) (*schemas.OfferRecord, error) {
 	if !offers.ValidID(id) {
 		return nil, errorf(NotFound, "id", "%q is not an offer id", id)
 	}
-	v, err := s.cfg.OffersView.Get(id)
+	r, err := recordOf(ctx, s.cfg.Records, id)
 	if err != nil {
 		return nil, &Error{Kind: Unavailable, Reason: err.Error()}
 	}
-	r, ok := v.(*schemas.OfferRecord)
-	if !ok || r.Offer.Status == schemas.OfferDeleted {
+	if r == nil || r.Offer.Status == schemas.OfferDeleted {
 		return nil, errorf(NotFound, "id", "no offer %s", id)
 	}
 	return r, nil
 }
 
-// await returns offer id once the view shows version or later; after the
-// timeout it returns what the write told (id and version) without content.
+// awaitRecord waits up to the timeout for the record of a live offer id at
+// version or later.
+func (s *Service) awaitRecord(ctx context.Context, id string, version int64) (*schemas.OfferRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		r, err := s.record(ctx, id)
+		switch {
+		case err == nil && r.Version >= version:
+			return r, nil
+		case err != nil && !isKind(err, NotFound):
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errorf(Timeout, "min_version", "offer %s is not at version %d here yet", id, version)
+		case <-t.C:
+		}
+	}
+}
+
+// await returns offer id once the table's copy shows version or later;
+// after the timeout it returns what the write told (id and version)
+// without content.
 func (s *Service) await(ctx context.Context, id string, version int64) *OfferVersion {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
@@ -202,13 +234,11 @@ func (s *Service) await(ctx context.Context, id string, version int64) *OfferVer
 	defer t.Stop()
 	start := time.Now()
 	for {
-		if v, err := s.cfg.OffersView.Get(id); err == nil {
-			if r, ok := v.(*schemas.OfferRecord); ok && r.Version >= version {
-				if s.cfg.Hops != nil {
-					s.cfg.Hops.With("offer", "view").Observe(time.Since(start).Seconds())
-				}
-				return versionOf(r)
+		if r, err := recordOf(ctx, s.cfg.Records, id); err == nil && r != nil && r.Version >= version {
+			if s.cfg.Hops != nil {
+				s.cfg.Hops.With("offer", "view").Observe(time.Since(start).Seconds())
 			}
+			return versionOf(r)
 		}
 		select {
 		case <-ctx.Done():
@@ -382,7 +412,7 @@ func (s *Service) PublishDraft(ctx context.Context, user, id string, _ int64) (*
 	case errors.As(err, &e) && e.Kind == NotFound:
 		// Published before, and the seller has another draft since: the
 		// offer is where the draft's chain leads.
-		if o, ok := s.offerOf(owner, id); ok {
+		if o, ok := s.offerOf(ctx, owner, id); ok {
 			return o, nil
 		}
 		return nil, err
@@ -398,7 +428,7 @@ func (s *Service) PublishDraft(ctx context.Context, user, id string, _ int64) (*
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if o, ok := s.offerOf(owner, id); ok {
+		if o, ok := s.offerOf(ctx, owner, id); ok {
 			return o, nil
 		}
 		select {
@@ -411,16 +441,12 @@ func (s *Service) PublishDraft(ctx context.Context, user, id string, _ int64) (*
 
 // offerOf returns the offer published from owner's draft id, as the view
 // shows it: following the draft's chain of ids from the draft's own.
-func (s *Service) offerOf(owner, id string) (*OfferVersion, bool) {
+func (s *Service) offerOf(ctx context.Context, owner, id string) (*OfferVersion, bool) {
 	at := id
 	for range offers.MaxHops {
-		v, err := s.cfg.OffersView.Get(at)
-		if err != nil {
-			return nil, false
-		}
-		r, ok := v.(*schemas.OfferRecord)
+		r, err := recordOf(ctx, s.cfg.Records, at)
 		switch {
-		case !ok:
+		case err != nil || r == nil:
 			return nil, false
 		case r.DraftOwner == owner && r.DraftID == id:
 			return versionOf(r), true

@@ -21,7 +21,7 @@ func (s *Service) StageState(ctx context.Context, id, stage string) (*schemas.St
 	if err := auth.FromContext(ctx).Check(auth.Stage, stage); err != nil {
 		return nil, &Error{Kind: Forbidden, Field: "stage", Reason: err.Error()}
 	}
-	r, err := s.record(id)
+	r, err := s.record(ctx, id)
 	if err != nil {
 		return nil, err
 	}

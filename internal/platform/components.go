@@ -76,8 +76,6 @@ var components = []component{
 			Metrics: scheduler.NewMetrics(p.reg), Logger: p.log, OnReady: p.readyFunc()}
 		return p.goGroup(ctx, ComponentScheduler, func(ctx context.Context) error { return scheduler.Run(ctx, c) })
 	}},
-	{name: componentOfferAPI, needs: []string{componentAuth}, start: startOfferAPI},
-	{name: ComponentAPI, user: true, needs: []string{componentAuth, componentEpochs, componentRegistryView, componentOfferAPI}, start: startAPI},
 	{name: ComponentCache, user: true, needs: []string{componentAuth}, start: func(ctx context.Context, p *process) error {
 		addr, r, err := runCache(ctx, p.sup, p.cfg, p.brokers, p.reg, p.log, p.auth)
 		if err != nil {
@@ -87,6 +85,8 @@ var components = []component{
 		p.ready = append(p.ready, r)
 		return nil
 	}},
+	{name: componentOfferAPI, needs: []string{componentAuth}, start: startOfferAPI},
+	{name: ComponentAPI, user: true, needs: []string{componentAuth, componentEpochs, componentRegistryView, componentOfferAPI}, start: startAPI},
 	{name: ComponentSinkYDB, user: true, start: func(ctx context.Context, p *process) error {
 		if p.cfg.YDB == "" {
 			return nil

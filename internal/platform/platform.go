@@ -109,6 +109,15 @@ type Config struct {
 	ZooKeeperSession time.Duration
 	// Cache configures the cache component.
 	Cache CacheConfig
+	// Reads is where the offer API reads offers: ReadsView (a view of the
+	// whole offers-table in this process) or ReadsCache (through the
+	// serving cache's servers of offers-table: CacheHosts, else those
+	// registered in ZooKeeper, else this process's own cache component).
+	// CacheToken is the admin token the reads send when auth is on
+	// (default: DataDir/admin.token).
+	Reads      string
+	CacheHosts []string
+	CacheToken string
 	// Stages are the scheduler's stages (the offers component declares
 	// their queues too); StagesFile, if set, is read into Stages.
 	Stages     scheduler.Config

@@ -100,9 +100,12 @@ func (s *secured) eventually(want int, method, path, body, token string) {
 	}
 }
 
-func startSecured(t *testing.T) *secured {
+func startSecured(t *testing.T, options ...func(*platform.Config)) *secured {
 	cfg := platformtest.Config(t.TempDir())
 	cfg.Insecure = false
+	for _, o := range options {
+		o(&cfg)
+	}
 	r := platformtest.Start(t, cfg)
 	path := filepath.Join(cfg.DataDir, platform.AdminTokenFile)
 	if r.Info.AdminToken != path {

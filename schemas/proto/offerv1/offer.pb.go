@@ -575,8 +575,13 @@ func (x *PublishDraftRequest) GetVersion() int64 {
 }
 
 type GetOfferRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// If positive, the read waits (up to the server's timeout) until it shows
+	// this version of the offer or a later one: the version a write answered
+	// (read-your-writes when reads go through the serving cache); otherwise
+	// DEADLINE_EXCEEDED.
+	MinVersion    int64 `protobuf:"varint,2,opt,name=min_version,json=minVersion,proto3" json:"min_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -616,6 +621,13 @@ func (x *GetOfferRequest) GetId() string {
 		return x.Id
 	}
 	return ""
+}
+
+func (x *GetOfferRequest) GetMinVersion() int64 {
+	if x != nil {
+		return x.MinVersion
+	}
+	return 0
 }
 
 type UpdateOfferRequest struct {
@@ -1114,9 +1126,11 @@ const file_offer_v1_offer_proto_rawDesc = "" +
 	"\x13PublishDraftRequest\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\x19\n" +
 	"\bdraft_id\x18\x02 \x01(\tR\adraftId\x12\x18\n" +
-	"\aversion\x18\x03 \x01(\x03R\aversion\"!\n" +
+	"\aversion\x18\x03 \x01(\x03R\aversion\"B\n" +
 	"\x0fGetOfferRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\x9c\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vmin_version\x18\x02 \x01(\x03R\n" +
+	"minVersion\"\x9c\x01\n" +
 	"\x12UpdateOfferRequest\x12\x1b\n" +
 	"\tseller_id\x18\x01 \x01(\tR\bsellerId\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12)\n" +

@@ -1,0 +1,93 @@
+package platform_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offerlog/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// TestOfferReadsThroughTheCache runs the API with --reads cache and auth
+// on: it holds no view of offers-table, and reads offers through the
+// serving cache (over gRPC, with the admin token of the data directory).
+// A GET with min_version waits for the version a write answered, and one
+// beyond anything written answers 504; the seller's list reads its page
+// through the cache too.
+func TestOfferReadsThroughTheCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	var dataDir string
+	s := startSecured(t, func(c *platform.Config) {
+		c.Reads, c.Cache.Table, c.WaitTimeout = platform.ReadsCache, topics.OffersTable, 3*time.Second
+		dataDir = c.DataDir
+	})
+	if _, err := os.Stat(filepath.Join(dataDir, "state", "view", "api-"+topics.OffersTable)); err == nil {
+		t.Fatal("the API keeps a view of offers-table with --reads cache")
+	}
+	seller, _ := s.token("seller", "s1")
+	must := func(what string, code int, body string, want int) string {
+		t.Helper()
+		if code != want {
+			t.Fatalf("%s: %d %s", what, code, body)
+		}
+		return body
+	}
+	var d schemas.Draft
+	code, b := s.call("POST", "/v1/drafts/current", `{"category":"cars"}`, seller)
+	if err := json.Unmarshal([]byte(must("draft", code, b, http.StatusOK)), &d); err != nil {
+		t.Fatal(err)
+	}
+	code, b = s.call("PUT", "/v1/drafts/"+d.ID, `{"offer":`+secOffer+`}`, seller)
+	must("draft content", code, b, http.StatusOK)
+	code, b = s.call("POST", "/v1/drafts/"+d.ID+"/publish", `{}`, seller)
+	must("publish", code, b, http.StatusCreated)
+	var written struct {
+		Version int64         `json:"version"`
+		Offer   schemas.Offer `json:"offer"`
+	}
+	for i := range 3 {
+		body := strings.Replace(secOffer, "Lada Niva", fmt.Sprintf("Lada Niva %d", i), 1)
+		code, b = s.call("PUT", "/v1/offers/"+d.ID, `{"expected_version":-1,"offer":`+body+`}`, seller)
+		if err := json.Unmarshal([]byte(must("update", code, b, http.StatusOK)), &written); err != nil {
+			t.Fatal(err)
+		}
+		// The write's answer waited for the cache to show it.
+		if written.Offer.Title != fmt.Sprintf("Lada Niva %d", i) {
+			t.Fatalf("update %d answered %s", i, b)
+		}
+		code, b = s.call("GET", fmt.Sprintf("/v1/offers/%s?min_version=%d", d.ID, written.Version), "", seller)
+		var read struct {
+			Version int64         `json:"version"`
+			Offer   schemas.Offer `json:"offer"`
+		}
+		if err := json.Unmarshal([]byte(must("read", code, b, http.StatusOK)), &read); err != nil {
+			t.Fatal(err)
+		}
+		if read.Version < written.Version || read.Offer.Title != written.Offer.Title {
+			t.Fatalf("read after write %d (version %d): %s", i, written.Version, b)
+		}
+	}
+	code, b = s.call("GET", fmt.Sprintf("/v1/offers/%s?min_version=%d", d.ID, written.Version+100), "", seller)
+	must("read of a version not written", code, b, http.StatusGatewayTimeout)
+	if !strings.Contains(b, `"min_version"`) {
+		t.Fatalf("the 504 does not name min_version: %s", b)
+	}
+	code, b = s.call("GET", "/v1/offers/"+d.ID+"?min_version=x", "", seller)
+	must("bad min_version", code, b, http.StatusBadRequest)
+	code, b = s.call("GET", "/v1/offers/999999999", "", seller)
+	must("unknown offer", code, b, http.StatusNotFound)
+
+	code, b = s.call("GET", "/v1/sellers/s1/offers", "", seller)
+	if !strings.Contains(must("list", code, b, http.StatusOK), "Lada Niva 2") {
+		t.Fatalf("the list does not hold the offer: %s", b)
+	}
+}
