@@ -75,6 +75,10 @@ type Result struct {
 	// (every scenario runs in this process: the offers one runs the whole
 	// platform, as offerlog dev does).
 	RSS int64
+	// cpuPerDoc and busy, if measured, are the process's CPU time per
+	// record and the cores it kept busy on average (the scale scenario).
+	cpuPerDoc time.Duration
+	busy      float64
 }
 
 // Rate returns records per second.
@@ -113,6 +117,7 @@ var Scenarios = []Scenario{
 	{Name: "copy", Ceiling: true, Doc: "franz-go consumer group copying the documents to another topic (acks=all, commit per poll)", Run: runCopy},
 	{Name: "goka", Ceiling: true, Doc: "goka processor counting per key in its table and emitting each record (acks=all)", Run: runGoka},
 	{Name: "pipeline", Doc: "documents.ingest -> registry -> indexer -> saas.<client> and yt.<client>: backlog throughput, then end-to-end latency at a steady rate", Run: runPipeline},
+	{Name: "scale", Doc: "the pipeline with 1, 2 and 4 members of each group, each run on a broker of its own: how it grows with processes", Run: runScale},
 	{Name: "numerator", Doc: "numerator: doc_ids for new keys across 16 shards, then a generation with 5% new and 5% vanished keys", Run: runNumerator},
 	{Name: "cache", Doc: "serving cache: materialise a table of --keys keys in a server, then Gets of 10 keys from 64 callers against 2 replicas", Run: runCache},
 	{Name: "scheduler", Doc: "stage scheduler: --keys pending timers, three external stages on offers created at 5 000/s, timer lateness meanwhile", Run: runSchedulerBench},

@@ -1,0 +1,131 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/broker"
+	"github.com/offerlog/offerlog/processors/indexer"
+	"github.com/offerlog/offerlog/processors/registry"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// scaleMembers are the numbers of members of each pipeline group the scale
+// scenario runs.
+var scaleMembers = []int{1, 2, 4}
+
+// runScale runs the document pipeline over the same backlog with 1, 2 and
+// 4 members of each of its groups (registry, indexer): each member has its
+// own clients, epoch catalogue and local stores, as a process of
+// `offerlog run registry` and `offerlog run indexer` would, and the group
+// shares the partitions out among them. Each run has a broker of its own,
+// so that every run starts from the same empty groups. The result is the
+// one-member run; the others say their ratio to it.
+func runScale(ctx context.Context, env *Env) (Result, error) {
+	var results []Result
+	for _, members := range scaleMembers {
+		r, err := scaleRun(ctx, env, members)
+		if err != nil {
+			return Result{}, fmt.Errorf("%d members: %w", members, err)
+		}
+		r.Name = fmt.Sprintf("%d-members", members)
+		if len(results) > 0 {
+			r.Note = fmt.Sprintf("%d members of each group: %.2f× the throughput of one; ", members, r.Rate()/results[0].Rate())
+		}
+		r.Note += fmt.Sprintf("%.0f µs of CPU per document (the process's user and system time while the backlog was processed, "+
+			"the broker's and the groups' joins included; over the span timed, %.2f of the machine's %d cores)", r.cpuPerDoc.Seconds()*1e6, r.busy, runtime.NumCPU())
+		results = append(results, r)
+	}
+	first := results[0]
+	first.Also = results[1:]
+	first.Note = first.Note + "; " + fmt.Sprintf("the pipeline's backlog of %d documents over %d partitions with one member of each group, "+
+		"from the registry's first verdict to the indexer's last search feed record; then with %v members, "+
+		"each on a broker of its own, all in this process and on these cores", env.Docs, env.Partitions, scaleMembers[1:])
+	return first, nil
+}
+
+// scaleRun times the pipeline's backlog with members members of each
+// group, on a broker of its own.
+func scaleRun(ctx context.Context, env *Env, members int) (Result, error) {
+	dir := filepath.Join(env.StateDir, fmt.Sprint(members))
+	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", DataDir: filepath.Join(dir, "broker"), Logger: env.Logger})
+	if err != nil {
+		return Result{}, err
+	}
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		return Result{}, err
+	}
+	defer cl.Close()
+	own := *env
+	own.Brokers, own.Admin, own.StateDir = b.Addrs(), kadm.NewClient(cl), dir
+	catalogue := append(topics.Catalogue(env.Partitions), topics.ForClient(client, env.Partitions)...)
+	if _, err := topics.Ensure(ctx, own.Admin, -1, catalogue); err != nil {
+		return Result{}, err
+	}
+	data, err := schemas.EpochSchemas.Encode(epochSchema())
+	if err != nil {
+		return Result{}, err
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topics.Epochs, Key: []byte(client + "/1"), Value: data}).FirstErr(); err != nil {
+		return Result{}, err
+	}
+	if err := writeDocs(ctx, own.Brokers, topics.DocumentsIngest, env.Docs, 0); err != nil {
+		return Result{}, err
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	errc := make(chan error, 3*members)
+	for m := range members {
+		scfg := streams.Config{Brokers: own.Brokers, StateDir: filepath.Join(dir, fmt.Sprint("member-", m)), Replication: 1, Logger: env.Logger}
+		epochs := registry.NewCatalogue(registry.DefaultEpochGrace)
+		wg.Add(3)
+		go func() { defer wg.Done(); errc <- epochs.Follow(runCtx, own.Brokers, env.Logger) }()
+		go func() {
+			defer wg.Done()
+			errc <- registry.Run(runCtx, registry.Config{Streams: scfg, Rules: registry.DefaultRules(), Epochs: epochs, Logger: env.Logger})
+		}()
+		go func() {
+			defer wg.Done()
+			errc <- indexer.Run(runCtx, indexer.Config{Brokers: own.Brokers, Partitions: env.Partitions, Replication: -1, Logger: env.Logger})
+		}()
+	}
+	cpu0 := cpuTime()
+	select {
+	case err := <-waitAsync(runCtx, &own, int64(env.Docs), topics.SaasTopic(client)):
+		if err != nil {
+			return Result{}, err
+		}
+	case err := <-errc:
+		return Result{}, fmt.Errorf("a member stopped: %w", err)
+	}
+	cpu := cpuTime() - cpu0
+	d, err := spanOf(ctx, &own, topics.DocumentsResults, topics.SaasTopic(client))
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Records: env.Docs, Duration: d, cpuPerDoc: cpu / time.Duration(env.Docs), busy: cpu.Seconds() / d.Seconds()}, nil
+}
+
+// cpuTime returns the user and system CPU time the process used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
