@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/offerlog/offerlog/schemas/proto/servingv1"
+	"github.com/offerlog/offerlog/streams"
 )
 
 // ClientConfig configures a Client.
@@ -128,7 +129,7 @@ func (c *Client) Ping(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := c.call(ctx, h, nil)
+			_, err := c.call(ctx, h, nil, false)
 			if err != nil {
 				c.forget(h)
 			}
@@ -181,7 +182,7 @@ func (c *Client) conn(host string) (*grpc.ClientConn, error) {
 
 // call sends one Get to host with the per-host timeout and learns the
 // host's shard from the answer.
-func (c *Client) call(ctx context.Context, host string, keys []string) (*servingv1.GetResponse, error) {
+func (c *Client) call(ctx context.Context, host string, keys []string, withOffsets bool) (*servingv1.GetResponse, error) {
 	conn, err := c.conn(host)
 	if err != nil {
 		return nil, err
@@ -191,7 +192,8 @@ func (c *Client) call(ctx context.Context, host string, keys []string) (*serving
 	// Wait for the connection within the timeout rather than fail at once
 	// while it (re)connects: each request to a host has its own timeout and
 	// retries (the seed's rule).
-	resp, err := servingv1.NewCacheClient(conn).Get(ctx, &servingv1.GetRequest{Keys: keys}, grpc.WaitForReady(true))
+	req := &servingv1.GetRequest{Keys: keys, Table: c.cfg.Table, WithOffsets: withOffsets}
+	resp, err := servingv1.NewCacheClient(conn).Get(ctx, req, grpc.WaitForReady(true))
 	if err != nil {
 		return nil, err
 	}
@@ -265,6 +267,37 @@ func (c *Client) route(keys []string) (map[string][]string, []string) {
 // holds, and fails only when some key has no shard or every replica of its
 // shard failed.
 func (c *Client) Get(ctx context.Context, keys []string) (map[string][]byte, error) {
+	return c.get(ctx, keys, nil)
+}
+
+// errBehind is get's error when every key was answered, some only by
+// replicas whose shard did not yet hold the records asked for.
+var errBehind = errors.New("serving: the replicas' shards are behind the offsets asked for")
+
+// GetAfter returns the values of keys once the table's copy that answers
+// holds every record before after (per partition: the table's end offsets
+// listed after a write, to read it back). It asks again every 10 ms while
+// the answers reflect less, until ctx ends.
+func (c *Client) GetAfter(ctx context.Context, keys []string, after map[int32]int64) (map[string][]byte, error) {
+	if after == nil {
+		after = map[int32]int64{}
+	}
+	for {
+		values, err := c.get(ctx, keys, after)
+		if !errors.Is(err, errBehind) {
+			return values, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", err, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// get is Get; with after, an answer counts for a key only if its shard
+// holds every record of the key's partition before after's offset.
+func (c *Client) get(ctx context.Context, keys []string, after map[int32]int64) (map[string][]byte, error) {
 	keys = dedupe(keys)
 	if len(keys) == 0 {
 		return map[string][]byte{}, nil
@@ -303,7 +336,7 @@ func (c *Client) Get(ctx context.Context, keys []string) (map[string][]byte, err
 			var resp *servingv1.GetResponse
 			var err error
 			for attempt := 0; attempt <= c.cfg.Retries; attempt++ {
-				if resp, err = c.call(bg, h, ks); err == nil {
+				if resp, err = c.call(bg, h, ks, after != nil); err == nil {
 					break
 				}
 			}
@@ -313,6 +346,7 @@ func (c *Client) Get(ctx context.Context, keys []string) (map[string][]byte, err
 	out := make(map[string][]byte, len(keys))
 	answered := make(map[string]bool, len(keys))
 	var errs []error
+	behind := false
 	for pending := len(routes); pending > 0; pending-- {
 		var a answer
 		select {
@@ -330,6 +364,12 @@ func (c *Client) Get(ctx context.Context, keys []string) (map[string][]byte, err
 				if answered[e.Key] {
 					continue
 				}
+				if after != nil {
+					if p := streams.Partition(e.Key, a.resp.Shard.Partitions); a.resp.NextOffsets[p] < after[p] {
+						behind = true
+						continue
+					}
+				}
 				answered[e.Key] = true
 				if e.Found {
 					out[e.Key] = e.Value
@@ -345,6 +385,9 @@ func (c *Client) Get(ctx context.Context, keys []string) (map[string][]byte, err
 		if !answered[k] {
 			missing = append(missing, k)
 		}
+	}
+	if behind {
+		return nil, fmt.Errorf("%w: %v", errBehind, missing)
 	}
 	return nil, fmt.Errorf("%w: %v: %w", ErrUnanswered, missing, errors.Join(errs...))
 }

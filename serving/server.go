@@ -50,6 +50,9 @@ type Server struct {
 	shard *servingv1.Shard // nil while no shard is held
 	ready bool             // the shard is caught up with the topic
 	store map[string][]byte
+	// next is, per partition of the shard, the offset after the last
+	// record applied.
+	next map[int32]int64
 
 	gets   *metrics.CounterVec
 	loaded *metrics.Counter
@@ -74,16 +77,75 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 
 // Serve answers gRPC on ln and keeps a shard until ctx is done.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	g := s.cfg.Limits.GRPCServer(s.cfg.GRPCOptions...)
-	servingv1.RegisterCacheServer(g, s)
+	return serve(ctx, ln, s.cfg.Limits.GRPCServer(s.cfg.GRPCOptions...), s, s.Run)
+}
+
+// serve answers impl's Cache service on g and ln while run runs.
+func serve(ctx context.Context, ln net.Listener, g *grpc.Server, impl servingv1.CacheServer, run func(context.Context) error) error {
+	servingv1.RegisterCacheServer(g, impl)
 	errc := make(chan error, 1)
 	go func() { errc <- g.Serve(ln) }()
-	err := s.Run(ctx)
+	err := run(ctx)
 	g.Stop()
 	if serr := <-errc; serr != nil && !errors.Is(serr, grpc.ErrServerStopped) {
 		err = errors.Join(err, serr)
 	}
 	return err
+}
+
+// Mux answers the Cache service of several servers, each of its own table,
+// on one gRPC server: a request goes to the server of the table it names
+// (the first server when it names none). One process serves, say,
+// offers-table and registry-table on one port.
+type Mux struct {
+	servingv1.UnimplementedCacheServer
+	servers []*Server
+}
+
+// NewMux returns a mux of servers (one per table); Serve runs them.
+func NewMux(servers ...*Server) *Mux { return &Mux{servers: servers} }
+
+// Get answers from the server of req's table.
+func (m *Mux) Get(ctx context.Context, req *servingv1.GetRequest) (*servingv1.GetResponse, error) {
+	for _, s := range m.servers {
+		if req.Table == "" || req.Table == s.cfg.Table {
+			return s.Get(ctx, req)
+		}
+	}
+	return nil, status.Errorf(codes.NotFound, "no shard of %s is served here", req.Table)
+}
+
+// Ready reports whether every server holds a loaded shard.
+func (m *Mux) Ready() bool {
+	for _, s := range m.servers {
+		if !s.Ready() {
+			return false
+		}
+	}
+	return true
+}
+
+// Serve answers the Cache service on g (with its limits and credentials)
+// and ln, and runs every server until ctx is done; the first that fails
+// stops the others.
+func (m *Mux) Serve(ctx context.Context, ln net.Listener, g *grpc.Server) error {
+	return serve(ctx, ln, g, m, func(ctx context.Context) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		errs := make([]error, len(m.servers))
+		var wg sync.WaitGroup
+		for i, s := range m.servers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if errs[i] = s.Run(ctx); errs[i] != nil {
+					cancel()
+				}
+			}()
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	})
 }
 
 // Run claims a shard, materialises it and keeps it fresh; when the shard is
@@ -147,11 +209,11 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 	}
 	store := make(map[string][]byte, storeHint(records))
 	s.mu.Lock()
-	s.shard, s.ready, s.store = shard, false, store
+	s.shard, s.ready, s.store, s.next = shard, false, store, map[int32]int64{}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		s.shard, s.ready, s.store = nil, false, nil
+		s.shard, s.ready, s.store, s.next = nil, false, nil, nil
 		s.mu.Unlock()
 	}()
 	s.cfg.Logger.Info("serving: shard held, loading", "table", s.cfg.Table, "shard", i, "partitions", fmt.Sprintf("[%d,%d)", lo, hi))
@@ -180,6 +242,7 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 			} else {
 				s.store[string(r.Key)] = r.Value
 			}
+			s.next[r.Partition] = r.Offset + 1
 		}
 		s.loaded.Add(uint64(len(recs)))
 	}
@@ -189,6 +252,11 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 	if err == nil {
 		s.mu.Lock()
 		if s.shard != nil {
+			// Compaction may have removed the last records before the end
+			// offsets read: the shard holds everything before them.
+			for p, end := range ends {
+				s.next[p] = max(s.next[p], end)
+			}
 			s.ready = true
 			s.cfg.Logger.Info("serving: shard loaded", "table", s.cfg.Table, "shard", i, "keys", len(s.store))
 		}
@@ -236,6 +304,8 @@ func (s *Server) Get(_ context.Context, req *servingv1.GetRequest) (*servingv1.G
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	switch {
+	case req.Table != "" && req.Table != s.cfg.Table:
+		return nil, status.Errorf(codes.NotFound, "this server holds %s, not %s", s.cfg.Table, req.Table)
 	case s.shard == nil:
 		s.gets.With("no shard").Inc()
 		return nil, status.Error(codes.Unavailable, "no shard held")
@@ -248,6 +318,12 @@ func (s *Server) Get(_ context.Context, req *servingv1.GetRequest) (*servingv1.G
 		if !Holds(s.shard, k) {
 			s.gets.With("wrong shard").Inc()
 			return &servingv1.GetResponse{Shard: s.shard}, nil
+		}
+	}
+	if req.WithOffsets {
+		resp.NextOffsets = make(map[int32]int64, len(s.next))
+		for p, o := range s.next {
+			resp.NextOffsets[p] = o
 		}
 	}
 	resp.Entries = make([]*servingv1.Entry, len(req.Keys))

@@ -247,14 +247,14 @@ func (f *flags) platform() *platform.Config {
 	f.StringVar(&cfg.Numerator.Holder, "master", cfg.Numerator.Holder, "this numerator master's name in the coordinator")
 	f.DurationVar(&cfg.Numerator.LockTimeout, "lock-timeout", cfg.Numerator.LockTimeout, "longest a numerator master holds the write lock for one build")
 	f.DurationVar(&cfg.ZooKeeperSession, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the numerator's coordinator: a killed master's lock is free this long after")
-	f.StringVar(&cfg.Cache.Table, "table", cfg.Cache.Table, "the table topic the cache serves")
+	f.StringVar(&cfg.Cache.Table, "table", cfg.Cache.Table, "the table topic the cache serves, or several comma-separated (one port; --reads cache needs offers-table,registry-table)")
 	f.StringVar(&cfg.Cache.Addr, "cache-grpc", cfg.Cache.Addr, "gRPC address of the cache (run cache takes --grpc too)")
 	f.StringVar(&cfg.Cache.DC, "dc", cfg.Cache.DC, "the cache server's data centre")
 	f.StringVar(&cfg.Cache.Host, "host", cfg.Cache.Host, "the cache server's name in ZooKeeper (default: the hostname)")
 	f.IntVar(&cfg.Cache.Shards, "shards", cfg.Cache.Shards, "how many shards the cache's table is cut into (more than 1 needs --zookeeper)")
-	f.StringVar(&cfg.Reads, "reads", platform.ReadsView, "where the offer API reads offers: view (a copy of the whole offers-table in this process) "+
-		"or cache (the serving cache's servers of offers-table: --cache-hosts, else those in --zookeeper, else this process's cache)")
-	f.Func("cache-hosts", "comma-separated cache servers of offers-table that --reads cache asks (default: from --zookeeper)", func(s string) error {
+	f.StringVar(&cfg.Reads, "reads", platform.ReadsView, "where the API reads offers and documents: view (a copy of the whole offers-table and registry-table in this process) "+
+		"or cache (the serving cache's servers of those tables: --cache-hosts, else those in --zookeeper, else this process's cache)")
+	f.Func("cache-hosts", "comma-separated cache servers that --reads cache asks (default: from --zookeeper)", func(s string) error {
 		cfg.CacheHosts = strings.Split(s, ",")
 		return nil
 	})

@@ -31,8 +31,9 @@ type Config struct {
 	// Epochs is the catalogue documents are checked against; the caller
 	// keeps it following the epochs topic.
 	Epochs *registry.Catalogue
-	// Registry answers reads of the registry; nil disables them (503).
-	Registry *registry.View
+	// Registry answers reads of the registry (a view of its table, or the
+	// serving cache); nil disables them (503).
+	Registry Documents
 	// Verdicts matches verdicts to waiting posts; nil disables ?wait=true.
 	Verdicts *streams.Replies[schemas.Verdict]
 	// Partitions and Replication of the client topics created on a
@@ -52,6 +53,18 @@ type Config struct {
 	// Auth tells who a caller is (auth.On), or takes every caller for an
 	// admin (auth.Off); required.
 	Auth *auth.Authenticator
+}
+
+// Documents reads the registry's records of documents, by key
+// ("client/pk").
+type Documents interface {
+	// Document returns the record of key, nil if the registry holds none,
+	// as the reader's copy of the table shows it now.
+	Document(ctx context.Context, key string) (*schemas.RegistryRecord, error)
+	// DocumentSynced returns it once the copy shows every change the
+	// registry wrote before the call: a writer given a verdict reads its
+	// document.
+	DocumentSynced(ctx context.Context, key string) (*schemas.RegistryRecord, error)
 }
 
 // Server is the HTTP API. It is an http.Handler, safe for concurrent use.
@@ -478,15 +491,36 @@ func (s *Server) getDocument(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	client, pk := r.PathValue("client"), r.PathValue("pk")
-	rec, err := s.cfg.Registry.Get(client + "/" + pk)
-	if err == nil && rec == nil {
-		// The view may lag the verdict a writer was just given: before
+	var minVersion int64
+	if v := r.URL.Query().Get("min_version"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, fieldErr("min_version", "want a version (an integer from 0), got %q", v))
+			return
+		}
+		minVersion = n
+	}
+	rec, err := s.cfg.Registry.Document(r.Context(), client+"/"+pk)
+	switch {
+	case err == nil && rec == nil:
+		// The copy may lag the verdict a writer was just given: before
 		// answering 404, let it show what the registry wrote until now.
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		if s.cfg.Registry.Sync(ctx, s.adm) == nil {
-			rec, err = s.cfg.Registry.Get(client + "/" + pk)
+		if synced, serr := s.cfg.Registry.DocumentSynced(ctx, client+"/"+pk); serr == nil {
+			rec = synced
 		}
 		cancel()
+	case err == nil && rec.Version < minVersion:
+		// The writer of version min_version reads at least what the
+		// registry had decided when it asked (that version, or what made
+		// it stale).
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WaitTimeout)
+		rec, err = s.cfg.Registry.DocumentSynced(ctx, client+"/"+pk)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			writeError(w, http.StatusGatewayTimeout, fieldErr("min_version", "the registry's copy here did not catch up within %s", s.cfg.WaitTimeout))
+			return
+		}
 	}
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)

@@ -213,6 +213,8 @@ func (s *Service) awaitRecord(ctx context.Context, id string, version int64) (*s
 		switch {
 		case err == nil && r.Version >= version:
 			return r, nil
+		case ctx.Err() != nil:
+			return nil, errorf(Timeout, "min_version", "offer %s is not at version %d here yet", id, version)
 		case err != nil && !isKind(err, NotFound):
 			return nil, err
 		}

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/offerlog/offerlog/internal/auth"
@@ -20,13 +22,20 @@ const ComponentCache = "cache"
 // CacheConfig configures the cache component.
 type CacheConfig struct {
 	// Table is the compacted topic served (offers-table, registry-table,
-	// numerator.assignments, ...).
+	// numerator.assignments, ...), or several, comma-separated, served by
+	// one server each on the same address (serving.Mux).
 	Table string
 	// Addr serves gRPC; DC and Host name the server; Shards is how many
 	// shards the table is cut into (1 without ZooKeeper).
 	Addr, DC, Host string
 	Shards         int
 }
+
+// tables returns the tables served.
+func (c *CacheConfig) tables() []string { return strings.Split(c.Table, ",") }
+
+// serves reports whether the cache serves table.
+func (c *CacheConfig) serves(table string) bool { return slices.Contains(c.tables(), table) }
 
 func (c *CacheConfig) validate(zookeeper string) error {
 	switch {
@@ -52,21 +61,27 @@ func runCache(ctx context.Context, sup *supervisor, cfg Config, brokers []string
 		return "", nil, fmt.Errorf("cache: %w", err)
 	}
 	addr := advertised(ln.Addr().(*net.TCPAddr))
-	var owner serving.Owner = serving.Static{Shard: 0}
-	if cfg.ZooKeeper != "" {
-		if owner, err = serving.DialOwner(ctx, cfg.ZooKeeper, cc.Table, cc.DC, cc.Host, addr, cc.Shards, log); err != nil {
+	var servers []*serving.Server
+	for _, table := range cc.tables() {
+		var owner serving.Owner = serving.Static{Shard: 0}
+		if cfg.ZooKeeper != "" {
+			if owner, err = serving.DialOwner(ctx, cfg.ZooKeeper, table, cc.DC, cc.Host, addr, cc.Shards, log); err != nil {
+				ln.Close()
+				return "", nil, err
+			}
+		}
+		srv, err := serving.NewServer(serving.ServerConfig{Brokers: brokers, Table: table, Shards: cc.Shards, DC: cc.DC,
+			Host: cc.Host, Owner: owner, Metrics: reg, Logger: log})
+		if err != nil {
 			ln.Close()
 			return "", nil, err
 		}
+		servers = append(servers, srv)
 	}
-	srv, err := serving.NewServer(serving.ServerConfig{Brokers: brokers, Table: cc.Table, Shards: cc.Shards, DC: cc.DC,
-		Host: cc.Host, Owner: owner, Metrics: reg, Logger: log, Limits: cfg.Limits,
-		GRPCOptions: authn.GRPCOptions(auth.AdminOnly)})
-	if err != nil {
-		ln.Close()
-		return "", nil, err
-	}
-	sup.Go(ctx, ComponentCache, true, func(ctx context.Context) error { return srv.Serve(ctx, cfg.Limits.Bound(ln)) })
+	srv := serving.NewMux(servers...)
+	sup.Go(ctx, ComponentCache, true, func(ctx context.Context) error {
+		return srv.Serve(ctx, cfg.Limits.Bound(ln), cfg.Limits.GRPCServer(authn.GRPCOptions(auth.AdminOnly)...))
+	})
 	ready := make(chan struct{})
 	go func() {
 		t := time.NewTicker(50 * time.Millisecond)

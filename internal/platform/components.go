@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -166,6 +167,11 @@ func startRegistry(ctx context.Context, p *process) error {
 }
 
 func startRegistryView(ctx context.Context, p *process) error {
+	// With --reads cache the API reads documents through the cache: the
+	// view is the indexer's only.
+	if cached, _ := p.readsCache(); cached && !slices.Contains(p.cfg.Components, ComponentIndexer) {
+		return nil
+	}
 	v, err := registry.NewView(p.scfg, "registry-"+ComponentAPI)
 	if err != nil {
 		return err
@@ -226,7 +232,11 @@ func startAPI(ctx context.Context, p *process) error {
 	verdicts := streams.NewReplies(topics.DocumentsResults, 10*time.Second, p.log, decodeVerdict)
 	p.sup.Go(ctx, "verdicts", false, func(ctx context.Context) error { return verdicts.Run(ctx, p.brokers) })
 	p.ready = append(p.ready, verdicts.Ready())
-	p.handler, err = api.New(api.Config{Producer: producer, Epochs: p.epochs, Registry: p.registryView, Verdicts: verdicts,
+	documents, err := p.documents(ctx)
+	if err != nil {
+		return err
+	}
+	p.handler, err = api.New(api.Config{Producer: producer, Epochs: p.epochs, Registry: documents, Verdicts: verdicts,
 		Partitions: p.cfg.Partitions, Replication: p.cfg.Replication, Rules: p.cfg.Rules, WaitTimeout: p.cfg.WaitTimeout,
 		Offers: p.offerAPI, Metrics: p.reg, Logger: p.log, Ready: p.readyNow, Auth: p.auth})
 	return err

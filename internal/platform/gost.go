@@ -5,26 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/lovoo/goka"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 
-	"github.com/offerlog/offerlog/internal/auth"
-	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/internal/offerapi"
-	"github.com/offerlog/offerlog/internal/zkconn"
 	"github.com/offerlog/offerlog/processors/cabinet"
 	"github.com/offerlog/offerlog/processors/drafts"
 	"github.com/offerlog/offerlog/processors/feeds"
 	"github.com/offerlog/offerlog/processors/offers"
-	"github.com/offerlog/offerlog/serving"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -152,69 +143,6 @@ func (g *process) api(ctx context.Context) (*offerapi.Service, error) {
 		}
 	}
 	return offerapi.New(cfg)
-}
-
-// Where the offer API reads offers (Config.Reads).
-const (
-	ReadsView  = "view"
-	ReadsCache = "cache"
-)
-
-// offerRecords returns where the offer API reads offers: a view of the
-// whole offers-table, or the serving cache's servers of it.
-func (g *process) offerRecords(ctx context.Context) (offerapi.Records, error) {
-	switch g.cfg.Reads {
-	case "", ReadsView:
-		v, err := g.view(ctx, offers.Table, offers.TableCodec, "api-"+string(offers.Table))
-		if err != nil {
-			return nil, err
-		}
-		return offerapi.ViewRecords(v), nil
-	case ReadsCache:
-	default:
-		return nil, fmt.Errorf("reads: want %s or %s, got %q", ReadsView, ReadsCache, g.cfg.Reads)
-	}
-	cc := serving.ClientConfig{Table: topics.OffersTable, Logger: g.log}
-	switch {
-	case len(g.cfg.CacheHosts) > 0:
-		cc.Hosts = serving.StaticHosts(g.cfg.CacheHosts...)
-	case g.cfg.ZooKeeper != "":
-		conn, _, err := zkconn.Dial(ctx, g.cfg.ZooKeeper, 10*time.Second, g.log)
-		if err != nil {
-			return nil, fmt.Errorf("reads through the cache: %w", err)
-		}
-		g.closers = append(g.closers, conn.Close)
-		cc.Hosts = func(context.Context) ([]string, error) { return serving.Hosts(conn, topics.OffersTable) }
-	case g.info.CacheAddr != "" && g.cfg.Cache.Table == topics.OffersTable:
-		cc.Hosts = serving.StaticHosts(g.info.CacheAddr)
-	default:
-		return nil, fmt.Errorf("reads through the cache: no server of %s is named (--cache-hosts or --zookeeper), and this process runs none", topics.OffersTable)
-	}
-	if g.cfg.TLSCert != "" {
-		ca := g.cfg.TLSCA
-		if ca == "" {
-			ca = g.cfg.TLSCert
-		}
-		t, err := listener.ClientTLS(ca)
-		if err != nil {
-			return nil, fmt.Errorf("reads through the cache: %w", err)
-		}
-		cc.DialOptions = append(cc.DialOptions, grpc.WithTransportCredentials(credentials.NewTLS(t)))
-	}
-	if g.auth.Enabled() {
-		token := g.cfg.CacheToken
-		if token == "" {
-			data, err := os.ReadFile(filepath.Join(g.cfg.DataDir, AdminTokenFile))
-			if err != nil {
-				return nil, fmt.Errorf("reads through the cache need an admin token (--cache-token): %w", err)
-			}
-			token = strings.TrimSpace(string(data))
-		}
-		cc.DialOptions = append(cc.DialOptions, auth.BearerDial(token))
-	}
-	c := serving.NewClient(cc)
-	g.sup.Go(ctx, "offer-reads", false, func(ctx context.Context) error { return c.Run(ctx) })
-	return offerapi.CacheRecords(c), nil
 }
 
 // serveGRPC serves svc's gRPC API on addr until ctx is done and returns

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -300,6 +301,10 @@ type process struct {
 	handler      http.Handler
 	// auth tells who calls the HTTP and gRPC servers (componentAuth).
 	auth *auth.Authenticator
+	// zk is the ZooKeeper connection of the cache clients (--reads
+	// cache), dialled once (zookeeper).
+	zkOnce sync.Once
+	zk     zkConn
 }
 
 // open starts what every component uses: the embedded broker (without

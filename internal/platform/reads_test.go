@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,23 +16,30 @@ import (
 	"github.com/offerlog/offerlog/topics"
 )
 
-// TestOfferReadsThroughTheCache runs the API with --reads cache and auth
-// on: it holds no view of offers-table, and reads offers through the
-// serving cache (over gRPC, with the admin token of the data directory).
-// A GET with min_version waits for the version a write answered, and one
-// beyond anything written answers 504; the seller's list reads its page
-// through the cache too.
-func TestOfferReadsThroughTheCache(t *testing.T) {
+// TestReadsThroughTheCache runs the API with --reads cache and auth on, and
+// a cache of offers-table and registry-table in the process (no indexer,
+// whose view of the registry would be there anyway): the API holds no view
+// of either table, and reads offers and documents through the serving cache
+// (over gRPC, with the admin token of the data directory). A document is
+// read right after its verdict; a GET of an offer with min_version waits
+// for the version a write answered, and one beyond anything written
+// answers 504; the seller's list reads its page through the cache too.
+func TestReadsThroughTheCache(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
 	var dataDir string
 	s := startSecured(t, func(c *platform.Config) {
-		c.Reads, c.Cache.Table, c.WaitTimeout = platform.ReadsCache, topics.OffersTable, 3*time.Second
+		c.Reads, c.Cache.Table, c.WaitTimeout = platform.ReadsCache, topics.OffersTable+","+topics.RegistryTable, 3*time.Second
+		c.Components = slices.DeleteFunc(slices.Clone(platform.AllComponents), func(name string) bool {
+			return name == platform.ComponentIndexer || name == platform.ComponentSinkYDB
+		})
 		dataDir = c.DataDir
 	})
-	if _, err := os.Stat(filepath.Join(dataDir, "state", "view", "api-"+topics.OffersTable)); err == nil {
-		t.Fatal("the API keeps a view of offers-table with --reads cache")
+	for _, view := range []string{"api-" + topics.OffersTable, "registry-" + platform.ComponentAPI} {
+		if _, err := os.Stat(filepath.Join(dataDir, "state", "view", view)); err == nil {
+			t.Errorf("the API keeps a view (%s) with --reads cache", view)
+		}
 	}
 	seller, _ := s.token("seller", "s1")
 	must := func(what string, code int, body string, want int) string {
@@ -41,8 +49,22 @@ func TestOfferReadsThroughTheCache(t *testing.T) {
 		}
 		return body
 	}
+
+	code, b := s.call("PUT", "/v1/clients/shop/epochs/1", `{"fields":[{"name":"title","type":"string","required":true}]}`, s.admin)
+	must("epoch", code, b, http.StatusCreated)
+	for v := 1; v <= 3; v++ {
+		doc := fmt.Sprintf(`{"pk":"1","epoch":1,"version":%d,"action":"UPSERT","timestamp":"2026-11-24T10:00:00Z","fields":{"title":"bike %d"}}`, v, v)
+		code, b = s.call("POST", "/v1/clients/shop/documents?wait=true", doc, s.admin)
+		must("document", code, b, http.StatusOK)
+		code, b = s.call("GET", fmt.Sprintf("/v1/clients/shop/documents/1?min_version=%d", v), "", s.admin)
+		if !strings.Contains(must("document read", code, b, http.StatusOK), fmt.Sprintf("bike %d", v)) {
+			t.Fatalf("the read after version %d's verdict: %s", v, b)
+		}
+	}
+	code, b = s.call("GET", "/v1/clients/shop/documents/2", "", s.admin)
+	must("unknown document", code, b, http.StatusNotFound)
 	var d schemas.Draft
-	code, b := s.call("POST", "/v1/drafts/current", `{"category":"cars"}`, seller)
+	code, b = s.call("POST", "/v1/drafts/current", `{"category":"cars"}`, seller)
 	if err := json.Unmarshal([]byte(must("draft", code, b, http.StatusOK)), &d); err != nil {
 		t.Fatal(err)
 	}

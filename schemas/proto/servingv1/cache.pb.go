@@ -25,8 +25,14 @@ const (
 )
 
 type GetRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Keys          []string               `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Keys  []string               `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	// table, if set, is the table topic asked: a server of several tables
+	// answers from that one's shard; a server that holds no shard of it
+	// answers NOT_FOUND. Empty asks the server's first table.
+	Table string `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	// with_offsets asks for the shard's next_offsets in the answer.
+	WithOffsets   bool `protobuf:"varint,3,opt,name=with_offsets,json=withOffsets,proto3" json:"with_offsets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -66,6 +72,20 @@ func (x *GetRequest) GetKeys() []string {
 		return x.Keys
 	}
 	return nil
+}
+
+func (x *GetRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *GetRequest) GetWithOffsets() bool {
+	if x != nil {
+		return x.WithOffsets
+	}
+	return false
 }
 
 // Shard is a half-open range [lo, hi) of the partitions of a table topic.
@@ -227,10 +247,15 @@ func (x *Entry) GetValue() []byte {
 }
 
 type GetResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Entries       []*Entry               `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
-	Shard         *Shard                 `protobuf:"bytes,2,opt,name=shard,proto3" json:"shard,omitempty"`
-	AllMatched    bool                   `protobuf:"varint,3,opt,name=all_matched,json=allMatched,proto3" json:"all_matched,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Entries    []*Entry               `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	Shard      *Shard                 `protobuf:"bytes,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	AllMatched bool                   `protobuf:"varint,3,opt,name=all_matched,json=allMatched,proto3" json:"all_matched,omitempty"`
+	// next_offsets (with with_offsets) are, per partition of the shard, the
+	// offset after the last record the answer reflects: every record of the
+	// table before it is applied. A reader that knows the offset of a write
+	// (a table's end offset after it) can wait for an answer that covers it.
+	NextOffsets   map[int32]int64 `protobuf:"bytes,4,rep,name=next_offsets,json=nextOffsets,proto3" json:"next_offsets,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -286,14 +311,23 @@ func (x *GetResponse) GetAllMatched() bool {
 	return false
 }
 
+func (x *GetResponse) GetNextOffsets() map[int32]int64 {
+	if x != nil {
+		return x.NextOffsets
+	}
+	return nil
+}
+
 var File_serving_v1_cache_proto protoreflect.FileDescriptor
 
 const file_serving_v1_cache_proto_rawDesc = "" +
 	"\n" +
-	"\x16serving/v1/cache.proto\x12\x13offerlog.serving.v1\" \n" +
+	"\x16serving/v1/cache.proto\x12\x13offerlog.serving.v1\"Y\n" +
 	"\n" +
 	"GetRequest\x12\x12\n" +
-	"\x04keys\x18\x01 \x03(\tR\x04keys\"\xa1\x01\n" +
+	"\x04keys\x18\x01 \x03(\tR\x04keys\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12!\n" +
+	"\fwith_offsets\x18\x03 \x01(\bR\vwithOffsets\"\xa1\x01\n" +
 	"\x05Shard\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x0e\n" +
 	"\x02lo\x18\x02 \x01(\x05R\x02lo\x12\x0e\n" +
@@ -309,12 +343,16 @@ const file_serving_v1_cache_proto_rawDesc = "" +
 	"\x05Entry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05found\x18\x02 \x01(\bR\x05found\x12\x14\n" +
-	"\x05value\x18\x03 \x01(\fR\x05value\"\x96\x01\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\"\xac\x02\n" +
 	"\vGetResponse\x124\n" +
 	"\aentries\x18\x01 \x03(\v2\x1a.offerlog.serving.v1.EntryR\aentries\x120\n" +
 	"\x05shard\x18\x02 \x01(\v2\x1a.offerlog.serving.v1.ShardR\x05shard\x12\x1f\n" +
 	"\vall_matched\x18\x03 \x01(\bR\n" +
-	"allMatched2Q\n" +
+	"allMatched\x12T\n" +
+	"\fnext_offsets\x18\x04 \x03(\v21.offerlog.serving.v1.GetResponse.NextOffsetsEntryR\vnextOffsets\x1a>\n" +
+	"\x10NextOffsetsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x012Q\n" +
 	"\x05Cache\x12H\n" +
 	"\x03Get\x12\x1f.offerlog.serving.v1.GetRequest\x1a .offerlog.serving.v1.GetResponseB6Z4github.com/offerlog/offerlog/schemas/proto/servingv1b\x06proto3"
 
@@ -330,23 +368,25 @@ func file_serving_v1_cache_proto_rawDescGZIP() []byte {
 	return file_serving_v1_cache_proto_rawDescData
 }
 
-var file_serving_v1_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_serving_v1_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_serving_v1_cache_proto_goTypes = []any{
 	(*GetRequest)(nil),  // 0: offerlog.serving.v1.GetRequest
 	(*Shard)(nil),       // 1: offerlog.serving.v1.Shard
 	(*Entry)(nil),       // 2: offerlog.serving.v1.Entry
 	(*GetResponse)(nil), // 3: offerlog.serving.v1.GetResponse
+	nil,                 // 4: offerlog.serving.v1.GetResponse.NextOffsetsEntry
 }
 var file_serving_v1_cache_proto_depIdxs = []int32{
 	2, // 0: offerlog.serving.v1.GetResponse.entries:type_name -> offerlog.serving.v1.Entry
 	1, // 1: offerlog.serving.v1.GetResponse.shard:type_name -> offerlog.serving.v1.Shard
-	0, // 2: offerlog.serving.v1.Cache.Get:input_type -> offerlog.serving.v1.GetRequest
-	3, // 3: offerlog.serving.v1.Cache.Get:output_type -> offerlog.serving.v1.GetResponse
-	3, // [3:4] is the sub-list for method output_type
-	2, // [2:3] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	4, // 2: offerlog.serving.v1.GetResponse.next_offsets:type_name -> offerlog.serving.v1.GetResponse.NextOffsetsEntry
+	0, // 3: offerlog.serving.v1.Cache.Get:input_type -> offerlog.serving.v1.GetRequest
+	3, // 4: offerlog.serving.v1.Cache.Get:output_type -> offerlog.serving.v1.GetResponse
+	4, // [4:5] is the sub-list for method output_type
+	3, // [3:4] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_serving_v1_cache_proto_init() }
@@ -360,7 +400,7 @@ func file_serving_v1_cache_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_serving_v1_cache_proto_rawDesc), len(file_serving_v1_cache_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
