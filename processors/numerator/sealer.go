@@ -48,8 +48,12 @@ type SealerConfig struct {
 	// rebuild (0: never automatically).
 	TTL          int64
 	RebuildShare float64
-	Metrics      *Metrics
-	Logger       *slog.Logger
+	// EntryBudget is how many table entries a seal holds in memory at
+	// most (0: DefaultEntryBudget); a table of more is read in several
+	// passes, one per group of shards that fits.
+	EntryBudget int
+	Metrics     *Metrics
+	Logger      *slog.Logger
 }
 
 // RunSealer reads the markers of numerator.generations through the one
@@ -230,10 +234,14 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 	if err := s.caughtUp(ctx); err != nil {
 		return nil, err
 	}
-	// One shard's entries in memory at a time.
+	// As many shards' entries in memory at a time as fit in the budget:
+	// one pass over the table for all of them when it is small enough.
 	var readErr error
+	loader := &shardLoader{budget: s.cfg.EntryBudget, read: func(lo, hi int, keep func(int) (bool, int)) (map[int][]Entry, error) {
+		return s.entries(next.G, scheme, lo, hi, keep)
+	}}
 	plan := PlanShards(scheme, *m, next.G, s.cfg.TTL, s.cfg.RebuildShare, func(shard int) []Entry {
-		es, err := s.entries(next.G, func(k sharding.Key) bool { return scheme.Shard(k) == shard })
+		es, err := loader.shard(shard, scheme.Shards)
 		if err != nil && readErr == nil {
 			readErr = err
 		}
@@ -427,22 +435,84 @@ func SeenAsOf(e *schemas.NumeratorEntry, g int64) int64 {
 	return 0
 }
 
-// entries reads the entries of the table whose keys keep accepts, from the
-// view, in key order, each as seen up to generation g (SeenAsOf).
-func (s *sealer) entries(g int64, keep func(sharding.Key) bool) ([]Entry, error) {
+// DefaultEntryBudget is how many table entries a seal holds in memory at
+// most (SealerConfig.EntryBudget): about 100 bytes each.
+const DefaultEntryBudget = 4 << 20
+
+// shardLoader hands out the shards' entries, reading the table once for as
+// many consecutive shards as fit in budget entries.
+type shardLoader struct {
+	budget int
+	// read returns the entries of shards lo to hi-1 that keep accepts,
+	// by shard. keep may refuse more as the pass goes: it also returns a
+	// shard whose entries read so far are to be dropped (-1: none).
+	read   func(lo, hi int, keep func(shard int) (bool, int)) (map[int][]Entry, error)
+	cached map[int][]Entry
+}
+
+// shard returns shard i's entries (of n shards), from a pass that read it
+// with as many shards after it as fit in the budget: the first shard whose
+// entries would go beyond it is dropped, with every shard after it, as the
+// pass goes (shard i is always kept).
+func (l *shardLoader) shard(i, n int) ([]Entry, error) {
+	if es, ok := l.cached[i]; ok {
+		delete(l.cached, i)
+		return es, nil
+	}
+	budget := l.budget
+	if budget <= 0 {
+		budget = DefaultEntryBudget
+	}
+	limit, held := n, 0
+	counts := map[int]int{}
+	got, err := l.read(i, n, func(shard int) (bool, int) {
+		if shard >= limit {
+			return false, -1
+		}
+		counts[shard]++
+		if held++; held > budget && shard > i {
+			// Drop the last shard taken: no shard after it was.
+			last := shard
+			for s := range counts {
+				last = max(last, s)
+			}
+			held -= counts[last]
+			delete(counts, last)
+			limit = last
+			return shard < last, last
+		}
+		return true, -1
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.cached = map[int][]Entry{}
+	for s, es := range got {
+		if s != i && s < limit {
+			l.cached[s] = es
+		}
+	}
+	return got[i], nil
+}
+
+// entries reads the entries of shards lo to hi-1 of the table that keep
+// accepts, from the view, each shard's in key order, each entry as seen up
+// to generation g (SeenAsOf).
+func (s *sealer) entries(g int64, scheme sharding.Scheme, lo, hi int, keep func(shard int) (bool, int)) (map[int][]Entry, error) {
 	it, err := s.cfg.View.Iterator()
 	if err != nil {
 		return nil, fmt.Errorf("iterate the table: %w", err)
 	}
 	defer it.Release()
-	var out []Entry
+	out := map[int][]Entry{}
 	for it.Next() {
 		// The table is keyed by the offer's key (the group refuses a value
-		// naming another offer), so another shard's entry is passed over
-		// without decoding it: a seal makes one pass per shard, and
-		// decoding every entry in each was most of its time.
-		if k, err := sharding.ParseKey(it.Key()); err == nil && !keep(k) {
-			continue
+		// naming another offer), so an entry of a shard not read is passed
+		// over without decoding it.
+		if k, err := sharding.ParseKey(it.Key()); err == nil {
+			if sh := scheme.Shard(k); sh < lo || sh >= hi {
+				continue
+			}
 		}
 		v, err := it.Value()
 		if err != nil {
@@ -453,11 +523,22 @@ func (s *sealer) entries(g int64, keep func(sharding.Key) bool) ([]Entry, error)
 			continue
 		}
 		k := sharding.Key{BusinessID: uint64(e.BusinessID), OfferID: e.OfferID, ShopID: uint64(e.ShopID), WarehouseID: uint64(e.WarehouseID)}
-		if !keep(k) {
+		sh := scheme.Shard(k)
+		if sh < lo || sh >= hi {
 			continue
 		}
-		out = append(out, Entry{Key: k, DocID: e.DocID, LastSeen: SeenAsOf(e, g), Shard: int(e.Shard)})
+		ok, drop := keep(sh)
+		if drop >= 0 {
+			delete(out, drop)
+		}
+		if !ok {
+			continue
+		}
+		out[sh] = append(out[sh], Entry{Key: k, DocID: e.DocID, LastSeen: SeenAsOf(e, g), Shard: int(e.Shard)})
 	}
-	slices.SortFunc(out, ByKey)
+	for sh, es := range out {
+		slices.SortFunc(es, ByKey)
+		out[sh] = es
+	}
 	return out, nil
 }

@@ -115,22 +115,28 @@ func All() []Scheme {
 // ParseKey parses "business/offer/shop/warehouse" (String's form; the offer
 // id may hold '/'). It returns an error naming the part at fault.
 func ParseKey(s string) (Key, error) {
-	parts := strings.Split(s, "/")
-	if len(parts) < 4 {
+	// The offer id is everything between the first slash and the last
+	// two (it may hold slashes). Cut by index, without allocating: the
+	// sealer parses every key of the table.
+	first, last := strings.IndexByte(s, '/'), strings.LastIndexByte(s, '/')
+	mid := -1
+	if last > first {
+		mid = strings.LastIndexByte(s[:last], '/')
+	}
+	if first < 0 || mid <= first {
 		return Key{}, fmt.Errorf("key %q: want business_id/offer_id/shop_id/warehouse_id", s)
 	}
-	n := len(parts)
 	var k Key
 	var err error
-	if k.BusinessID, err = strconv.ParseUint(parts[0], 10, 64); err != nil {
+	if k.BusinessID, err = strconv.ParseUint(s[:first], 10, 64); err != nil {
 		return Key{}, fmt.Errorf("key %q: business_id: %w", s, err)
 	}
-	if k.ShopID, err = strconv.ParseUint(parts[n-2], 10, 64); err != nil {
+	if k.ShopID, err = strconv.ParseUint(s[mid+1:last], 10, 64); err != nil {
 		return Key{}, fmt.Errorf("key %q: shop_id: %w", s, err)
 	}
-	if k.WarehouseID, err = strconv.ParseUint(parts[n-1], 10, 64); err != nil {
+	if k.WarehouseID, err = strconv.ParseUint(s[last+1:], 10, 64); err != nil {
 		return Key{}, fmt.Errorf("key %q: warehouse_id: %w", s, err)
 	}
-	k.OfferID = strings.Join(parts[1:n-2], "/")
+	k.OfferID = s[first+1 : mid]
 	return k, nil
 }
