@@ -42,7 +42,7 @@ func runDev(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	}
 	cfg.Logger = f.logger(stderr)
 	cfg.Started = func(info platform.Info) { printInfo(stdout, info) }
-	setMemoryLimit(cfg.Memory)
+	setMemoryLimit(platform.GoMemory(*cfg))
 	return platform.Run(ctx, *cfg)
 }
 
@@ -150,7 +150,7 @@ func runComponent(ctx context.Context, args []string, _ io.Reader, stdout, stder
 	}
 	cfg.Logger = f.logger(stderr)
 	cfg.Started = func(info platform.Info) { printInfo(stdout, info) }
-	setMemoryLimit(cfg.Memory)
+	setMemoryLimit(platform.GoMemory(*cfg))
 	return platform.Run(ctx, *cfg)
 }
 
@@ -166,8 +166,8 @@ func (f *flags) isSet(name string) bool {
 	return set
 }
 
-// setMemoryLimit makes the budget the Go runtime's soft limit, unless
-// GOMEMLIMIT says otherwise.
+// setMemoryLimit makes the Go runtime's part of the budget
+// (platform.GoMemory) its soft limit, unless GOMEMLIMIT says otherwise.
 func setMemoryLimit(budget int64) {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && budget > 0 {
 		debug.SetMemoryLimit(budget)

@@ -133,6 +133,21 @@ type Config struct {
 	Started func(Info)
 }
 
+// GoMemory returns the part of cfg's memory budget that is the Go
+// runtime's (its soft limit): the budget less the local table stores'
+// half, which Pebble holds outside the Go heap. A process of only the
+// cache and the sinks has no stores: the whole budget.
+func GoMemory(cfg Config) int64 {
+	stores := len(cfg.Components) == 0
+	for _, c := range cfg.Components {
+		stores = stores || (c != ComponentCache && c != ComponentSinkYDB)
+	}
+	if stores {
+		return cfg.Memory / 2
+	}
+	return cfg.Memory
+}
+
 // DefaultConfig returns the configuration of `offerlog dev`.
 func DefaultConfig() Config {
 	return Config{
@@ -372,9 +387,10 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 		p.scfg.Replication = int(cfg.Replication)
 	}
 	if cfg.Memory > 0 {
-		// About 14 tables and views of cfg.Partitions partitions each
-		// when every component runs in one process.
-		p.scfg.StoreMemory = streams.StoreMemoryOf(cfg.Memory/2, 14, int(cfg.Partitions))
+		// About 18 tables and views of cfg.Partitions partitions each
+		// when every component runs in one process (8 groups' tables, 10
+		// views).
+		p.scfg.StoreMemory = streams.StoreMemoryOf(cfg.Memory/2, 18, int(cfg.Partitions))
 	}
 	p.lag = newLagWatcher(p.reg, p.adm, cfg.Stages.Names())
 	p.sup = &supervisor{log: log, restarts: p.reg.Counter("offerlog_component_restarts_total", "Restarts of a component after it failed, by component.", "component")}

@@ -1,12 +1,14 @@
 package numerator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -259,7 +261,11 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 	st := &schemas.NumeratorState{Version: next.String(), Generation: next.G, Scheme: next.S, Rebuilt: plan.Rebuilt,
 		Shards: plan.Shards, Holder: lock.Holder, Ticket: lock.Ticket, MarkerPartition: r.Partition, MarkerOffset: r.Offset,
 		SealedAt: time.Now().UTC().Truncate(time.Millisecond)}
-	results := make([]*kgo.Record, 0, len(plan.Assignments))
+	// The decisions are encoded as they are written: the producer's buffer
+	// (its MaxBufferedRecords) bounds what is held, not the generation's
+	// size. All are acknowledged before the state is written.
+	var mu sync.Mutex
+	var writeErr error
 	for _, a := range plan.Assignments {
 		out := &schemas.Assignment{BusinessID: int64(a.Key.BusinessID), OfferID: a.Key.OfferID, ShopID: int64(a.Key.ShopID),
 			WarehouseID: int64(a.Key.WarehouseID), Shard: int32(a.Shard), DocID: a.DocID, Version: st.Version, Generation: next.G}
@@ -267,12 +273,19 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 		if err != nil {
 			return nil, err
 		}
-		results = append(results, &kgo.Record{Topic: topics.NumeratorResults, Key: []byte(a.Key.String()), Value: data})
+		s.cl.Produce(ctx, &kgo.Record{Topic: topics.NumeratorResults, Key: []byte(a.Key.String()), Value: data}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				writeErr = cmp.Or(writeErr, err)
+				mu.Unlock()
+			}
+		})
 	}
-	if len(results) > 0 {
-		if err := s.cl.ProduceSync(ctx, results...).FirstErr(); err != nil {
-			return nil, fmt.Errorf("write the decisions: %w", err)
-		}
+	if err := s.cl.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("write the decisions: %w", err)
+	}
+	if writeErr != nil {
+		return nil, fmt.Errorf("write the decisions: %w", writeErr)
 	}
 	data, err := schemas.NumeratorStates.Encode(st)
 	if err != nil {
@@ -436,8 +449,8 @@ func SeenAsOf(e *schemas.NumeratorEntry, g int64) int64 {
 }
 
 // DefaultEntryBudget is how many table entries a seal holds in memory at
-// most (SealerConfig.EntryBudget): about 100 bytes each.
-const DefaultEntryBudget = 4 << 20
+// most (SealerConfig.EntryBudget): about 100 bytes each, so about 100 MiB.
+const DefaultEntryBudget = 1 << 20
 
 // shardLoader hands out the shards' entries, reading the table once for as
 // many consecutive shards as fit in budget entries.
