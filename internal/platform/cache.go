@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/offerlog/offerlog/internal/auth"
@@ -49,44 +50,19 @@ func (c *CacheConfig) validate(zookeeper string) error {
 	return nil
 }
 
-// runCache starts a cache server and returns its address and a channel
-// closed once it holds a loaded shard.
+// runCache starts the cache component and returns its address and a
+// channel closed once it holds a loaded shard of every table.
 func runCache(ctx context.Context, sup *supervisor, cfg Config, brokers []string, reg *metrics.Registry, log *slog.Logger, authn *auth.Authenticator) (string, <-chan struct{}, error) {
-	cc := cfg.Cache
-	if cc.Host == "" {
-		cc.Host, _ = os.Hostname()
-	}
-	ln, err := net.Listen("tcp", cc.Addr)
+	r, err := newCacheRunner(cfg, brokers, reg, log, authn)
 	if err != nil {
-		return "", nil, fmt.Errorf("cache: %w", err)
+		return "", nil, err
 	}
-	addr := advertised(ln.Addr().(*net.TCPAddr))
-	var servers []*serving.Server
-	for _, table := range cc.tables() {
-		var owner serving.Owner = serving.Static{Shard: 0}
-		if cfg.ZooKeeper != "" {
-			if owner, err = serving.DialOwner(ctx, cfg.ZooKeeper, table, cc.DC, cc.Host, addr, cc.Shards, log); err != nil {
-				ln.Close()
-				return "", nil, err
-			}
-		}
-		srv, err := serving.NewServer(serving.ServerConfig{Brokers: brokers, Table: table, Shards: cc.Shards, DC: cc.DC,
-			Host: cc.Host, Owner: owner, Metrics: reg, Logger: log})
-		if err != nil {
-			ln.Close()
-			return "", nil, err
-		}
-		servers = append(servers, srv)
-	}
-	srv := serving.NewMux(servers...)
-	sup.Go(ctx, ComponentCache, true, func(ctx context.Context) error {
-		return srv.Serve(ctx, cfg.Limits.Bound(ln), cfg.Limits.GRPCServer(authn.GRPCOptions(auth.AdminOnly)...))
-	})
+	sup.Go(ctx, ComponentCache, true, r.run)
 	ready := make(chan struct{})
 	go func() {
 		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
-		for !srv.Ready() {
+		for !r.ready() {
 			select {
 			case <-ctx.Done():
 				return
@@ -95,7 +71,86 @@ func runCache(ctx context.Context, sup *supervisor, cfg Config, brokers []string
 		}
 		close(ready)
 	}()
-	return addr, ready, nil
+	return r.addr, ready, nil
+}
+
+// cacheRunner runs the cache component. Each run (the first, and every
+// restart after a failure) listens on the same address, claims its shards
+// afresh and serves them: a run that ended leaves nothing a restart could
+// trip on (its listener is closed, its owners' sessions too).
+type cacheRunner struct {
+	cfg     Config
+	cc      CacheConfig
+	brokers []string
+	reg     *metrics.Registry
+	log     *slog.Logger
+	authn   *auth.Authenticator
+	// bound is the address listened on (the port chosen at the first
+	// listen), addr the one announced to clients.
+	bound, addr string
+	first       net.Listener // the first run's, opened to learn the address
+	current     atomic.Pointer[serving.Mux]
+}
+
+func newCacheRunner(cfg Config, brokers []string, reg *metrics.Registry, log *slog.Logger, authn *auth.Authenticator) (*cacheRunner, error) {
+	cc := cfg.Cache
+	if cc.Host == "" {
+		cc.Host, _ = os.Hostname()
+	}
+	ln, err := net.Listen("tcp", cc.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	return &cacheRunner{cfg: cfg, cc: cc, brokers: brokers, reg: reg, log: log, authn: authn,
+		bound: ln.Addr().String(), addr: advertised(ln.Addr().(*net.TCPAddr)), first: ln}, nil
+}
+
+// run serves until ctx is done or a server fails. The supervisor calls it
+// again after a failure, never twice at once.
+func (r *cacheRunner) run(ctx context.Context) error {
+	ln := r.first
+	r.first = nil
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", r.bound); err != nil {
+			return fmt.Errorf("cache: %w", err)
+		}
+	}
+	var servers []*serving.Server
+	var owners []serving.Owner
+	fail := func(err error) error {
+		ln.Close()
+		for _, o := range owners {
+			o.Close()
+		}
+		return err
+	}
+	for _, table := range r.cc.tables() {
+		var owner serving.Owner = serving.Static{Shard: 0}
+		if r.cfg.ZooKeeper != "" {
+			var err error
+			if owner, err = serving.DialOwner(ctx, r.cfg.ZooKeeper, table, r.cc.DC, r.cc.Host, r.addr, r.cc.Shards, r.log); err != nil {
+				return fail(err)
+			}
+		}
+		owners = append(owners, owner)
+		srv, err := serving.NewServer(serving.ServerConfig{Brokers: r.brokers, Table: table, Shards: r.cc.Shards, DC: r.cc.DC,
+			Host: r.cc.Host, Owner: owner, Metrics: r.reg, Logger: r.log})
+		if err != nil {
+			return fail(err)
+		}
+		servers = append(servers, srv)
+	}
+	mux := serving.NewMux(servers...)
+	r.current.Store(mux)
+	return mux.Serve(ctx, r.cfg.Limits.Bound(ln), r.cfg.Limits.GRPCServer(r.authn.GRPCOptions(auth.AdminOnly)...))
+}
+
+// ready reports whether the current run holds a loaded shard of every
+// table.
+func (r *cacheRunner) ready() bool {
+	m := r.current.Load()
+	return m != nil && m.Ready()
 }
 
 // advertised returns the address clients reach a listener at: its own,
