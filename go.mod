@@ -125,3 +125,5 @@ require (
 )
 
 replace github.com/twmb/franz-go/pkg/kfake => ./internal/kfake
+
+replace github.com/lovoo/goka => ./internal/goka

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -195,7 +196,7 @@ func Run(ctx context.Context, cfg Config) error {
 		time.Since(start).Round(time.Millisecond), float64(cfg.Docs)/time.Since(start).Seconds())
 
 	results := map[string]Result{}
-	var order []string
+	var order, left []string
 	for _, s := range Scenarios {
 		if len(cfg.Only) > 0 && !s.Ceiling && !slices.Contains(cfg.Only, s.Name) {
 			continue
@@ -213,7 +214,15 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return fmt.Errorf("bench %s: %w", s.Name, err)
 		}
-		r.RSS = rss("VmRSS")
+		if r.RSS == 0 {
+			r.RSS = rss("VmRSS")
+		}
+		// What the scenario left behind on the Go heap, once collected:
+		// the scenarios share this process.
+		debug.FreeOSMemory()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		left = append(left, fmt.Sprintf("%s %d", s.Name, ms.HeapInuse>>20))
 		results[s.Name] = r
 		order = append(order, s.Name)
 		for _, more := range r.Also {
@@ -224,7 +233,8 @@ func Run(ctx context.Context, cfg Config) error {
 	fmt.Fprintln(cfg.Out)
 	report(cfg.Out, order, results)
 	peak := rss("VmHWM")
-	fmt.Fprintf(cfg.Out, "memory: rss is the process's resident MiB after each scenario; its peak was %d MiB\n", peak>>20)
+	fmt.Fprintf(cfg.Out, "memory: rss is the process's resident MiB after each scenario; its peak was %d MiB; "+
+		"the Go heap in use after each, collected (MiB): %s\n", peak>>20, strings.Join(left, ", "))
 	fmt.Fprintln(cfg.Out)
 	reportTargets(cfg.Out, results, peak, cfg.Memory)
 	return nil
