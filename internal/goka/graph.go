@@ -121,11 +121,11 @@ func (gg *GroupGraph) OutputStreams() Edges {
 // AllEdges returns a list of all edges for the group graph.
 // This allows to modify a graph by cloning it's edges into a new one.
 //
-//  var existing Graph
-//  edges := existiting.AllEdges()
-//  // modify edges as required
-//  // recreate the modifiedg raph
-//  newGraph := DefineGroup(existing.Groug(), edges...)
+//	var existing Graph
+//	edges := existiting.AllEdges()
+//	// modify edges as required
+//	// recreate the modifiedg raph
+//	newGraph := DefineGroup(existing.Groug(), edges...)
 func (gg *GroupGraph) AllEdges() Edges {
 	return chainEdges(
 		gg.inputTables,
