@@ -8,7 +8,6 @@ import (
 	"runtime/pprof"
 
 	"github.com/offerlog/offerlog/internal/bench"
-	"github.com/offerlog/offerlog/internal/platform"
 )
 
 func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -33,9 +32,6 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	// The scenarios run the platform's components in this process, as
-	// offerlog dev does: the same share of the budget for the Go runtime.
-	setMemoryLimit(platform.GoMemory(platform.Config{Memory: memory}))
 	if *cpuProfile != "" {
 		out, err := os.Create(*cpuProfile)
 		if err != nil {

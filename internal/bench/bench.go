@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/broker"
+	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -108,6 +109,11 @@ type Scenario struct {
 	Ceiling bool
 	Doc     string
 	Run     func(ctx context.Context, env *Env) (Result, error)
+	// NoStores marks a scenario of components that keep no local table
+	// stores (the cache): as such a process, it runs with the whole
+	// budget as the Go runtime's soft limit, the others with the half
+	// platform.GoMemory leaves them.
+	NoStores bool
 }
 
 // Scenarios lists every scenario, ceilings first. Every scenario's duration
@@ -120,7 +126,7 @@ var Scenarios = []Scenario{
 	{Name: "pipeline", Doc: "documents.ingest -> registry -> indexer -> saas.<client> and yt.<client>: backlog throughput, then end-to-end latency at a steady rate", Run: runPipeline},
 	{Name: "scale", Doc: "the pipeline with 1, 2 and 4 members of each group, each run on a broker of its own: how it grows with processes", Run: runScale},
 	{Name: "numerator", Doc: "numerator: doc_ids for new keys across 16 shards, then a generation with 5% new and 5% vanished keys", Run: runNumerator},
-	{Name: "cache", Doc: "serving cache: materialise a table of --keys keys in a server, then Gets of 10 keys from 64 callers against 2 replicas", Run: runCache},
+	{Name: "cache", NoStores: true, Doc: "serving cache: materialise a table of --keys keys in a server, then Gets of 10 keys from 64 callers against 2 replicas", Run: runCache},
 	{Name: "scheduler", Doc: "stage scheduler: --keys pending timers, three external stages on offers created at 5 000/s, timer lateness meanwhile", Run: runSchedulerBench},
 	{Name: "offers", Doc: "offer storage: load offers into the aggregate, API writes and reads by id (and the same reads of a trivial Go server), replay of the aggregate", Run: runOffers},
 	{Name: "dev", Doc: "offerlog dev: --dev-docs documents and --dev-offers offers into its tables, documents ?wait=true at 1 000/s, restart to ready", Run: runDev},
@@ -139,8 +145,10 @@ type Config struct {
 	// DefaultWaitRate for DefaultWaitFor).
 	WaitRate int
 	WaitFor  time.Duration
-	// Memory is the process's memory budget (the Go runtime's soft limit,
-	// as offerlog dev's --memory): the peak is compared to it.
+	// Memory is the process's memory budget, as offerlog dev's --memory:
+	// each scenario runs with the Go runtime's soft limit its components'
+	// process would have (platform.GoMemory), unless GOMEMLIMIT is set;
+	// the dev scenario's memory is compared to it.
 	Memory     int64
 	Partitions int32
 	// Only runs these scenarios (and the ceilings); empty runs all.
@@ -202,6 +210,13 @@ func Run(ctx context.Context, cfg Config) error {
 			continue
 		}
 		env.StateDir = filepath.Join(dir, s.Name)
+		if _, set := os.LookupEnv("GOMEMLIMIT"); !set && cfg.Memory > 0 {
+			pc := platform.Config{Memory: cfg.Memory}
+			if s.NoStores {
+				pc.Components = []string{platform.ComponentCache}
+			}
+			debug.SetMemoryLimit(platform.GoMemory(pc))
+		}
 		fmt.Fprintf(cfg.Out, "running %s: %s\n", s.Name, s.Doc)
 		stop, err := profile(cfg.ProfileDir, s.Name)
 		if err != nil {
