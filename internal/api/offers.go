@@ -124,15 +124,26 @@ func (s *Server) publishDraft(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, o)
 }
 
+// minVersion returns r's min_version (0 if none): the version a writer
+// was given, which its read waits for. A bad one is answered 400 here, and
+// ok is false.
+func minVersion(w http.ResponseWriter, r *http.Request) (n int64, ok bool) {
+	v := r.URL.Query().Get("min_version")
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		writeError(w, http.StatusBadRequest, fieldErr("min_version", "want a version (an integer from 0), got %q", v))
+		return 0, false
+	}
+	return n, true
+}
+
 func (s *Server) getOffer(w http.ResponseWriter, r *http.Request) {
-	var minVersion int64
-	if v := r.URL.Query().Get("min_version"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, fieldErr("min_version", "want a version (an integer from 0), got %q", v))
-			return
-		}
-		minVersion = n
+	minVersion, ok := minVersion(w, r)
+	if !ok {
+		return
 	}
 	o, err := s.cfg.Offers.Offer(r.Context(), r.PathValue("id"), minVersion)
 	if err != nil {

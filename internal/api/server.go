@@ -491,14 +491,9 @@ func (s *Server) getDocument(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	client, pk := r.PathValue("client"), r.PathValue("pk")
-	var minVersion int64
-	if v := r.URL.Query().Get("min_version"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, fieldErr("min_version", "want a version (an integer from 0), got %q", v))
-			return
-		}
-		minVersion = n
+	minVersion, ok := minVersion(w, r)
+	if !ok {
+		return
 	}
 	rec, err := s.cfg.Registry.Document(r.Context(), client+"/"+pk)
 	switch {

@@ -206,21 +206,34 @@ func (s *Service) record(ctx context.Context, id string) (*schemas.OfferRecord, 
 func (s *Service) awaitRecord(ctx context.Context, id string, version int64) (*schemas.OfferRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
+	var r *schemas.OfferRecord
+	var err error
+	if !poll(ctx, func() bool {
+		r, err = s.record(ctx, id)
+		if err == nil && r.Version >= version {
+			return true
+		}
+		// A failure other than the offer not being there yet ends the
+		// wait, unless it is the wait's own end.
+		return err != nil && ctx.Err() == nil && !isKind(err, NotFound)
+	}) {
+		return nil, errorf(Timeout, "min_version", "offer %s is not at version %d here yet", id, version)
+	}
+	return r, err
+}
+
+// poll calls try at once and then every 5 ms until it reports done or ctx
+// ends; it reports whether try did.
+func poll(ctx context.Context, try func() bool) bool {
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
-		r, err := s.record(ctx, id)
-		switch {
-		case err == nil && r.Version >= version:
-			return r, nil
-		case ctx.Err() != nil:
-			return nil, errorf(Timeout, "min_version", "offer %s is not at version %d here yet", id, version)
-		case err != nil && !isKind(err, NotFound):
-			return nil, err
+		if try() {
+			return true
 		}
 		select {
 		case <-ctx.Done():
-			return nil, errorf(Timeout, "min_version", "offer %s is not at version %d here yet", id, version)
+			return false
 		case <-t.C:
 		}
 	}
@@ -232,22 +245,22 @@ func (s *Service) awaitRecord(ctx context.Context, id string, version int64) (*s
 func (s *Service) await(ctx context.Context, id string, version int64) *OfferVersion {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	t := time.NewTicker(5 * time.Millisecond)
-	defer t.Stop()
 	start := time.Now()
-	for {
-		if r, err := recordOf(ctx, s.cfg.Records, id); err == nil && r != nil && r.Version >= version {
-			if s.cfg.Hops != nil {
-				s.cfg.Hops.With("offer", "view").Observe(time.Since(start).Seconds())
-			}
-			return versionOf(r)
+	var shown *OfferVersion
+	if !poll(ctx, func() bool {
+		r, err := recordOf(ctx, s.cfg.Records, id)
+		if err != nil || r == nil || r.Version < version {
+			return false
 		}
-		select {
-		case <-ctx.Done():
-			return &OfferVersion{Offer: schemas.Offer{ID: id}, Version: version}
-		case <-t.C:
-		}
+		shown = versionOf(r)
+		return true
+	}) {
+		return &OfferVersion{Offer: schemas.Offer{ID: id}, Version: version}
 	}
+	if s.cfg.Hops != nil {
+		s.cfg.Hops.With("offer", "view").Observe(time.Since(start).Seconds())
+	}
+	return shown
 }
 
 // Update replaces the content of offer id of seller if it is at expected
@@ -427,18 +440,15 @@ func (s *Service) PublishDraft(ctx context.Context, user, id string, _ int64) (*
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	t := time.NewTicker(5 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if o, ok := s.offerOf(ctx, owner, id); ok {
-			return o, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, errorf(Timeout, "draft_id", "draft %s is published; its offer is not in the view yet", id)
-		case <-t.C:
-		}
+	var o *OfferVersion
+	if !poll(ctx, func() bool {
+		var ok bool
+		o, ok = s.offerOf(ctx, owner, id)
+		return ok
+	}) {
+		return nil, errorf(Timeout, "draft_id", "draft %s is published; its offer is not in the view yet", id)
 	}
+	return o, nil
 }
 
 // offerOf returns the offer published from owner's draft id, as the view

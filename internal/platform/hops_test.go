@@ -18,32 +18,25 @@ func TestWriteHopsOnMetrics(t *testing.T) {
 	}
 	s := startSecured(t)
 	seller, _ := s.token("seller", "s1")
-	must := func(what string, code int, body string, want int) string {
-		t.Helper()
-		if code != want {
-			t.Fatalf("%s: %d %s", what, code, body)
-		}
-		return body
-	}
 	code, b := s.call("PUT", "/v1/clients/shop/epochs/1", `{"fields":[{"name":"title","type":"string","required":true}]}`, s.admin)
-	must("epoch", code, b, http.StatusCreated)
+	s.must("epoch", code, b, http.StatusCreated)
 	doc := `{"pk":"1","epoch":1,"version":1,"action":"UPSERT","timestamp":"2026-11-24T10:00:00Z","fields":{"title":"bike"}}`
 	code, b = s.call("POST", "/v1/clients/shop/documents?wait=true", doc, s.admin)
-	must("document", code, b, http.StatusOK)
+	s.must("document", code, b, http.StatusOK)
 	var d schemas.Draft
 	code, b = s.call("POST", "/v1/drafts/current", `{"category":"cars"}`, seller)
-	if err := json.Unmarshal([]byte(must("draft", code, b, http.StatusOK)), &d); err != nil {
+	if err := json.Unmarshal([]byte(s.must("draft", code, b, http.StatusOK)), &d); err != nil {
 		t.Fatal(err)
 	}
 	code, b = s.call("PUT", "/v1/drafts/"+d.ID, `{"offer":`+secOffer+`}`, seller)
-	must("draft content", code, b, http.StatusOK)
+	s.must("draft content", code, b, http.StatusOK)
 	code, b = s.call("POST", "/v1/drafts/"+d.ID+"/publish", `{}`, seller)
-	must("publish", code, b, http.StatusCreated)
+	s.must("publish", code, b, http.StatusCreated)
 	code, b = s.call("PUT", "/v1/offers/"+d.ID, `{"expected_version":-1,"offer":`+secOffer+`}`, seller)
-	must("update", code, b, http.StatusOK)
+	s.must("update", code, b, http.StatusOK)
 
 	code, b = s.call("GET", "/metrics", "", "")
-	must("metrics", code, b, http.StatusOK)
+	s.must("metrics", code, b, http.StatusOK)
 	for _, hop := range []string{`hop="append",path="document"`, `hop="verdict",path="document"`,
 		`hop="append",path="offer"`, `hop="answer",path="offer"`, `hop="view",path="offer"`} {
 		series := "offerlog_write_hop_seconds_count{" + hop + "}"

@@ -42,36 +42,29 @@ func TestReadsThroughTheCache(t *testing.T) {
 		}
 	}
 	seller, _ := s.token("seller", "s1")
-	must := func(what string, code int, body string, want int) string {
-		t.Helper()
-		if code != want {
-			t.Fatalf("%s: %d %s", what, code, body)
-		}
-		return body
-	}
 
 	code, b := s.call("PUT", "/v1/clients/shop/epochs/1", `{"fields":[{"name":"title","type":"string","required":true}]}`, s.admin)
-	must("epoch", code, b, http.StatusCreated)
+	s.must("epoch", code, b, http.StatusCreated)
 	for v := 1; v <= 3; v++ {
 		doc := fmt.Sprintf(`{"pk":"1","epoch":1,"version":%d,"action":"UPSERT","timestamp":"2026-11-24T10:00:00Z","fields":{"title":"bike %d"}}`, v, v)
 		code, b = s.call("POST", "/v1/clients/shop/documents?wait=true", doc, s.admin)
-		must("document", code, b, http.StatusOK)
+		s.must("document", code, b, http.StatusOK)
 		code, b = s.call("GET", fmt.Sprintf("/v1/clients/shop/documents/1?min_version=%d", v), "", s.admin)
-		if !strings.Contains(must("document read", code, b, http.StatusOK), fmt.Sprintf("bike %d", v)) {
+		if !strings.Contains(s.must("document read", code, b, http.StatusOK), fmt.Sprintf("bike %d", v)) {
 			t.Fatalf("the read after version %d's verdict: %s", v, b)
 		}
 	}
 	code, b = s.call("GET", "/v1/clients/shop/documents/2", "", s.admin)
-	must("unknown document", code, b, http.StatusNotFound)
+	s.must("unknown document", code, b, http.StatusNotFound)
 	var d schemas.Draft
 	code, b = s.call("POST", "/v1/drafts/current", `{"category":"cars"}`, seller)
-	if err := json.Unmarshal([]byte(must("draft", code, b, http.StatusOK)), &d); err != nil {
+	if err := json.Unmarshal([]byte(s.must("draft", code, b, http.StatusOK)), &d); err != nil {
 		t.Fatal(err)
 	}
 	code, b = s.call("PUT", "/v1/drafts/"+d.ID, `{"offer":`+secOffer+`}`, seller)
-	must("draft content", code, b, http.StatusOK)
+	s.must("draft content", code, b, http.StatusOK)
 	code, b = s.call("POST", "/v1/drafts/"+d.ID+"/publish", `{}`, seller)
-	must("publish", code, b, http.StatusCreated)
+	s.must("publish", code, b, http.StatusCreated)
 	var written struct {
 		Version int64         `json:"version"`
 		Offer   schemas.Offer `json:"offer"`
@@ -79,7 +72,7 @@ func TestReadsThroughTheCache(t *testing.T) {
 	for i := range 3 {
 		body := strings.Replace(secOffer, "Lada Niva", fmt.Sprintf("Lada Niva %d", i), 1)
 		code, b = s.call("PUT", "/v1/offers/"+d.ID, `{"expected_version":-1,"offer":`+body+`}`, seller)
-		if err := json.Unmarshal([]byte(must("update", code, b, http.StatusOK)), &written); err != nil {
+		if err := json.Unmarshal([]byte(s.must("update", code, b, http.StatusOK)), &written); err != nil {
 			t.Fatal(err)
 		}
 		// The write's answer waited for the cache to show it.
@@ -91,7 +84,7 @@ func TestReadsThroughTheCache(t *testing.T) {
 			Version int64         `json:"version"`
 			Offer   schemas.Offer `json:"offer"`
 		}
-		if err := json.Unmarshal([]byte(must("read", code, b, http.StatusOK)), &read); err != nil {
+		if err := json.Unmarshal([]byte(s.must("read", code, b, http.StatusOK)), &read); err != nil {
 			t.Fatal(err)
 		}
 		if read.Version < written.Version || read.Offer.Title != written.Offer.Title {
@@ -99,17 +92,17 @@ func TestReadsThroughTheCache(t *testing.T) {
 		}
 	}
 	code, b = s.call("GET", fmt.Sprintf("/v1/offers/%s?min_version=%d", d.ID, written.Version+100), "", seller)
-	must("read of a version not written", code, b, http.StatusGatewayTimeout)
+	s.must("read of a version not written", code, b, http.StatusGatewayTimeout)
 	if !strings.Contains(b, `"min_version"`) {
 		t.Fatalf("the 504 does not name min_version: %s", b)
 	}
 	code, b = s.call("GET", "/v1/offers/"+d.ID+"?min_version=x", "", seller)
-	must("bad min_version", code, b, http.StatusBadRequest)
+	s.must("bad min_version", code, b, http.StatusBadRequest)
 	code, b = s.call("GET", "/v1/offers/999999999", "", seller)
-	must("unknown offer", code, b, http.StatusNotFound)
+	s.must("unknown offer", code, b, http.StatusNotFound)
 
 	code, b = s.call("GET", "/v1/sellers/s1/offers", "", seller)
-	if !strings.Contains(must("list", code, b, http.StatusOK), "Lada Niva 2") {
+	if !strings.Contains(s.must("list", code, b, http.StatusOK), "Lada Niva 2") {
 		t.Fatalf("the list does not hold the offer: %s", b)
 	}
 }
