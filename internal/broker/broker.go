@@ -57,6 +57,10 @@ type Config struct {
 	CAFile string
 	// Logger receives the broker's warnings and errors.
 	Logger *slog.Logger
+
+	// onCompaction is called before each compaction of a partition by
+	// the broker's rounds, off its loop (tests: WithCompactionHook).
+	onCompaction func(topic string, partition int32)
 }
 
 // PropertiesFile is the name of the embedded broker's librdkafka
@@ -109,6 +113,9 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	if cfg.Fsync {
 		opts = append(opts, kfake.SyncWrites())
+	}
+	if cfg.onCompaction != nil {
+		opts = append(opts, kfake.CompactionHook(cfg.onCompaction))
 	}
 	if cfg.Partitions > 0 {
 		opts = append(opts, kfake.DefaultNumPartitions(cfg.Partitions))

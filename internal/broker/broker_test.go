@@ -3,11 +3,16 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/broker"
@@ -132,4 +137,118 @@ func TestADataDirectoryHasOneProcess(t *testing.T) {
 		t.Fatalf("after the first closed: %v", err)
 	}
 	second.Close()
+}
+
+// TestACompactionLeavesTheBrokerToItsClients: while a partition's
+// compaction is under way (held in progress here), its clients produce to
+// and read the same partition; the compaction then swaps in its segments
+// keeping what was written meanwhile, and the result survives a restart.
+func TestACompactionLeavesTheBrokerToItsClients(t *testing.T) {
+	dir := t.TempDir()
+	held, release := make(chan struct{}), make(chan struct{})
+	var hold, released sync.Once
+	letGo := func() { released.Do(func() { close(release) }) }
+	hook := func(topic string, _ int32) {
+		if topic == "t" {
+			hold.Do(func() { close(held); <-release })
+		}
+	}
+	cfg := broker.WithCompactionHook(broker.Config{DataDir: dir, Addr: "127.0.0.1:0", CompactEvery: 5 * time.Millisecond, Logger: testkit.Logger()}, hook)
+	b, err := broker.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			letGo()
+			b.Close()
+		}
+	})
+	// Written while the topic is not compacted, so that the first
+	// compaction has all of it: 100 keys twice, one batch per record, and
+	// a last batch (which compaction keeps as it is) of a key of its own.
+	// Small segments: the writes during the compaction roll new ones.
+	ctx := testkit.Context(t, time.Minute)
+	adm := testkit.Admin(t, b.Addrs())
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": kadm.StringPtr("1024")}, "t"); err != nil {
+		t.Fatal(err)
+	}
+	cl := testkit.Client(t, b.Addrs(), kgo.ProducerLinger(0), kgo.RequiredAcks(kgo.AllISRAcks()))
+	put := func(key, value string) {
+		t.Helper()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Key: []byte(key), Value: []byte(value)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, v := range []string{"v1", "v2"} {
+		for i := range 100 {
+			put(fmt.Sprint("k", i), v)
+		}
+	}
+	put("end", "v0")
+	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: kadm.StringPtr("compact")}}, "t"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("no compaction of t began")
+	}
+	// The compaction is in progress: the partition takes writes and
+	// answers reads.
+	for i := range 10 {
+		put(fmt.Sprint("k", i), "v3")
+	}
+	if n := len(testkit.ReadAll(t, b.Addrs(), "t")); n != 211 {
+		t.Fatalf("read %d records while the compaction was held, want 211", n)
+	}
+	letGo()
+
+	want := map[string]string{"end": "v0"}
+	for i := range 100 {
+		want[fmt.Sprint("k", i)] = "v2"
+	}
+	for i := range 10 {
+		want[fmt.Sprint("k", i)] = "v3"
+	}
+	check := func(b *broker.Broker) (v1 int) {
+		t.Helper()
+		latest := map[string]string{}
+		v3 := 0
+		for _, r := range testkit.ReadAll(t, b.Addrs(), "t") {
+			latest[string(r.Key)] = string(r.Value)
+			switch string(r.Value) {
+			case "v1":
+				v1++
+			case "v3":
+				v3++
+			}
+		}
+		if !maps.Equal(latest, want) || v3 != 10 {
+			t.Fatalf("the keys' newest values are %v with %d records of v3, want %v and 10", latest, v3, want)
+		}
+		return v1
+	}
+	testkit.Eventually(t, time.Minute, "the held compaction did not drop the superseded records", func() bool { return check(b) == 0 })
+	b.Close()
+	closed = true
+
+	b, err = broker.Start(broker.Config{DataDir: dir, Addr: "127.0.0.1:0", CompactEvery: time.Hour, Logger: testkit.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	if v1 := check(b); v1 != 0 {
+		t.Fatalf("%d superseded records are back after a restart", v1)
+	}
+	err = filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+		if strings.HasSuffix(path, ".prep") || strings.HasSuffix(path, ".compact") {
+			t.Errorf("a compaction's file was left: %s", path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

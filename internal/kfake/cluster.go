@@ -68,6 +68,11 @@ type (
 		compacting         bool // a ticker's round is under way (offerlog patch)
 		offsetExpireTicker *time.Ticker
 
+		// rounds is the ticker's compaction rounds; Close waits for them,
+		// since they read and write segment files off the loop (offerlog
+		// patch 8).
+		rounds sync.WaitGroup
+
 		// storageDir is the root directory for segment and index files.
 		// Always set: "/kfake" for in-memory (memFS) or the user's
 		// DataDir path for on-disk persistence. State files (topics.json,
@@ -380,10 +385,12 @@ func (c *Cluster) Close() {
 			close(done)
 		}
 		<-done
+		c.rounds.Wait() // offerlog patch 8
 		return
 	}
 
 	close(c.die)
+	c.rounds.Wait() // offerlog patch 8
 }
 
 // drainReqChForShutdown processes any pending OffsetCommit requests in
@@ -1529,13 +1536,19 @@ func (c *Cluster) compactAll(force bool) {
 	}
 	if len(dirty) > 0 && !c.compacting {
 		c.compacting = true
-		go c.compactEach(dirty)
+		c.rounds.Add(1)
+		go func() {
+			defer c.rounds.Done()
+			c.compactEach(dirty)
+		}()
 	}
 }
 
-// compactEach compacts the partitions one per turn of the cluster's loop
-// (offerlog patch), skipping any deleted meanwhile, until done or the
-// cluster dies.
+// compactEach compacts the partitions one after another (offerlog
+// patches 3, 7 and 8), skipping any deleted meanwhile, until done or the
+// cluster dies. Each compaction is prepared in one turn of the cluster's
+// loop, carried out off it, and swapped in with another turn: the loop
+// serves its clients meanwhile.
 func (c *Cluster) compactEach(pds []*partData) {
 	run := func(fn func()) bool {
 		done := make(chan struct{})
@@ -1552,23 +1565,37 @@ func (c *Cluster) compactEach(pds []*partData) {
 		}
 	}
 	for _, pd := range pds {
-		var took time.Duration // set in the loop, read after done is closed
+		var job *compaction
 		ok := run(func() {
-			start := time.Now()
 			if cur, exists := c.data.tps.getp(pd.t, pd.p); exists && cur == pd {
-				c.compact(pd, pd.t)
-				pd.cleanBytes = pd.nbytes
+				if job = c.prepareCompaction(pd, pd.t, prepSuffix); job == nil {
+					pd.cleanBytes = pd.nbytes
+				}
 			}
-			took = time.Since(start)
 		})
 		if !ok {
 			return
 		}
-		// offerlog patch 7: leave the loop to the clients for a while
-		// before the next partition, so that a round never holds it for
-		// more than one partition at a time (after a bulk load, dozens of
-		// partitions turn dirty together and their compactions ran back
-		// to back, stalling every request for a second).
+		if job == nil {
+			continue
+		}
+		if hook := c.cfg.compactionHook; hook != nil {
+			hook(pd.t, pd.p)
+		}
+		start := time.Now()
+		job.run(c)
+		took := time.Since(start)
+		if !run(func() {
+			c.swapCompaction(job)
+			pd.cleanBytes = pd.nbytes
+		}) {
+			removeCompactFiles(c.fs, job.pdir, prepSuffix)
+			return
+		}
+		// offerlog patch 7: leave the machine to the clients for a while
+		// before the next partition. After a bulk load, dozens of
+		// partitions turn dirty together, and their compactions back to
+		// back took a core for seconds.
 		select {
 		case <-time.After(compactionPause(took)):
 		case <-c.die:
@@ -1579,11 +1606,12 @@ func (c *Cluster) compactEach(pds []*partData) {
 }
 
 // compactionPause is how long a compaction round waits after compacting a
-// partition in took (offerlog patch): three times as long, so compaction
-// holds the cluster's loop at most a quarter of the time, as Kafka's log
-// cleaner is throttled (log.cleaner.io.max.bytes.per.second) to leave the
-// broker to its clients.
-func compactionPause(took time.Duration) time.Duration { return 3 * took }
+// partition in took (offerlog patch 7): as long again, so a round's
+// compactions take at most half of a core, as Kafka's log cleaner is
+// throttled (log.cleaner.io.max.bytes.per.second) to leave the broker to
+// its clients. (Before patch 8 compaction held the cluster's loop, and the
+// pause was three times as long.)
+func compactionPause(took time.Duration) time.Duration { return took }
 
 // dirtyRatio is the share of the partition's bytes written since its last
 // compaction (offerlog patch).

@@ -54,6 +54,10 @@ type cfg struct {
 	dataDir    string
 	syncWrites bool
 
+	// compactionHook, if set, is called off the cluster's loop before a
+	// ticker's compaction of a partition runs (offerlog patch 8, tests).
+	compactionHook func(topic string, partition int32)
+
 	// injectFS, if non-nil, overrides the filesystem used for
 	// persistence. This allows tests to share a memFS across
 	// cluster restarts without touching the real disk.
@@ -291,6 +295,14 @@ func DataDir(dir string) Opt {
 // produce is durable immediately at the cost of throughput.
 func SyncWrites() Opt {
 	return opt{func(c *cfg) { c.syncWrites = true }}
+}
+
+// CompactionHook makes fn be called before each compaction of a
+// partition by the ticker's rounds, off the cluster's loop: the cluster
+// serves its clients while fn runs (offerlog patch 8; for tests that hold
+// a compaction in progress).
+func CompactionHook(fn func(topic string, partition int32)) Opt {
+	return opt{func(c *cfg) { c.compactionHook = fn }}
 }
 
 // withFS injects a custom filesystem implementation, allowing tests to

@@ -341,12 +341,18 @@ func decodeBatchRaw(raw []byte) (*kmsg.RecordBatch, error) {
 // segment file. The returned bytes can be appended directly to a fetch
 // response. Segment files contain pure RecordBatch bytes.
 func (c *Cluster) readBatchRaw(pd *partData, segIdx int, meta *batchMeta) ([]byte, error) {
-	if meta.segPos < 0 {
-		return nil, fmt.Errorf("batch at offset %d was not persisted", meta.firstOffset)
-	}
 	f, err := c.segReadFile(pd, segIdx)
 	if err != nil {
 		return nil, err
+	}
+	return readRawAt(f, meta)
+}
+
+// readRawAt reads the raw bytes of the batch meta describes from f, the
+// batch's segment file.
+func readRawAt(f file, meta *batchMeta) ([]byte, error) {
+	if meta.segPos < 0 {
+		return nil, fmt.Errorf("batch at offset %d was not persisted", meta.firstOffset)
 	}
 	if _, err := f.Seek(meta.segPos, io.SeekStart); err != nil {
 		return nil, err
@@ -389,6 +395,21 @@ func (c *Cluster) readBatchFull(pd *partData, segIdx int, meta *batchMeta) (*par
 	if err != nil {
 		return nil, err
 	}
+	return decodeBatchFull(raw, meta)
+}
+
+// readBatchAt reads and decodes the batch meta describes from f, the
+// batch's segment file (offerlog patch 8: compaction off the loop reads
+// through handles of its own).
+func readBatchAt(f file, meta *batchMeta) (*partBatch, error) {
+	raw, err := readRawAt(f, meta)
+	if err != nil {
+		return nil, err
+	}
+	return decodeBatchFull(raw, meta)
+}
+
+func decodeBatchFull(raw []byte, meta *batchMeta) (*partBatch, error) {
 	rb, err := decodeBatchRaw(raw)
 	if err != nil {
 		return nil, err
@@ -796,27 +817,10 @@ func (c *Cluster) savePartition(fsys fs, dir, topic string, part int32, pd *part
 	return writeJSONFile(fsys, filepath.Join(pdir, "snapshot.json"), snap)
 }
 
-// rebuildSegments rewrites a partition's segment files from the given
-// batches, rebuilding pd.segments with batchMeta. Called after compaction
-// changes the batch set. Also resets active file handles.
-//
-// offerlog patch: the old files are replaced only once the new ones are
-// complete. The new segments are written beside the old ones with the
-// suffix .compact and fsynced, then a marker (compact.json, written by
-// tmp+rename) names them: that is the commit point. The old segments are
-// then removed and the new ones renamed into place (finishCompaction), and
-// a load that finds the marker finishes the swap, while one that finds
-// .compact files without it removes them (recoverCompaction). Upstream
-// deleted the old segments first, so a kill during compaction lost the
-// partition. It returns false, leaving the old segments in place, if the
-// new ones could not be written.
-func (c *Cluster) rebuildSegments(pd *partData, batches []*partBatch) bool {
-	pdir := partDir(c.storageDir, pd.t, pd.p)
-
-	pd.closeAllFiles(false)
-
-	// Group batches into segments by size
-	segMaxBytes := c.segmentBytes(pd.t)
+// writeSegments writes batches as new segments of at most segMaxBytes
+// each (and their indexes), with the given suffix, beside the old ones,
+// and fsyncs them. Safe off the cluster's loop.
+func (c *Cluster) writeSegments(pdir string, batches []*partBatch, segMaxBytes int64, suffix string) ([]segmentInfo, error) {
 	type segGroup struct {
 		base    int64
 		batches []*partBatch
@@ -831,40 +835,60 @@ func (c *Cluster) rebuildSegments(pd *partData, batches []*partBatch) bool {
 		g.batches = append(g.batches, b)
 		g.size += int64(b.nbytes)
 	}
-
-	// Write segment (.dat) and index (.idx) files beside the old ones.
 	c.fs.MkdirAll(pdir, 0o755)
-	var (
-		segments []segmentInfo
-		plan     compactPlan
-		failed   error
-	)
+	var segments []segmentInfo
 	for _, g := range groups {
-		si, err := c.writeCompactedSegment(pd, pdir, g.base, g.batches)
-		plan.Bases = append(plan.Bases, g.base)
+		si, err := c.writeCompactedSegment(pdir, g.base, g.batches, suffix)
 		if err != nil {
-			failed = err
-			break
+			return nil, err
 		}
 		segments = append(segments, si)
 	}
+	return segments, nil
+}
+
+// renameSegments renames the segments (and indexes) of the given bases
+// from one suffix to another.
+func (c *Cluster) renameSegments(pdir string, bases []int64, from, to string) error {
+	for _, b := range bases {
+		for _, name := range []string{segmentFileName(b), indexFileName(b)} {
+			if err := c.fs.Rename(filepath.Join(pdir, name+from), filepath.Join(pdir, name+to)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// commitCompaction replaces pd's segment files by those of the plan: the
+// new ones, written beside the old ones with the suffix .compact and
+// fsynced, and the old ones the plan names to keep (they have no .compact
+// file). It returns false, leaving the old segments in place, if failed
+// (an error writing the new ones) or the marker cannot be written.
+//
+// offerlog patch: the old files are replaced only once the new ones are
+// complete. A marker (compact.json, written by tmp+rename) names the
+// segments of the plan: that is the commit point. The old segments are
+// then removed and the new ones renamed into place (finishCompaction), and
+// a load that finds the marker finishes the swap, while one that finds
+// .compact files without it removes them (recoverCompaction). Upstream
+// deleted the old segments first, so a kill during compaction lost the
+// partition.
+func (c *Cluster) commitCompaction(pd *partData, plan compactPlan, failed error) bool {
+	pdir := partDir(c.storageDir, pd.t, pd.p)
 	if failed == nil {
+		c.syncDir(pdir) // the renames from .prep
 		failed = writeJSONFile(c.fs, filepath.Join(pdir, compactMarker), plan)
 	}
 	if failed != nil {
-		c.cfg.logger.Logf(LogLevelWarn, "rebuildSegments %s-%d: %v; the old segments stay", pd.t, pd.p, failed)
-		removeCompactFiles(c.fs, pdir)
+		c.cfg.logger.Logf(LogLevelWarn, "compact %s-%d: %v; the old segments stay", pd.t, pd.p, failed)
+		removeCompactFiles(c.fs, pdir, compactSuffix)
 		return false
 	}
 	c.syncDir(pdir)
 	if err := c.finishCompaction(pdir, plan); err != nil {
-		c.cfg.logger.Logf(LogLevelWarn, "rebuildSegments %s-%d: %v; finished on the next load", pd.t, pd.p, err)
+		c.cfg.logger.Logf(LogLevelWarn, "compact %s-%d: %v; finished on the next load", pd.t, pd.p, err)
 	}
-	pd.segments = segments
-	if len(segments) == 0 {
-		pd.rolledAt = time.Now()
-	}
-	pd.rebuildMaxTimestampMeta()
 	return true
 }
 
@@ -873,6 +897,9 @@ func (c *Cluster) rebuildSegments(pd *partData, batches []*partBatch) bool {
 const (
 	compactMarker = "compact.json"
 	compactSuffix = ".compact"
+	// prepSuffix marks the segments a compaction writes off the cluster's
+	// loop (offerlog patch 8), renamed to .compact when swapped in.
+	prepSuffix = ".prep"
 )
 
 type compactPlan struct {
@@ -880,11 +907,11 @@ type compactPlan struct {
 }
 
 // writeCompactedSegment writes one new segment and its index, with the
-// .compact suffix, and fsyncs both.
-func (c *Cluster) writeCompactedSegment(pd *partData, pdir string, base int64, batches []*partBatch) (segmentInfo, error) {
+// given suffix, and fsyncs both.
+func (c *Cluster) writeCompactedSegment(pdir string, base int64, batches []*partBatch, suffix string) (segmentInfo, error) {
 	si := segmentInfo{base: base, lastModified: time.Now().UnixMilli()}
-	segPath := filepath.Join(pdir, segmentFileName(base)+compactSuffix)
-	idxPath := filepath.Join(pdir, indexFileName(base)+compactSuffix)
+	segPath := filepath.Join(pdir, segmentFileName(base)+suffix)
+	idxPath := filepath.Join(pdir, indexFileName(base)+suffix)
 	sf, err := c.fs.OpenFile(segPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return si, fmt.Errorf("create %s: %w", segPath, err)
@@ -978,20 +1005,22 @@ func (c *Cluster) recoverCompaction(pdir string) error {
 	if err != nil {
 		return err
 	}
+	removeCompactFiles(c.fs, pdir, prepSuffix) // a compaction off the loop that was not swapped in
 	if !found {
-		removeCompactFiles(c.fs, pdir)
+		removeCompactFiles(c.fs, pdir, compactSuffix)
 		return nil
 	}
 	return c.finishCompaction(pdir, plan)
 }
 
-func removeCompactFiles(fsys fs, pdir string) {
+// removeCompactFiles removes the files of pdir with the suffix.
+func removeCompactFiles(fsys fs, pdir, suffix string) {
 	entries, err := fsys.ReadDir(pdir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), compactSuffix) {
+		if strings.HasSuffix(e.Name(), suffix) {
 			fsys.Remove(filepath.Join(pdir, e.Name()))
 		}
 	}
