@@ -127,3 +127,5 @@ require (
 replace github.com/twmb/franz-go/pkg/kfake => ./internal/kfake
 
 replace github.com/lovoo/goka => ./internal/goka
+
+replace github.com/hamba/avro/v2 => ./internal/avro

@@ -112,3 +112,40 @@ func TestConfluentFramingDecodes(t *testing.T) {
 		t.Fatalf("unknown id: %v", err)
 	}
 }
+
+// TestAppendingToDecodedBytesLeavesTheRestAlone: a decoded []byte is cut
+// from the Reader's slab like the strings decoded after it (and, with the
+// Readers reused, the values of later decodes); appending to it must not
+// write over them (internal/avro patch 1: the upstream slice kept the
+// slab's capacity, and a stage's `append(st.Value, 'x')` changed the next
+// stage's name).
+func TestAppendingToDecodedBytesLeavesTheRestAlone(t *testing.T) {
+	rec := OfferRecord{Offer: Offer{ID: "1", SellerID: "s", Title: "t", Currency: "RUB"}, Version: 1, Stages: []StageState{
+		{Stage: "first", TypeURL: "count", Value: []byte("ab")},
+		{Stage: "second", TypeURL: "count", Value: []byte("cd")},
+	}}
+	data, err := OfferRecords.Encode(&rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, later OfferRecord
+	if err := OfferRecords.Decode(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := OfferRecords.Decode(data, &later); err != nil {
+		t.Fatal(err)
+	}
+	grown := append(got.Stages[0].Value, "xxxxxxxx"...)
+	grown2 := append(later.Stages[1].Value, "yyyyyyyy"...)
+	for _, r := range []OfferRecord{got, later} {
+		if r.Stages[1].Stage != "second" || r.Stages[1].TypeURL != "count" || string(r.Stages[1].Value) != "cd" {
+			t.Fatalf("after appending to a decoded value the next stage reads %+v", r.Stages[1])
+		}
+		if r.DraftOwner != "" || r.Offer.Currency != "RUB" {
+			t.Fatalf("after appending to a decoded value the record reads %+v", r)
+		}
+	}
+	if string(grown) != "abxxxxxxxx" || string(grown2) != "cdyyyyyyyy" {
+		t.Fatalf("appended values %q and %q", grown, grown2)
+	}
+}
