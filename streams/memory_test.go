@@ -30,8 +30,15 @@ func TestPebbleStoreIsAGokaStorage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := st.SetOffset(41); err != nil {
-		t.Fatal(err)
+	// Offsets are written to the store once every offsetEvery, and on
+	// Close: the store answers the last one set either way.
+	for o := int64(41 - offsetEvery - 3); o <= 41; o++ {
+		if err := st.SetOffset(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if off, err := st.GetOffset(-2); err != nil || off != 41 {
+		t.Fatalf("offset %d %v after setting 41", off, err)
 	}
 	if err := st.Delete("a/2"); err != nil {
 		t.Fatal(err)
