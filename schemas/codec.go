@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -53,15 +54,35 @@ func (c *Codec[T]) EncodeFramed(v *T, f Framing) ([]byte, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	body, err := avro.Marshal(c.reader.Avro, v)
-	if err != nil {
-		return nil, fmt.Errorf("schemas: encode %s: %w", c.reader.Name, err)
-	}
+	// The frame and the body are written into one reused buffer and
+	// copied out once (avro.Marshal copied the body out, and the frame
+	// copied it again).
+	w := writers.Get().(*avro.Writer)
+	defer func() {
+		if cap(w.Buffer()) <= maxPooledWriter {
+			writers.Put(w)
+		}
+	}()
+	w.Reset(nil)
+	w.Error = nil
+	var header [10]byte
 	if f == FramingConfluent {
-		return FrameConfluent(c.reader, body), nil
+		w.Write(appendConfluentHeader(header[:0], c.reader))
+	} else {
+		w.Write(appendSOEHeader(header[:0], c.reader))
 	}
-	return Frame(c.reader, body), nil
+	w.WriteVal(c.reader.Avro, v)
+	if w.Error != nil {
+		return nil, fmt.Errorf("schemas: encode %s: %w", c.reader.Name, w.Error)
+	}
+	return bytes.Clone(w.Buffer()), nil
 }
+
+// writers are the encoders' avro.Writers, reused; one that grew past
+// maxPooledWriter (a large value) is left to the collector.
+var writers = sync.Pool{New: func() any { return avro.NewWriter(nil, 512) }}
+
+const maxPooledWriter = 64 << 10
 
 // Framing is how a value names its writer schema ahead of its Avro body.
 // Every reader takes both; writers of export topics use the one configured.

@@ -286,11 +286,13 @@ func Writer(data []byte) (*Schema, []byte, error) {
 
 // Frame returns data framed for schema s: C3 01, the fingerprint, body.
 func Frame(s *Schema, body []byte) []byte {
-	out := make([]byte, 10+len(body))
-	out[0], out[1] = 0xC3, 0x01
-	binary.LittleEndian.PutUint64(out[2:10], s.Fingerprint)
-	copy(out[10:], body)
-	return out
+	return append(appendSOEHeader(make([]byte, 0, 10+len(body)), s), body...)
+}
+
+// appendSOEHeader appends the single-object encoding's header for s to
+// dst: C3 01 and the fingerprint.
+func appendSOEHeader(dst []byte, s *Schema) []byte {
+	return binary.LittleEndian.AppendUint64(append(dst, 0xC3, 0x01), s.Fingerprint)
 }
 
 // RegistryID is the registry id of a schema's JSON text: the low 31 bits
@@ -319,10 +321,13 @@ func ByID(id int32) (*Schema, error) {
 // FrameConfluent returns body in Confluent's framing for s: a zero byte,
 // s's registry id (4 bytes, big-endian), body.
 func FrameConfluent(s *Schema, body []byte) []byte {
-	out := make([]byte, 5+len(body))
-	binary.BigEndian.PutUint32(out[1:5], uint32(s.ID))
-	copy(out[5:], body)
-	return out
+	return append(appendConfluentHeader(make([]byte, 0, 5+len(body)), s), body...)
+}
+
+// appendConfluentHeader appends Confluent's header for s to dst: a zero
+// byte and the registry id.
+func appendConfluentHeader(dst []byte, s *Schema) []byte {
+	return binary.BigEndian.AppendUint32(append(dst, 0), uint32(s.ID))
 }
 
 // ByFingerprint returns the schema with fingerprint fp (spec or legacy),
