@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"runtime"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -117,6 +118,10 @@ func (l Limits) GRPCOptions() []grpc.ServerOption {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: l.IdleTimeout, Time: time.Minute, Timeout: 20 * time.Second}),
 		grpc.ConnectionTimeout(min(10*time.Second, l.ReadTimeout)),
+		// Streams are served by a pool of goroutines (a new one only when
+		// all are busy) instead of a goroutine per stream, whose stack
+		// grew anew for every call.
+		grpc.NumStreamWorkers(uint32(4 * runtime.GOMAXPROCS(0))),
 	}
 	if l.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(l.TLS)))
