@@ -40,7 +40,7 @@ type Config struct {
 	// runs.
 	replay *replayRun
 	// StoreMemory is the memory one local table store (one partition of
-	// one table or view, LevelDB) may take for its write buffers and block
+	// one table or view, Pebble) may take for its memtables and block
 	// cache (default DefaultStoreMemory). Every store of a process gets the
 	// same share of the process's budget (--memory).
 	StoreMemory int64
@@ -122,7 +122,7 @@ func (c Config) producer(clientID string) goka.ProducerBuilder {
 }
 
 // ProcessorOptions returns the options every processor of group is built
-// with: offerlog's sarama config, Kafka-compatible key hashing and LevelDB
+// with: offerlog's sarama config, Kafka-compatible key hashing and Pebble
 // state under StateDir/processor/<group>.
 func (c Config) ProcessorOptions(group goka.Group) []goka.ProcessorOption {
 	id := "offerlog-" + string(group)

@@ -85,10 +85,23 @@ func pebbleMemory(mem int64) (cache, memtable int64) {
 }
 
 func openPebble(path string, mem int64, log *slog.Logger) (*pebbleStore, error) {
+	db, err := OpenPebble(path, mem, false, log)
+	if err != nil {
+		return nil, err
+	}
+	return &pebbleStore{db: db}, nil
+}
+
+// OpenPebble opens (or creates) a local store at path within mem bytes
+// for its memtables and its share of the process's block cache, with bloom
+// filters, with or without its write-ahead log: the goka tables have none
+// (their changelog restores them); a store that is its own record of what
+// it read (the timer service's) keeps it.
+func OpenPebble(path string, mem int64, wal bool, log *slog.Logger) (*pebble.DB, error) {
 	cacheSize, memtable := pebbleMemory(mem)
 	cache := sharedCache(cacheSize * cacheShares)
 	opts := &pebble.Options{
-		DisableWAL:                  true,
+		DisableWAL:                  !wal,
 		Cache:                       cache,
 		MemTableSize:                uint64(memtable),
 		MemTableStopWritesThreshold: 2,
@@ -107,7 +120,7 @@ func openPebble(path string, mem int64, log *slog.Logger) (*pebbleStore, error) 
 	if err != nil {
 		return nil, fmt.Errorf("open pebble store %s: %w", path, err)
 	}
-	return &pebbleStore{db: db}, nil
+	return db, nil
 }
 
 func (s *pebbleStore) Open() error { return nil }

@@ -73,7 +73,7 @@ var components = []component{
 	}},
 	{name: ComponentFeeds, user: true, start: func(ctx context.Context, p *process) error { return p.feeds(ctx) }},
 	{name: ComponentScheduler, user: true, start: func(ctx context.Context, p *process) error {
-		c := scheduler.RunConfig{Streams: p.scfg, Stages: p.cfg.Stages, Timeout: p.cfg.WaitTimeout,
+		c := scheduler.RunConfig{Streams: p.scfg, Stages: p.cfg.Stages, Timeout: p.cfg.WaitTimeout, TimerMemory: p.timerMemory(),
 			Metrics: scheduler.NewMetrics(p.reg), Logger: p.log, OnReady: p.readyFunc()}
 		return p.goGroup(ctx, ComponentScheduler, func(ctx context.Context) error { return scheduler.Run(ctx, c) })
 	}},

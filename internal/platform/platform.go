@@ -295,6 +295,22 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 // process is what the components of one platform process share.
+// storeTables is how many tables and views of the catalogue's partitions
+// hold local stores when every component runs in one process (8 groups'
+// tables, 10 views): half the memory budget is shared out among their
+// partitions and the timer store.
+const storeTables = 18
+
+// timerMemory is the scheduler's timer store's share of the budget: one
+// table's (it holds every partition the service reads), or 0 for the
+// default without a budget.
+func (p *process) timerMemory() int64 {
+	if p.cfg.Memory <= 0 {
+		return 0
+	}
+	return p.scfg.StoreMemory * int64(max(p.cfg.Partitions, 1))
+}
+
 type process struct {
 	cfg     Config
 	log     *slog.Logger
@@ -387,10 +403,9 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 		p.scfg.Replication = int(cfg.Replication)
 	}
 	if cfg.Memory > 0 {
-		// About 18 tables and views of cfg.Partitions partitions each
-		// when every component runs in one process (8 groups' tables, 10
-		// views).
-		p.scfg.StoreMemory = streams.StoreMemoryOf(cfg.Memory/2, 18, int(cfg.Partitions))
+		// The tables' and views' partitions, and the scheduler's timer
+		// store, counted as one table more (timerMemory).
+		p.scfg.StoreMemory = streams.StoreMemoryOf(cfg.Memory/2, storeTables+1, int(cfg.Partitions))
 	}
 	p.lag = newLagWatcher(p.reg, p.adm, cfg.Stages.Names())
 	p.sup = &supervisor{log: log, restarts: p.reg.Counter("offerlog_component_restarts_total", "Restarts of a component after it failed, by component.", "component")}

@@ -29,7 +29,10 @@ type RunConfig struct {
 	// offerlog); the others are opened from Stages.
 	Impls   map[string]Stage
 	Timeout time.Duration
-	Metrics *Metrics
+	// TimerMemory is the timer service's store's memory (default
+	// DefaultTimerMemory).
+	TimerMemory int64
+	Metrics     *Metrics
 	Logger  *slog.Logger
 	// OnReady is called once every part runs.
 	OnReady func()
@@ -119,7 +122,8 @@ func Run(ctx context.Context, cfg RunConfig) error {
 			})
 		}
 	}
-	t := &Timers{Brokers: brokers, Dir: filepath.Join(cfg.Streams.StateDir, "timers"), Prod: prod, Metrics: cfg.Metrics, Logger: cfg.Logger}
+	t := &Timers{Brokers: brokers, Dir: filepath.Join(cfg.Streams.StateDir, "timers"), Memory: cfg.TimerMemory, Prod: prod,
+		Metrics: cfg.Metrics, Logger: cfg.Logger}
 	goRun("timers", t.Run)
 	if ctx.Err() == nil && cfg.OnReady != nil {
 		cfg.OnReady()

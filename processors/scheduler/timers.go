@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/syndtr/goleveldb/leveldb"
-	"github.com/syndtr/goleveldb/leveldb/util"
+	"github.com/cockroachdb/pebble"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/schemas"
@@ -29,8 +29,9 @@ const applyChunk = 256
 const TimersGroup = "scheduler-timers"
 
 // Timers keeps the pending timers of its partitions of scheduler.timers on
-// disk (LevelDB: "d/<due>/<key>" in due order, "k/<key>" -> due), so that
-// millions of them cost no memory, and fires each due one into its stage's
+// disk (Pebble, under Dir/pebble: "d/<due>/<key>" in due order,
+// "k/<key>" -> due), so that millions of them cost no more than the store's
+// share of the memory budget, and fires each due one into its stage's
 // queue with an ENQUEUE naming the timer. The aggregate accepts a firing
 // only for the stage's pending timer and then removes it from the topic, so
 // a timer fired twice (after a crash between the firing and the removal)
@@ -44,6 +45,9 @@ const TimersGroup = "scheduler-timers"
 type Timers struct {
 	Brokers []string
 	Dir     string
+	// Memory is what the store may take for its memtables and its share
+	// of the block cache (default DefaultTimerMemory).
+	Memory  int64
 	Prod    *kgo.Client
 	Metrics *Metrics
 	Logger  *slog.Logger
@@ -55,7 +59,7 @@ type Timers struct {
 	Now func() time.Time
 
 	mu       sync.Mutex
-	db       *leveldb.DB
+	db       *pebble.DB
 	stopping atomic.Bool
 	// next is the due time (Unix ms) the firing loop sleeps until, 0 for
 	// none; apply wakes it for an earlier timer.
@@ -63,8 +67,58 @@ type Timers struct {
 	wake chan struct{}
 }
 
+// DefaultTimerMemory is the timer store's memory when Timers names none.
+const DefaultTimerMemory = 4 * streams.DefaultStoreMemory
+
 func dueKey(due int64, key string) []byte {
 	return []byte(fmt.Sprintf("d/%020d/%s", due, key))
+}
+
+// prefixRange returns the bounds of the keys that begin with prefix, which
+// ends in '/' ('0' follows it).
+func prefixRange(prefix string) *pebble.IterOptions {
+	return &pebble.IterOptions{LowerBound: []byte(prefix), UpperBound: []byte(prefix[:len(prefix)-1] + "0")}
+}
+
+// get returns the value of key, nil if the store has none.
+func (t *Timers) get(key []byte) ([]byte, error) {
+	v, closer, err := t.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), nil
+}
+
+// open opens the store under Dir/pebble. The stores of earlier releases
+// were LevelDB's, in Dir itself: they are removed, and the service reads
+// the topic again from its start (the store decides where to resume).
+func (t *Timers) open() error {
+	if err := os.MkdirAll(t.Dir, 0o755); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(t.Dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != "pebble" {
+			if err := os.RemoveAll(filepath.Join(t.Dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	mem := t.Memory
+	if mem <= 0 {
+		mem = DefaultTimerMemory
+	}
+	// With its write-ahead log: the store is its own record of what it
+	// read and fired.
+	t.db, err = streams.OpenPebble(filepath.Join(t.Dir, "pebble"), mem, true, t.Logger)
+	return err
 }
 
 // Run keeps and fires timers until ctx is done.
@@ -76,16 +130,13 @@ func (t *Timers) Run(ctx context.Context) error {
 		t.Now = time.Now
 	}
 	t.wake = make(chan struct{}, 1)
-	if err := os.MkdirAll(t.Dir, 0o755); err != nil {
-		return err
-	}
-	db, err := leveldb.OpenFile(t.Dir, nil)
-	if err != nil {
+	if err := t.open(); err != nil {
 		return fmt.Errorf("timers: %w", err)
 	}
-	t.db = db
-	defer db.Close()
-	t.count()
+	defer t.db.Close()
+	if err := t.count(); err != nil {
+		return fmt.Errorf("timers: %w", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Leaving the group on shutdown revokes everything: keep the store.
@@ -93,7 +144,7 @@ func (t *Timers) Run(ctx context.Context) error {
 	defer stop()
 	fired := make(chan error, 1)
 	go func() { fired <- t.fireLoop(ctx) }()
-	err = streams.RunLoop(ctx, streams.LoopConfig{Brokers: t.Brokers, Group: TimersGroup, Topics: []string{topics.SchedulerTimers},
+	err := streams.RunLoop(ctx, streams.LoopConfig{Brokers: t.Brokers, Group: TimersGroup, Topics: []string{topics.SchedulerTimers},
 		Logger: t.Logger, Metrics: t.Metrics.Loop, OnRevoked: t.drop,
 		// Positions come from the store: the group's committed offsets
 		// only make the group hand the partitions to resume.
@@ -118,14 +169,17 @@ func (t *Timers) Run(ctx context.Context) error {
 }
 
 // count sets the pending gauge from the store.
-func (t *Timers) count() {
+func (t *Timers) count() error {
+	it, err := t.db.NewIter(prefixRange("k/"))
+	if err != nil {
+		return err
+	}
 	n := 0
-	it := t.db.NewIterator(util.BytesPrefix([]byte("k/")), nil)
-	for it.Next() {
+	for ok := it.First(); ok; ok = it.Next() {
 		n++
 	}
-	it.Release()
 	t.Metrics.Pending.Set(float64(n))
+	return it.Close()
 }
 
 // resume starts each assigned partition where the store left it, or at its
@@ -133,7 +187,11 @@ func (t *Timers) count() {
 func (t *Timers) resume(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 	for p := range offsets[topics.SchedulerTimers] {
 		o := kgo.NewOffset().AtStart()
-		if v, err := t.db.Get([]byte("o/"+strconv.Itoa(int(p))), nil); err == nil {
+		v, err := t.get([]byte("o/" + strconv.Itoa(int(p))))
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
 			at, _ := strconv.ParseInt(string(v), 10, 64)
 			o = kgo.NewOffset().At(at)
 		}
@@ -168,29 +226,36 @@ func (t *Timers) apply(recs []*kgo.Record) error {
 	if len(pos) == 0 {
 		return nil
 	}
-	b := new(leveldb.Batch)
+	b := t.db.NewBatch()
+	defer b.Close()
+	pending := 0
 	for key, c := range last {
-		if old, err := t.db.Get([]byte("k/"+key), nil); err == nil {
+		old, err := t.get([]byte("k/" + key))
+		if err != nil {
+			return err
+		}
+		if old != nil {
 			due, _ := strconv.ParseInt(string(old), 10, 64)
-			b.Delete(dueKey(due, key))
-			b.Delete([]byte("k/" + key))
-			t.Metrics.Pending.Add(-1)
+			_ = b.Delete(dueKey(due, key), nil)
+			_ = b.Delete([]byte("k/"+key), nil)
+			pending--
 		}
 		if c.due > 0 {
 			if earliest == 0 || c.due < earliest {
 				earliest = c.due
 			}
-			b.Put(dueKey(c.due, key), []byte(strconv.Itoa(int(c.partition))))
-			b.Put([]byte("k/"+key), []byte(strconv.FormatInt(c.due, 10)))
-			t.Metrics.Pending.Add(1)
+			_ = b.Set(dueKey(c.due, key), []byte(strconv.Itoa(int(c.partition))), nil)
+			_ = b.Set([]byte("k/"+key), []byte(strconv.FormatInt(c.due, 10)), nil)
+			pending++
 		}
 	}
 	for p, o := range pos {
-		b.Put([]byte("o/"+strconv.Itoa(int(p))), []byte(strconv.FormatInt(o, 10)))
+		_ = b.Set([]byte("o/"+strconv.Itoa(int(p))), []byte(strconv.FormatInt(o, 10)), nil)
 	}
-	if err := t.db.Write(b, nil); err != nil {
+	if err := b.Commit(pebble.NoSync); err != nil {
 		return err
 	}
+	t.Metrics.Pending.Add(float64(pending))
 	// Wake the firing loop for an earlier timer (or one added while it
 	// was deciding how long to sleep: its next is then in the past).
 	if next := t.next.Load(); earliest > 0 && (next == 0 || earliest < next || next <= t.Now().UnixMilli()) {
@@ -214,21 +279,34 @@ func (t *Timers) drop(lost map[string][]int32) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	it := t.db.NewIterator(util.BytesPrefix([]byte("d/")), nil)
-	b := new(leveldb.Batch)
-	for it.Next() {
+	it, err := t.db.NewIter(prefixRange("d/"))
+	if err != nil {
+		t.Logger.Error("timers: the timers of lost partitions not dropped", "err", err)
+		return
+	}
+	b := t.db.NewBatch()
+	defer b.Close()
+	dropped := 0
+	for ok := it.First(); ok; ok = it.Next() {
 		if parts[string(it.Value())] {
 			key := string(it.Key()[len("d/")+21:])
-			b.Delete(append([]byte(nil), it.Key()...))
-			b.Delete([]byte("k/" + key))
-			t.Metrics.Pending.Add(-1)
+			_ = b.Delete(it.Key(), nil) // the batch copies it
+			_ = b.Delete([]byte("k/"+key), nil)
+			dropped++
 		}
 	}
-	it.Release()
+	err = it.Close()
 	for p := range parts {
-		b.Delete([]byte("o/" + p))
+		_ = b.Delete([]byte("o/"+p), nil)
 	}
-	_ = t.db.Write(b, nil)
+	if err == nil {
+		err = b.Commit(pebble.NoSync)
+	}
+	if err != nil {
+		t.Logger.Error("timers: the timers of lost partitions not dropped", "err", err)
+		return
+	}
+	t.Metrics.Pending.Add(-float64(dropped))
 }
 
 // fireLoop fires the due timers, then sleeps until the next one is due
@@ -272,10 +350,14 @@ func (t *Timers) fire(ctx context.Context) (int64, error) {
 	now := t.Now()
 	limit := dueKey(now.UnixMilli()+1, "")
 	t.mu.Lock()
-	it := t.db.NewIterator(&util.Range{Start: []byte("d/"), Limit: limit}, nil)
+	it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: []byte("d/"), UpperBound: limit})
+	if err != nil {
+		t.mu.Unlock()
+		return 0, err
+	}
 	var cmds []*schemas.OfferCommand
 	var keys [][]byte
-	for it.Next() && len(cmds) < 10_000 {
+	for ok := it.First(); ok && len(cmds) < 10_000; ok = it.Next() {
 		k := string(it.Key())
 		due, _ := strconv.ParseInt(k[2:22], 10, 64)
 		id, stage, _ := strings.Cut(k[23:], "/")
@@ -284,8 +366,11 @@ func (t *Timers) fire(ctx context.Context) (int64, error) {
 		keys = append(keys, append([]byte(nil), it.Key()...))
 		t.Metrics.Lateness.With(stage).Observe(now.Sub(time.UnixMilli(due)).Seconds())
 	}
-	it.Release()
+	err = it.Close()
 	t.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
 	if len(cmds) == 0 {
 		return t.nextDue(), nil
 	}
@@ -294,19 +379,24 @@ func (t *Timers) fire(ctx context.Context) (int64, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b := new(leveldb.Batch)
+	b := t.db.NewBatch()
+	defer b.Close()
+	removed := 0
 	for i, k := range keys {
-		if _, err := t.db.Get(k, nil); err != nil {
+		if v, err := t.get(k); err != nil {
+			return 0, err
+		} else if v == nil {
 			continue // replaced meanwhile
 		}
-		b.Delete(k)
-		b.Delete([]byte("k/" + cmds[i].OfferID + "/" + cmds[i].Stage))
-		t.Metrics.Pending.Add(-1)
+		_ = b.Delete(k, nil)
+		_ = b.Delete([]byte("k/"+cmds[i].OfferID+"/"+cmds[i].Stage), nil)
+		removed++
 	}
-	t.Metrics.Fired.Add(uint64(len(cmds)))
-	if err := t.db.Write(b, nil); err != nil {
+	if err := b.Commit(pebble.NoSync); err != nil {
 		return 0, err
 	}
+	t.Metrics.Pending.Add(-float64(removed))
+	t.Metrics.Fired.Add(uint64(len(cmds)))
 	return t.nextDueLocked(), nil
 }
 
@@ -319,8 +409,11 @@ func (t *Timers) nextDue() int64 {
 }
 
 func (t *Timers) nextDueLocked() int64 {
-	it := t.db.NewIterator(util.BytesPrefix([]byte("d/")), nil)
-	defer it.Release()
+	it, err := t.db.NewIter(prefixRange("d/"))
+	if err != nil {
+		return 0
+	}
+	defer it.Close()
 	if !it.First() {
 		return 0
 	}
