@@ -33,7 +33,7 @@ type RunConfig struct {
 	// DefaultTimerMemory).
 	TimerMemory int64
 	Metrics     *Metrics
-	Logger  *slog.Logger
+	Logger      *slog.Logger
 	// OnReady is called once every part runs.
 	OnReady func()
 }
