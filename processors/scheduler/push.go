@@ -157,7 +157,7 @@ func (p *pusher) saved(ctx context.Context, e *schemas.StageEffect) (*schemas.Of
 // awaitRecord polls the offers view until the record of id satisfies ok
 // and returns it, or ctx's error.
 func awaitRecord(ctx context.Context, view *goka.View, id string, ok func(*schemas.OfferRecord) bool) (*schemas.OfferRecord, error) {
-	for {
+	for wait := firstPoll; ; wait = nextPoll(wait) {
 		v, err := view.Get(id)
 		if err != nil {
 			return nil, err
@@ -168,7 +168,19 @@ func awaitRecord(ctx context.Context, view *goka.View, id string, ok func(*schem
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(wait):
 		}
 	}
 }
+
+// The view is asked again after firstPoll, then after twice as long each
+// time, up to lastPoll. It usually trails the record that made the router
+// or a worker ask (offers.events, a queue) by a fetch or two: a fixed 10 ms
+// wait put 10 ms on most of a stage's items, and with max_parallelism
+// items in flight bounded a stage at about 800 a second.
+const (
+	firstPoll = time.Millisecond
+	lastPoll  = 10 * time.Millisecond
+)
+
+func nextPoll(wait time.Duration) time.Duration { return min(2*wait, lastPoll) }

@@ -217,7 +217,7 @@ func (w *worker) call(ctx context.Context, rec *schemas.OfferRecord, st schemas.
 // state version, or a later state (the item's result saved already).
 func (w *worker) at(ctx context.Context, it *schemas.QueueItem) (*schemas.OfferRecord, schemas.StageState, error) {
 	deadline := time.Now().Add(10 * time.Second)
-	for {
+	for wait := firstPoll; ; wait = nextPoll(wait) {
 		v, err := w.view.Get(it.OfferID)
 		if err != nil {
 			return nil, schemas.StageState{}, err
@@ -237,7 +237,7 @@ func (w *worker) at(ctx context.Context, it *schemas.QueueItem) (*schemas.OfferR
 		select {
 		case <-ctx.Done():
 			return nil, schemas.StageState{}, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(wait):
 		}
 	}
 }
