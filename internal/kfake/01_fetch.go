@@ -454,12 +454,13 @@ full:
 				batchesAdded++
 				pBatchesAdded++
 				lastMeta = m
-				raw, err := c.readBatchRaw(pd, si, m)
+				// offerlog patch 9: read into the response itself.
+				grown, err := c.appendBatchRaw(sp.RecordBatches, pd, si, m)
 				if err != nil {
 					sp.ErrorCode = kerr.UnknownServerError.Code
 					break segments
 				}
-				sp.RecordBatches = append(sp.RecordBatches, raw...)
+				sp.RecordBatches = grown
 			}
 		}
 

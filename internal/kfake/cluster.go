@@ -1606,12 +1606,12 @@ func (c *Cluster) compactEach(pds []*partData) {
 }
 
 // compactionPause is how long a compaction round waits after compacting a
-// partition in took (offerlog patch 7): as long again, so a round's
-// compactions take at most half of a core, as Kafka's log cleaner is
-// throttled (log.cleaner.io.max.bytes.per.second) to leave the broker to
-// its clients. (Before patch 8 compaction held the cluster's loop, and the
-// pause was three times as long.)
-func compactionPause(took time.Duration) time.Duration { return took }
+// partition in took (offerlog patch 7): three times as long, so a round's
+// compactions take at most a quarter of a core, as Kafka's log cleaner is
+// throttled (log.cleaner.io.max.bytes.per.second) to leave the machine to
+// the broker's clients. (Off the loop since patch 8, a compaction no longer
+// stalls them; on a small machine it still takes their CPU.)
+func compactionPause(took time.Duration) time.Duration { return 3 * took }
 
 // dirtyRatio is the share of the partition's bytes written since its last
 // compaction (offerlog patch).

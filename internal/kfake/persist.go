@@ -348,6 +348,30 @@ func (c *Cluster) readBatchRaw(pd *partData, segIdx int, meta *batchMeta) ([]byt
 	return readRawAt(f, meta)
 }
 
+// appendBatchRaw appends the raw RecordBatch wire bytes of a batch, read
+// from its segment file, to dst (offerlog patch 9: a fetch read each batch
+// into a buffer of its own and copied it into the response, 7 GB of the
+// offers bench's 100 GB of allocations). On an error dst is returned as it
+// was.
+func (c *Cluster) appendBatchRaw(dst []byte, pd *partData, segIdx int, meta *batchMeta) ([]byte, error) {
+	f, err := c.segReadFile(pd, segIdx)
+	if err != nil {
+		return dst, err
+	}
+	if meta.segPos < 0 {
+		return dst, fmt.Errorf("batch at offset %d was not persisted", meta.firstOffset)
+	}
+	if _, err := f.Seek(meta.segPos, io.SeekStart); err != nil {
+		return dst, err
+	}
+	n := int(meta.nbytes)
+	grown := slices.Grow(dst, n)[:len(dst)+n]
+	if _, err := io.ReadFull(f, grown[len(dst):]); err != nil {
+		return dst, err
+	}
+	return grown, nil
+}
+
 // readRawAt reads the raw bytes of the batch meta describes from f, the
 // batch's segment file.
 func readRawAt(f file, meta *batchMeta) ([]byte, error) {
