@@ -1388,9 +1388,8 @@ type compaction struct {
 	now               int64
 
 	// What run made: the new segments of the cleaned range, written beside
-	// the old ones with the .prep suffix, and their bytes.
+	// the old ones with the job's suffix.
 	segments []segmentInfo
-	nbytes   int64
 	err      error
 }
 
@@ -1442,7 +1441,11 @@ func (job *compaction) run(c *Cluster) {
 			f.Close()
 		}
 	}()
+	reads := 0
 	read := func(b compactionBatch) (*partBatch, error) {
+		if reads++; reads%64 == 0 && c.dead.Load() { // the cluster is closing: leave its files alone
+			return nil, errors.New("the cluster closed")
+		}
 		f, ok := files[b.path]
 		if !ok {
 			var err error
@@ -1459,11 +1462,7 @@ func (job *compaction) run(c *Cluster) {
 
 	// Pass 1: stream batches to build key => highest offset map.
 	keyOffsets := make(map[string]int64)
-	for i, b := range job.batches {
-		if i%64 == 0 && c.dead.Load() { // the cluster is closing: leave its files alone
-			job.err = errors.New("the cluster closed")
-			return
-		}
+	for _, b := range job.batches {
 		batch, err := read(b)
 		if err != nil {
 			job.err = fmt.Errorf("read batch pass 1: %w", err)
@@ -1489,11 +1488,7 @@ func (job *compaction) run(c *Cluster) {
 	// Also track which PIDs still have surviving data batches.
 	survivingPIDs := make(map[int64]bool)
 	var kept []*partBatch
-	for i, b := range job.batches {
-		if i%64 == 0 && c.dead.Load() {
-			job.err = errors.New("the cluster closed")
-			return
-		}
+	for _, b := range job.batches {
 		batch, err := read(b)
 		if err != nil {
 			job.err = fmt.Errorf("read batch pass 2: %w", err)
@@ -1558,9 +1553,6 @@ func (job *compaction) run(c *Cluster) {
 		filtered = append(filtered, batch)
 	}
 	job.segments, job.err = c.writeSegments(job.pdir, filtered, job.segMaxBytes, job.suffix)
-	for _, b := range filtered {
-		job.nbytes += int64(b.nbytes)
-	}
 }
 
 // swapCompaction replaces the cleaned range of the partition by the
@@ -1631,15 +1623,11 @@ func (c *Cluster) swapCompaction(job *compaction) {
 	pd.rebuildMaxTimestampMeta()
 
 	// Rebuild partition metadata.
-	pd.nbytes = job.nbytes
-	for _, b := range tail {
-		pd.nbytes += int64(b.nbytes)
-	}
-	for i := range after {
-		for _, m := range after[i].index {
-			pd.nbytes += int64(m.nbytes)
-		}
-	}
+	pd.nbytes = 0
+	pd.eachBatchMeta(func(_, _ int, m *batchMeta) bool {
+		pd.nbytes += int64(m.nbytes)
+		return true
+	})
 	if len(pd.segments) > 0 && len(pd.segments[0].index) > 0 {
 		pd.logStartOffset = pd.segments[0].index[0].firstOffset
 	}

@@ -358,6 +358,17 @@ func (c *Cluster) appendBatchRaw(dst []byte, pd *partData, segIdx int, meta *bat
 	if err != nil {
 		return dst, err
 	}
+	return appendRawAt(dst, f, meta)
+}
+
+// readRawAt reads the raw bytes of the batch meta describes from f, the
+// batch's segment file.
+func readRawAt(f file, meta *batchMeta) ([]byte, error) { return appendRawAt(nil, f, meta) }
+
+// appendRawAt appends the raw bytes of the batch meta describes, read from
+// f, the batch's segment file, to dst; on an error it returns dst as it
+// was.
+func appendRawAt(dst []byte, f file, meta *batchMeta) ([]byte, error) {
 	if meta.segPos < 0 {
 		return dst, fmt.Errorf("batch at offset %d was not persisted", meta.firstOffset)
 	}
@@ -370,22 +381,6 @@ func (c *Cluster) appendBatchRaw(dst []byte, pd *partData, segIdx int, meta *bat
 		return dst, err
 	}
 	return grown, nil
-}
-
-// readRawAt reads the raw bytes of the batch meta describes from f, the
-// batch's segment file.
-func readRawAt(f file, meta *batchMeta) ([]byte, error) {
-	if meta.segPos < 0 {
-		return nil, fmt.Errorf("batch at offset %d was not persisted", meta.firstOffset)
-	}
-	if _, err := f.Seek(meta.segPos, io.SeekStart); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, meta.nbytes)
-	if _, err := io.ReadFull(f, buf); err != nil {
-		return nil, err
-	}
-	return buf, nil
 }
 
 // segReadFile returns a read handle for the given segment. For the
