@@ -294,7 +294,6 @@ func Run(ctx context.Context, cfg Config) error {
 	return p.sup.Err()
 }
 
-// process is what the components of one platform process share.
 // storeTables is how many tables and views of the catalogue's partitions
 // hold local stores when every component runs in one process (8 groups'
 // tables, 10 views): half the memory budget is shared out among their
@@ -311,6 +310,7 @@ func (p *process) timerMemory() int64 {
 	return p.scfg.StoreMemory * int64(max(p.cfg.Partitions, 1))
 }
 
+// process is what the components of one platform process share.
 type process struct {
 	cfg     Config
 	log     *slog.Logger

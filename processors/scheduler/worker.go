@@ -216,30 +216,23 @@ func (w *worker) call(ctx context.Context, rec *schemas.OfferRecord, st schemas.
 // the item's offer version (or later) and the offer queued at the item's
 // state version, or a later state (the item's result saved already).
 func (w *worker) at(ctx context.Context, it *schemas.QueueItem) (*schemas.OfferRecord, schemas.StageState, error) {
-	deadline := time.Now().Add(10 * time.Second)
-	for wait := firstPoll; ; wait = nextPoll(wait) {
-		v, err := w.view.Get(it.OfferID)
-		if err != nil {
-			return nil, schemas.StageState{}, err
-		}
-		if r, ok := v.(*schemas.OfferRecord); ok && r.Version >= it.Version {
-			st := stateOf(r, w.cfg.Name)
-			switch {
-			case r.Offer.Status == schemas.OfferDeleted:
-				return nil, st, errors.New("deleted")
-			case st.Queued || st.Version > it.StateVersion:
-				return r, st, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return nil, schemas.StageState{}, fmt.Errorf("offer %s not at version %d, queued, in the view", it.OfferID, it.Version)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, schemas.StageState{}, ctx.Err()
-		case <-time.After(wait):
-		}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	r, err := awaitRecord(wctx, w.view, it.OfferID, func(r *schemas.OfferRecord) bool {
+		st := stateOf(r, w.cfg.Name)
+		return r.Version >= it.Version && (r.Offer.Status == schemas.OfferDeleted || st.Queued || st.Version > it.StateVersion)
+	})
+	switch {
+	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		return nil, schemas.StageState{}, fmt.Errorf("offer %s not at version %d, queued, in the view", it.OfferID, it.Version)
+	case err != nil:
+		return nil, schemas.StageState{}, err
 	}
+	st := stateOf(r, w.cfg.Name)
+	if r.Offer.Status == schemas.OfferDeleted {
+		return nil, st, errors.New("deleted")
+	}
+	return r, st, nil
 }
 
 func (w *worker) dead(ctx context.Context, r *kgo.Record, reason string) {
