@@ -58,9 +58,10 @@ type Config struct {
 	// Logger receives the broker's warnings and errors.
 	Logger *slog.Logger
 
-	// onCompaction is called before each compaction of a partition by
-	// the broker's rounds, off its loop (tests: WithCompactionHook).
-	onCompaction func(topic string, partition int32)
+	// onCompaction is called twice in each compaction of a partition by
+	// the broker's rounds, off its loop: before it writes, and once it is
+	// committed (tests: WithCompactionHook).
+	onCompaction func(topic string, partition int32, committed bool)
 }
 
 // PropertiesFile is the name of the embedded broker's librdkafka

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -148,7 +149,7 @@ func TestACompactionLeavesTheBrokerToItsClients(t *testing.T) {
 	held, release := make(chan struct{}), make(chan struct{})
 	var hold, released sync.Once
 	letGo := func() { released.Do(func() { close(release) }) }
-	hook := func(topic string, _ int32) {
+	hook := func(topic string, _ int32, _ bool) {
 		if topic == "t" {
 			hold.Do(func() { close(held); <-release })
 		}
@@ -251,4 +252,106 @@ func TestACompactionLeavesTheBrokerToItsClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestATrimDropsACommittedCompaction holds a compaction once its new
+// segments are committed (written, and named by its marker) but not yet
+// swapped in, and trims the partition meanwhile. The trim drops the
+// compaction: before it is answered, the marker and the new segments are
+// gone, so no load after a crash could install segments of the log as it
+// was before the trim. The trimmed records stay gone across a restart,
+// and the rest stay.
+func TestATrimDropsACommittedCompaction(t *testing.T) {
+	dir := t.TempDir()
+	held, release := make(chan struct{}), make(chan struct{})
+	var hold, released sync.Once
+	letGo := func() { released.Do(func() { close(release) }) }
+	hook := func(topic string, _ int32, committed bool) {
+		if topic == "t" && committed {
+			hold.Do(func() { close(held); <-release })
+		}
+	}
+	cfg := broker.WithCompactionHook(broker.Config{DataDir: dir, Addr: "127.0.0.1:0", CompactEvery: 5 * time.Millisecond, Logger: testkit.Logger()}, hook)
+	b, err := broker.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			letGo()
+			b.Close()
+		}
+	})
+	ctx := testkit.Context(t, time.Minute)
+	adm := testkit.Admin(t, b.Addrs())
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": kadm.StringPtr("1024")}, "t"); err != nil {
+		t.Fatal(err)
+	}
+	cl := testkit.Client(t, b.Addrs(), kgo.ProducerLinger(0), kgo.RequiredAcks(kgo.AllISRAcks()))
+	for _, v := range []string{"v1", "v2"} {
+		for i := range 100 {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Key: []byte(fmt.Sprint("k", i)), Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: kadm.StringPtr("compact")}}, "t"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("no compaction of t was committed")
+	}
+	compactionFiles := func() (files []string) {
+		t.Helper()
+		err := filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+			if strings.HasSuffix(path, "compact.json") || strings.HasSuffix(path, ".compact") {
+				files = append(files, filepath.Base(path))
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return files
+	}
+	if files := compactionFiles(); !slices.Contains(files, "compact.json") {
+		t.Fatalf("a committed compaction left no marker: %v", files)
+	}
+	// Offsets 0-149 go: k0-k99 of v1 and k0-k49 of v2.
+	deleted, err := adm.DeleteRecords(ctx, kadm.Offsets{"t": {0: {Topic: "t", Partition: 0, At: 150}}})
+	if err == nil {
+		err = deleted.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files := compactionFiles(); len(files) > 0 {
+		t.Fatalf("the trim was answered with the dropped compaction's files on disk: %v", files)
+	}
+	letGo()
+
+	check := func(b *broker.Broker) {
+		t.Helper()
+		recs := testkit.ReadAll(t, b.Addrs(), "t")
+		if len(recs) != 50 {
+			t.Fatalf("read %d records after the trim, want 50", len(recs))
+		}
+		for i, r := range recs {
+			if key := fmt.Sprint("k", 50+i); r.Offset != int64(150+i) || string(r.Key) != key || string(r.Value) != "v2" {
+				t.Fatalf("record %d is %s=%s at %d, want %s=v2 at %d", i, r.Key, r.Value, r.Offset, key, 150+i)
+			}
+		}
+	}
+	check(b)
+	b.Close()
+	closed = true
+	b, err = broker.Start(broker.Config{DataDir: dir, Addr: "127.0.0.1:0", CompactEvery: time.Hour, Logger: testkit.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	check(b)
 }

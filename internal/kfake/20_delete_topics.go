@@ -147,6 +147,7 @@ func (c *Cluster) deleteTopic(topic string, id uuid) {
 	}
 	// Close active segment files before removing partition directories.
 	for p, pd := range t {
+		c.dropCompaction(pd) // offerlog patch 10
 		pd.closeAllFiles(false)
 		pdir := partDir(c.storageDir, topic, p)
 		if err := c.fs.RemoveAll(pdir); err != nil {

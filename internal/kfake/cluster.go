@@ -1570,6 +1570,8 @@ func (c *Cluster) compactEach(pds []*partData) {
 			if cur, exists := c.data.tps.getp(pd.t, pd.p); exists && cur == pd {
 				if job = c.prepareCompaction(pd, pd.t, prepSuffix); job == nil {
 					pd.cleanBytes = pd.nbytes
+				} else {
+					pd.compacting = job
 				}
 			}
 		})
@@ -1580,16 +1582,23 @@ func (c *Cluster) compactEach(pds []*partData) {
 			continue
 		}
 		if hook := c.cfg.compactionHook; hook != nil {
-			hook(pd.t, pd.p)
+			hook(pd.t, pd.p, false)
 		}
 		start := time.Now()
 		job.run(c)
+		committed := job.commit(c)
 		took := time.Since(start)
-		if !run(func() {
-			c.swapCompaction(job)
+		if hook := c.cfg.compactionHook; hook != nil && committed {
+			hook(pd.t, pd.p, true)
+		}
+		swapped := run(func() {
+			if committed {
+				c.swapCompaction(job)
+			}
 			pd.cleanBytes = pd.nbytes
-		}) {
-			removeCompactFiles(c.fs, job.pdir, prepSuffix)
+		})
+		job.release(c) // swapped in: made durable; not (the cluster closed): the old segments stay
+		if !swapped {
 			return
 		}
 		// offerlog patch 7: leave the machine to the clients for a while

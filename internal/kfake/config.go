@@ -55,8 +55,9 @@ type cfg struct {
 	syncWrites bool
 
 	// compactionHook, if set, is called off the cluster's loop before a
-	// ticker's compaction of a partition runs (offerlog patch 8, tests).
-	compactionHook func(topic string, partition int32)
+	// ticker's compaction of a partition runs and once it is committed
+	// (offerlog patches 8 and 10, tests).
+	compactionHook func(topic string, partition int32, committed bool)
 
 	// injectFS, if non-nil, overrides the filesystem used for
 	// persistence. This allows tests to share a memFS across
@@ -297,11 +298,13 @@ func SyncWrites() Opt {
 	return opt{func(c *cfg) { c.syncWrites = true }}
 }
 
-// CompactionHook makes fn be called before each compaction of a
-// partition by the ticker's rounds, off the cluster's loop: the cluster
-// serves its clients while fn runs (offerlog patch 8; for tests that hold
-// a compaction in progress).
-func CompactionHook(fn func(topic string, partition int32)) Opt {
+// CompactionHook makes fn be called twice in each compaction of a
+// partition by the ticker's rounds, off the cluster's loop: before its
+// new segments are written, and once they are committed (on disk, named
+// by the marker) but not yet swapped in. The cluster serves its clients
+// while fn runs (offerlog patches 8 and 10; for tests that hold a
+// compaction in progress).
+func CompactionHook(fn func(topic string, partition int32, committed bool)) Opt {
 	return opt{func(c *cfg) { c.compactionHook = fn }}
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -109,13 +109,15 @@ type (
 	partData struct {
 		abortedTxns []abortedTxnEntry // sorted by lastOffset, for read_committed fetch
 
-		// rewrites counts the compactions and trims of the partition's
-		// segments (offerlog patch 8): a compaction prepared before one
-		// is dropped.
-		rewrites uint64
-		t        string
-		p        int32
-		dir      string
+		// compacting is the partition's compaction in progress off the
+		// loop, if any, and rollNext makes the next append begin a new
+		// segment, so that none holds both batches the compaction cleans
+		// and batches appended since its snapshot (offerlog patch 10).
+		compacting *compaction
+		rollNext   bool
+		t          string
+		p          int32
+		dir        string
 
 		highWatermark    int64
 		lastStableOffset int64
@@ -568,7 +570,7 @@ func (pd *partData) searchOffset(o int64) (segIdx, metaIdx int, found, atEnd boo
 }
 
 func (c *Cluster) trimLeft(pd *partData) {
-	pd.rewrites++ // offerlog patch 8
+	c.dropCompaction(pd) // offerlog patch 10
 	// Trim batchMeta segments, deleting fully-trimmed segment + index files.
 	pdir := partDir(c.storageDir, pd.t, pd.p)
 outer:
@@ -1352,25 +1354,34 @@ func (pd *partData) isBatchAborted(batch *partBatch) bool {
 }
 
 // compact removes superseded records from a compactable partition, all
-// of it inside the cluster's loop (Compact). The ticker's rounds prepare
-// the same compaction in the loop, carry it out off the loop and swap it
-// in with one more turn (compactEach, offerlog patch 8).
+// of it inside the cluster's loop (Compact). The ticker's rounds take the
+// same steps, but carry out all but the swap off the loop (compactEach,
+// offerlog patches 8 and 10).
 func (c *Cluster) compact(pd *partData, topic string) {
-	if job := c.prepareCompaction(pd, topic, compactSuffix); job != nil {
-		job.run(c)
+	c.dropCompaction(pd)
+	job := c.prepareCompaction(pd, topic, compactSuffix)
+	if job == nil {
+		return
+	}
+	job.run(c)
+	if job.commit(c) {
 		c.swapCompaction(job)
+		job.release(c)
 	}
 }
 
-// compaction is a partition's compaction (offerlog patch 8). Upstream
-// read, filtered and rewrote a whole partition inside the cluster's loop,
-// so that every produce and fetch of every client waited for it: 250-680 ms
-// for a partition of 125 k records. Now the loop only takes a snapshot of
-// the batches to clean (prepareCompaction); reading them, filtering and
-// writing the new segments (as .prep files) runs off the loop (run), and
-// the loop swaps them in (swapCompaction), keeping what was appended
-// meanwhile, unless the partition was rewritten or trimmed since the
-// snapshot (rewrites), in which case the work is dropped.
+// compaction is a partition's compaction (offerlog patches 8 and 10).
+// Upstream read, filtered and rewrote a whole partition inside the
+// cluster's loop, so that every produce and fetch of every client waited
+// for it: 250-680 ms for a partition of 125 k records. Now the loop only
+// takes a snapshot of the batches to clean (prepareCompaction) and later
+// swaps the new segments in (swapCompaction); reading, filtering and
+// writing them (run), then committing them with their marker (commit),
+// and removing the marker once the swap is durable (finish), all with
+// their fsyncs, run off the loop. The snapshot ends a segment (rollNext),
+// so the swap keeps what was appended meanwhile as it is. A trim, a
+// deletion or a forced compaction of the partition meanwhile drops the job
+// (dropCompaction).
 type compaction struct {
 	pd   *partData
 	pdir string
@@ -1379,9 +1390,8 @@ type compaction struct {
 	suffix string
 
 	// The snapshot, taken in the loop.
-	batches           []compactionBatch // the cleanable batches: all but the last
+	batches           []compactionBatch // every batch; the last is kept as it is
 	end               int64             // the offset after the last of them
-	rewrites          uint64
 	aborted           []abortedTxnEntry
 	deleteRetentionMs int64
 	segMaxBytes       int64
@@ -1391,6 +1401,13 @@ type compaction struct {
 	// the old ones with the job's suffix.
 	segments []segmentInfo
 	err      error
+
+	// The job's files on disk, shared by the loop and the round's
+	// goroutine. dropped: the loop gave the job up, and the goroutine
+	// leaves the partition's files alone; marked: the marker naming the
+	// job's segments is on disk; swapped: the loop installed them.
+	mu                       sync.Mutex
+	dropped, marked, swapped bool
 }
 
 type compactionBatch struct {
@@ -1399,11 +1416,16 @@ type compactionBatch struct {
 }
 
 // prepareCompaction takes the snapshot of pd's compaction, whose new
-// segments have the suffix, or returns nil if pd has nothing to clean.
+// segments have the suffix, or returns nil if pd has nothing to clean:
+// every batch so far, the last kept as it is (it holds the log's end), and
+// the next append begins a new segment (offerlog patch 10).
 // Must be called from Cluster.run().
 func (c *Cluster) prepareCompaction(pd *partData, topic, suffix string) *compaction {
 	if !pd.hasNBatches(2) { // need at least 2 batches: compaction keeps the last batch unconditionally
 		return nil
+	}
+	if pd.segments[len(pd.segments)-1].size == 0 {
+		return nil // an empty segment (left by a load) would take the appends of the compaction's time: the next round cleans
 	}
 	// Read delete.retention.ms from topic config, falling back to default.
 	deleteRetentionMs := int64(86400000)
@@ -1415,18 +1437,14 @@ func (c *Cluster) prepareCompaction(pd *partData, topic, suffix string) *compact
 		}
 	}
 	pdir := partDir(c.storageDir, pd.t, pd.p)
-	job := &compaction{pd: pd, pdir: pdir, suffix: suffix, rewrites: pd.rewrites, aborted: slices.Clone(pd.abortedTxns),
+	job := &compaction{pd: pd, pdir: pdir, suffix: suffix, aborted: slices.Clone(pd.abortedTxns),
 		deleteRetentionMs: deleteRetentionMs, segMaxBytes: c.segmentBytes(pd.t), now: time.Now().UnixMilli()}
-	// Cleanable range is all batches except the last (active) batch.
-	cleanable := pd.totalBatches() - 1
 	pd.eachBatchMeta(func(si, _ int, m *batchMeta) bool {
-		if len(job.batches) >= cleanable {
-			return false
-		}
 		job.batches = append(job.batches, compactionBatch{path: filepath.Join(pdir, segmentFileName(pd.segments[si].base)), meta: *m})
 		job.end = m.firstOffset + int64(m.lastOffsetDelta) + 1
 		return true
 	})
+	pd.rollNext = true
 	return job
 }
 
@@ -1437,6 +1455,7 @@ func (c *Cluster) prepareCompaction(pd *partData, topic, suffix string) *compact
 func (job *compaction) run(c *Cluster) {
 	files := map[string]file{}
 	defer func() {
+		job.batches = nil // the partition keeps the job until its next one: not its snapshot
 		for _, f := range files {
 			f.Close()
 		}
@@ -1488,11 +1507,18 @@ func (job *compaction) run(c *Cluster) {
 	// Also track which PIDs still have surviving data batches.
 	survivingPIDs := make(map[int64]bool)
 	var kept []*partBatch
-	for _, b := range job.batches {
+	var last *partBatch
+	for i, b := range job.batches {
 		batch, err := read(b)
 		if err != nil {
 			job.err = fmt.Errorf("read batch pass 2: %w", err)
 			return
+		}
+		if i == len(job.batches)-1 { // the log's end, kept as it is
+			last = batch
+			kept = append(kept, batch)
+			survivingPIDs[batch.ProducerID] = true
+			continue
 		}
 		if batch.Attributes&0x0020 != 0 {
 			// Stash control batches for pass 3 filtering.
@@ -1547,7 +1573,7 @@ func (job *compaction) run(c *Cluster) {
 	filtered := kept[:0]
 	for _, batch := range kept {
 		isControl := batch.Attributes&0x0020 != 0
-		if isControl && !survivingPIDs[batch.ProducerID] {
+		if isControl && batch != last && !survivingPIDs[batch.ProducerID] {
 			continue
 		}
 		filtered = append(filtered, batch)
@@ -1555,71 +1581,73 @@ func (job *compaction) run(c *Cluster) {
 	job.segments, job.err = c.writeSegments(job.pdir, filtered, job.segMaxBytes, job.suffix)
 }
 
-// swapCompaction replaces the cleaned range of the partition by the
-// segments run wrote, keeping every batch from the snapshot's end on: the
-// segments that begin there or later stay as they are, and the batches of
-// the one the end falls in are rewritten into a segment of their own. The
-// work is dropped if the partition was deleted, rewritten or trimmed since
-// the snapshot. Must be called from Cluster.run().
-func (c *Cluster) swapCompaction(job *compaction) {
-	pd := job.pd
-	if cur, exists := c.data.tps.getp(pd.t, pd.p); !exists || cur != pd || pd.rewrites != job.rewrites || job.err != nil {
-		if job.err != nil {
-			c.cfg.logger.Logf(LogLevelWarn, "compact %s-%d: %v", pd.t, pd.p, job.err)
-		}
-		removeCompactFiles(c.fs, job.pdir, job.suffix)
-		return
-	}
-	pd.rewrites++
-	// The batches from the end on: in segments of their own, kept; in the
-	// segment the end falls in, read for a segment of their own.
-	var tail []*partBatch
-	var after []segmentInfo
-	for si := range pd.segments {
-		seg := &pd.segments[si]
-		if seg.base >= job.end {
-			after = append(after, *seg)
-			continue
-		}
-		for mi := range seg.index {
-			if m := &seg.index[mi]; m.firstOffset >= job.end {
-				b, err := c.readBatchFull(pd, si, m)
-				if err != nil {
-					c.cfg.logger.Logf(LogLevelWarn, "compact %s-%d: read the batches since: %v; the old segments stay", pd.t, pd.p, err)
-					removeCompactFiles(c.fs, job.pdir, job.suffix)
-					return
-				}
-				tail = append(tail, b)
-			}
-		}
-	}
-	pd.closeAllFiles(false)
-	segments := job.segments
-	var plan compactPlan
-	for _, s := range segments {
+// plan is what the job's marker names: its new segments, replacing every
+// segment before the snapshot's end.
+func (job *compaction) plan() compactPlan {
+	plan := compactPlan{Before: job.end}
+	for _, s := range job.segments {
 		plan.Bases = append(plan.Bases, s.base)
 	}
-	var failed error
-	if job.suffix != compactSuffix {
+	return plan
+}
+
+// commit makes the job's segments the partition's on disk: renamed from
+// the job's suffix to .compact and named by the marker, each step fsynced
+// with the directory. It returns false, having removed the job's files, if
+// run failed, the loop dropped the job, or the marker cannot be written:
+// the old segments stay. Off the loop for a round's job.
+func (job *compaction) commit(c *Cluster) bool {
+	job.mu.Lock()
+	defer job.mu.Unlock()
+	if job.dropped { // the loop rewrote the partition: its .compact files may be another's now
+		removeCompactFiles(c.fs, job.pdir, job.suffix)
+		return false
+	}
+	plan := job.plan()
+	failed := job.err
+	if failed == nil && job.suffix != compactSuffix {
 		failed = c.renameSegments(job.pdir, plan.Bases, job.suffix, compactSuffix)
 	}
-	if failed == nil && len(tail) > 0 {
-		var written []segmentInfo
-		written, failed = c.writeSegments(job.pdir, tail, math.MaxInt64, compactSuffix)
-		segments = append(segments, written...)
-		plan.Bases = append(plan.Bases, tail[0].FirstOffset)
+	if failed == nil {
+		c.syncDir(job.pdir) // the renames, before the marker names them
+		failed = writeJSONFile(c.fs, filepath.Join(job.pdir, compactMarker), plan)
 	}
-	for _, s := range after {
-		plan.Bases = append(plan.Bases, s.base) // kept: no .compact file to rename
-	}
-	if !c.commitCompaction(pd, plan, failed) {
+	if failed != nil {
+		c.cfg.logger.Logf(LogLevelWarn, "compact %s-%d: %v; the old segments stay", job.pd.t, job.pd.p, failed)
 		removeCompactFiles(c.fs, job.pdir, job.suffix)
+		removeCompactFiles(c.fs, job.pdir, compactSuffix)
+		return false
+	}
+	c.syncDir(job.pdir)
+	job.marked = true
+	return true
+}
+
+// swapCompaction puts the committed job's segments in place of those
+// before the snapshot's end, on disk (renames and removals, no fsync: the
+// marker finishes them on a load) and in the partition; the segments from
+// the end on, appended since, stay as they are. A job dropped meanwhile
+// changes nothing. Must be called from Cluster.run().
+func (c *Cluster) swapCompaction(job *compaction) {
+	job.mu.Lock()
+	defer job.mu.Unlock()
+	if job.dropped || !job.marked {
 		return
 	}
-	pd.segments = append(segments, after...)
-	if len(pd.segments) == 0 {
-		pd.rolledAt = time.Now()
+	pd := job.pd
+	pd.closeAllFiles(false)
+	var after []segmentInfo
+	for _, seg := range pd.segments {
+		if seg.base >= job.end {
+			after = append(after, seg)
+		}
 	}
+	if err := c.replaceSegments(job.pdir, job.plan()); err != nil {
+		c.cfg.logger.Logf(LogLevelWarn, "compact %s-%d: %v; finished on the next load", pd.t, pd.p, err)
+		job.marked = false // the marker stays for that load
+	}
+	job.swapped = true
+	pd.segments = append(slices.Clone(job.segments), after...)
 	pd.rebuildMaxTimestampMeta()
 
 	// Rebuild partition metadata.
@@ -1634,6 +1662,46 @@ func (c *Cluster) swapCompaction(job *compaction) {
 
 	// Prune aborted txn entries that are now before logStartOffset.
 	pd.trimAbortedTxns()
+}
+
+// release ends the job's hold on the partition's files, and drops the job
+// if it was not swapped in. Swapped in, the swap is made durable and the
+// marker removed: a load has nothing left to finish. Committed but not
+// swapped in, the marker is removed durably, then the job's segments: no
+// load may install them over a log that changed since. Called by the
+// round when done, and by the loop before it rewrites or removes the
+// partition's segments (dropCompaction).
+func (job *compaction) release(c *Cluster) {
+	job.mu.Lock()
+	defer job.mu.Unlock()
+	if !job.swapped {
+		job.dropped = true
+	}
+	if !job.marked {
+		return
+	}
+	job.marked = false
+	marker := filepath.Join(job.pdir, compactMarker)
+	if job.swapped {
+		c.syncDir(job.pdir)
+		if err := c.fs.Remove(marker); err != nil && !os.IsNotExist(err) {
+			c.cfg.logger.Logf(LogLevelWarn, "compact %s-%d: %v; removed on the next load", job.pd.t, job.pd.p, err)
+		}
+		return
+	}
+	c.fs.Remove(marker)
+	c.syncDir(job.pdir)
+	removeCompactFiles(c.fs, job.pdir, compactSuffix)
+}
+
+// dropCompaction releases the partition's compaction in progress, if any.
+// Must be called from Cluster.run() before anything that rewrites or
+// removes the partition's segments.
+func (c *Cluster) dropCompaction(pd *partData) {
+	if job := pd.compacting; job != nil {
+		pd.compacting = nil
+		job.release(c)
+	}
 }
 
 // trimAbortedTxns prunes aborted txn entries fully before logStartOffset.

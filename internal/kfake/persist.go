@@ -879,38 +879,6 @@ func (c *Cluster) renameSegments(pdir string, bases []int64, from, to string) er
 	return nil
 }
 
-// commitCompaction replaces pd's segment files by those of the plan: the
-// new ones, written beside the old ones with the suffix .compact and
-// fsynced, and the old ones the plan names to keep (they have no .compact
-// file). It returns false, leaving the old segments in place, if failed
-// (an error writing the new ones) or the marker cannot be written.
-//
-// offerlog patch: the old files are replaced only once the new ones are
-// complete. A marker (compact.json, written by tmp+rename) names the
-// segments of the plan: that is the commit point. The old segments are
-// then removed and the new ones renamed into place (finishCompaction), and
-// a load that finds the marker finishes the swap, while one that finds
-// .compact files without it removes them (recoverCompaction). Upstream
-// deleted the old segments first, so a kill during compaction lost the
-// partition.
-func (c *Cluster) commitCompaction(pd *partData, plan compactPlan, failed error) bool {
-	pdir := partDir(c.storageDir, pd.t, pd.p)
-	if failed == nil {
-		c.syncDir(pdir) // the renames from .prep
-		failed = writeJSONFile(c.fs, filepath.Join(pdir, compactMarker), plan)
-	}
-	if failed != nil {
-		c.cfg.logger.Logf(LogLevelWarn, "compact %s-%d: %v; the old segments stay", pd.t, pd.p, failed)
-		removeCompactFiles(c.fs, pdir, compactSuffix)
-		return false
-	}
-	c.syncDir(pdir)
-	if err := c.finishCompaction(pdir, plan); err != nil {
-		c.cfg.logger.Logf(LogLevelWarn, "compact %s-%d: %v; finished on the next load", pd.t, pd.p, err)
-	}
-	return true
-}
-
 // compactMarker names the segments of a finished compaction until they
 // replaced the old ones.
 const (
@@ -921,8 +889,12 @@ const (
 	prepSuffix = ".prep"
 )
 
+// compactPlan is a marker's content: the bases of the new segments, which
+// replace every segment before Before (offerlog patch 10; a marker of an
+// earlier release has no Before, and its plan names every segment to keep).
 type compactPlan struct {
-	Bases []int64 `json:"bases"`
+	Bases  []int64 `json:"bases"`
+	Before int64   `json:"before,omitempty"`
 }
 
 // writeCompactedSegment writes one new segment and its index, with the
@@ -972,10 +944,20 @@ func (c *Cluster) writeCompactedSegment(pdir string, base int64, batches []*part
 }
 
 // finishCompaction replaces a partition's segments by those the marker
-// names: it removes the snapshot (it describes the old files) and every
-// segment not in the plan, renames the new ones into place and removes the
-// marker. Run again after a crash, it ends in the same place.
+// names (replaceSegments), makes that durable and removes the marker. Run
+// again after a crash, it ends in the same place.
 func (c *Cluster) finishCompaction(pdir string, plan compactPlan) error {
+	if err := c.replaceSegments(pdir, plan); err != nil {
+		return err
+	}
+	c.syncDir(pdir)
+	return c.fs.Remove(filepath.Join(pdir, compactMarker))
+}
+
+// replaceSegments removes the snapshot (it describes the old files) and
+// every old segment the plan replaces, and renames the new ones into
+// place. Run again after a crash, it ends in the same place.
+func (c *Cluster) replaceSegments(pdir string, plan compactPlan) error {
 	keep := make(map[int64]bool, len(plan.Bases))
 	for _, b := range plan.Bases {
 		keep[b] = true
@@ -993,7 +975,8 @@ func (c *Cluster) finishCompaction(pdir string, plan compactPlan) error {
 		if ext != ".dat" && ext != ".idx" {
 			continue
 		}
-		if base, err := strconv.ParseInt(strings.TrimSuffix(name, ext), 10, 64); err == nil && !keep[base] {
+		base, err := strconv.ParseInt(strings.TrimSuffix(name, ext), 10, 64)
+		if err == nil && !keep[base] && (plan.Before == 0 || base < plan.Before) {
 			if err := c.fs.Remove(filepath.Join(pdir, name)); err != nil {
 				return err
 			}
@@ -1013,8 +996,7 @@ func (c *Cluster) finishCompaction(pdir string, plan compactPlan) error {
 			}
 		}
 	}
-	c.syncDir(pdir)
-	return c.fs.Remove(filepath.Join(pdir, compactMarker))
+	return nil
 }
 
 // recoverCompaction finishes, or forgets, a compaction a crash interrupted.
@@ -2021,9 +2003,12 @@ func (c *Cluster) persistBatchToSegment(pd *partData, b *partBatch) int64 {
 		}
 	}
 
-	// Roll the segment if needed.
+	// Roll the segment if needed, or if a compaction's snapshot ends it
+	// (offerlog patch 10).
 	active := &pd.segments[len(pd.segments)-1]
-	if active.size >= c.segmentBytes(pd.t) {
+	rollNext := pd.rollNext
+	pd.rollNext = false
+	if active.size >= c.segmentBytes(pd.t) || rollNext && active.size > 0 {
 		active.endOff = b.FirstOffset
 		pd.closeActiveFiles(c.cfg.syncWrites)
 		pd.segments = append(pd.segments, segmentInfo{base: b.FirstOffset})
