@@ -197,6 +197,7 @@ type Loop struct {
 	cfg     LoopConfig
 	handler Handler
 	slots   Semaphore // nil: one record at a time per partition
+	runners *runners  // a concurrent loop's, for its Run
 
 	mu        sync.Mutex
 	workers   map[tp]*worker
@@ -294,6 +295,10 @@ func (l *Loop) Run(parent context.Context) error {
 	l.mu.Lock()
 	l.runCancel = cancel
 	l.mu.Unlock()
+	if l.slots != nil {
+		l.runners = newRunners()
+		defer l.runners.close() // after the workers stopped, below
+	}
 	cl, err := kgo.NewClient(l.clientOptions()...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", l.cfg.Name, err)

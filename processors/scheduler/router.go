@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -147,41 +149,53 @@ func (r *router) batch(ctx context.Context, b *streams.Batch) error {
 	for _, rec := range b.Records {
 		last[string(rec.Key)] = rec
 	}
-	var mu sync.Mutex
-	var cmds []*schemas.OfferCommand
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
+	evs := make([]schemas.OfferEvent, 0, len(last))
 	for _, rec := range last {
-		var ev schemas.OfferEvent
-		if err := schemas.OfferEvents.Decode(rec.Value, &ev); err != nil {
+		evs = append(evs, schemas.OfferEvent{})
+		if err := schemas.OfferEvents.Decode(rec.Value, &evs[len(evs)-1]); err != nil {
 			b.Dead(rec, fmt.Sprintf("undecodable offer event: %v", err))
-			continue
+			evs = evs[:len(evs)-1]
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			for _, sc := range r.stages {
-				out := Route(sc, &ev, func() (Should, error) {
-					cctx, cancel := context.WithTimeout(ctx, sc.Timeout)
-					defer cancel()
-					st, err := r.state(cctx, &ev, sc.Name)
-					if err != nil {
-						return Should{}, err
-					}
-					return r.impls[sc.Name].ShouldProcess(cctx, &ev.Offer, ev.Version, st)
-				})
-				mu.Lock()
-				cmds = append(cmds, out...)
-				mu.Unlock()
-				for _, c := range out {
-					r.m.Routed.With(sc.Name, string(c.Kind)).Inc()
-				}
+	}
+	// routeConcurrency goroutines take the events in turn: one per event
+	// grew a new stack for each.
+	outs := make([][]*schemas.OfferCommand, len(evs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(routeConcurrency, len(evs)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(evs); i = int(next.Add(1) - 1) {
+				outs[i] = r.route(ctx, &evs[i])
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	return send(ctx, r.prod, cmds)
+	return send(ctx, r.prod, slices.Concat(outs...))
+}
+
+// routeConcurrency is how many changes a router decides on at once (their
+// ShouldProcess calls in flight).
+const routeConcurrency = 16
+
+// route returns the commands of every stage of r for ev.
+func (r *router) route(ctx context.Context, ev *schemas.OfferEvent) []*schemas.OfferCommand {
+	var cmds []*schemas.OfferCommand
+	for _, sc := range r.stages {
+		out := Route(sc, ev, func() (Should, error) {
+			cctx, cancel := context.WithTimeout(ctx, sc.Timeout)
+			defer cancel()
+			st, err := r.state(cctx, ev, sc.Name)
+			if err != nil {
+				return Should{}, err
+			}
+			return r.impls[sc.Name].ShouldProcess(cctx, &ev.Offer, ev.Version, st)
+		})
+		for _, c := range out {
+			r.m.Routed.With(sc.Name, string(c.Kind)).Inc()
+		}
+		cmds = append(cmds, out...)
+	}
+	return cmds
 }
 
 // state returns the stage's state as of the event: its private contents
