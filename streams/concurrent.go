@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -124,9 +125,10 @@ func (l *Loop) handleConcurrent(ctx context.Context, w *worker, recs []*kgo.Reco
 // There are as many as the loop ever had records in flight at once (its
 // slots); they end with the loop's Run, which waits for them.
 type runners struct {
-	jobs chan func() // unbuffered: a send succeeds when a runner is idle
-	stop chan struct{}
-	wg   sync.WaitGroup
+	jobs    chan func() // unbuffered: a send succeeds when a runner is idle
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	started atomic.Int64 // runners started, for the tests
 }
 
 func newRunners() *runners { return &runners{jobs: make(chan func()), stop: make(chan struct{})} }
@@ -139,6 +141,7 @@ func (rs *runners) run(job func()) {
 	default:
 	}
 	rs.wg.Add(1)
+	rs.started.Add(1)
 	go func() {
 		defer rs.wg.Done()
 		for {
