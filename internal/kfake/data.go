@@ -1405,9 +1405,11 @@ type compaction struct {
 	// The job's files on disk, shared by the loop and the round's
 	// goroutine. dropped: the loop gave the job up, and the goroutine
 	// leaves the partition's files alone; marked: the marker naming the
-	// job's segments is on disk; swapped: the loop installed them.
+	// job's segments is on disk; swapped: the loop installed them; old: the
+	// bases of the segments they replaced, whose files release removes.
 	mu                       sync.Mutex
 	dropped, marked, swapped bool
+	old                      []int64
 }
 
 type compactionBatch struct {
@@ -1439,8 +1441,13 @@ func (c *Cluster) prepareCompaction(pd *partData, topic, suffix string) *compact
 	pdir := partDir(c.storageDir, pd.t, pd.p)
 	job := &compaction{pd: pd, pdir: pdir, suffix: suffix, aborted: slices.Clone(pd.abortedTxns),
 		deleteRetentionMs: deleteRetentionMs, segMaxBytes: c.segmentBytes(pd.t), now: time.Now().UnixMilli()}
+	job.batches = make([]compactionBatch, 0, pd.totalBatches())
+	lastSeg, path := -1, ""
 	pd.eachBatchMeta(func(si, _ int, m *batchMeta) bool {
-		job.batches = append(job.batches, compactionBatch{path: filepath.Join(pdir, segmentFileName(pd.segments[si].base)), meta: *m})
+		if si != lastSeg { // one path per segment: a join per batch took tens of ms of the loop
+			lastSeg, path = si, filepath.Join(pdir, segmentFileName(pd.segments[si].base))
+		}
+		job.batches = append(job.batches, compactionBatch{path: path, meta: *m})
 		job.end = m.firstOffset + int64(m.lastOffsetDelta) + 1
 		return true
 	})
@@ -1624,10 +1631,11 @@ func (job *compaction) commit(c *Cluster) bool {
 }
 
 // swapCompaction puts the committed job's segments in place of those
-// before the snapshot's end, on disk (renames and removals, no fsync: the
-// marker finishes them on a load) and in the partition; the segments from
-// the end on, appended since, stay as they are. A job dropped meanwhile
-// changes nothing. Must be called from Cluster.run().
+// before the snapshot's end, on disk (renamed into place; the old files
+// are removed by release, off the loop: the marker finishes all of it on a
+// load) and in the partition; the segments from the end on, appended
+// since, stay as they are. A job dropped meanwhile changes nothing. Must
+// be called from Cluster.run().
 func (c *Cluster) swapCompaction(job *compaction) {
 	job.mu.Lock()
 	defer job.mu.Unlock()
@@ -1636,13 +1644,21 @@ func (c *Cluster) swapCompaction(job *compaction) {
 	}
 	pd := job.pd
 	pd.closeAllFiles(false)
+	plan := job.plan()
 	var after []segmentInfo
 	for _, seg := range pd.segments {
-		if seg.base >= job.end {
+		switch {
+		case seg.base >= job.end:
 			after = append(after, seg)
+		case !slices.Contains(plan.Bases, seg.base): // replaced by a file of the same name otherwise
+			job.old = append(job.old, seg.base)
 		}
 	}
-	if err := c.replaceSegments(job.pdir, job.plan()); err != nil {
+	err := c.fs.Remove(filepath.Join(job.pdir, "snapshot.json")) // it describes the old files
+	if err == nil || os.IsNotExist(err) {
+		err = c.renameSegments(job.pdir, plan.Bases, compactSuffix, "")
+	}
+	if err != nil {
 		c.cfg.logger.Logf(LogLevelWarn, "compact %s-%d: %v; finished on the next load", pd.t, pd.p, err)
 		job.marked = false // the marker stays for that load
 	}
@@ -1665,8 +1681,9 @@ func (c *Cluster) swapCompaction(job *compaction) {
 }
 
 // release ends the job's hold on the partition's files, and drops the job
-// if it was not swapped in. Swapped in, the swap is made durable and the
-// marker removed: a load has nothing left to finish. Committed but not
+// if it was not swapped in. Swapped in, the files of the segments it
+// replaced are removed, that is made durable and the marker removed: a
+// load has nothing left to finish. Committed but not
 // swapped in, the marker is removed durably, then the job's segments: no
 // load may install them over a log that changed since. Called by the
 // round when done, and by the loop before it rewrites or removes the
@@ -1683,6 +1700,14 @@ func (job *compaction) release(c *Cluster) {
 	job.marked = false
 	marker := filepath.Join(job.pdir, compactMarker)
 	if job.swapped {
+		for _, base := range job.old {
+			for _, name := range []string{segmentFileName(base), indexFileName(base)} {
+				if err := c.fs.Remove(filepath.Join(job.pdir, name)); err != nil && !os.IsNotExist(err) {
+					c.cfg.logger.Logf(LogLevelWarn, "compact %s-%d: %v; removed on the next load", job.pd.t, job.pd.p, err)
+					return // the marker stays: a load removes what is left
+				}
+			}
+		}
 		c.syncDir(job.pdir)
 		if err := c.fs.Remove(marker); err != nil && !os.IsNotExist(err) {
 			c.cfg.logger.Logf(LogLevelWarn, "compact %s-%d: %v; removed on the next load", job.pd.t, job.pd.p, err)
