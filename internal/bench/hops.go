@@ -1,0 +1,75 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// hopBuckets reads the write-path histogram (offerlog_write_hop_seconds)
+// of path from the process's /metrics at url: per hop, the cumulative
+// count of observations at or under each bucket bound, and the total.
+func hopBuckets(ctx context.Context, url, path string) (map[string]*dto.Histogram, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", url, err)
+	}
+	out := map[string]*dto.Histogram{}
+	for _, m := range mfs["offerlog_write_hop_seconds"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["path"] == path {
+			out[labels["hop"]] = m.GetHistogram()
+		}
+	}
+	return out, nil
+}
+
+// slowHops says, for each hop of the writes observed between before and
+// after, how many took longer than bound seconds (a bucket bound of
+// metrics.LatencyBuckets): where a slow write spends its time.
+func slowHops(before, after map[string]*dto.Histogram, bound float64) string {
+	var parts []string
+	for _, hop := range []string{"append", "answer", "view"} {
+		a := after[hop]
+		if a == nil {
+			continue
+		}
+		under := func(h *dto.Histogram) (total, le uint64) {
+			if h == nil {
+				return 0, 0
+			}
+			for _, b := range h.GetBucket() {
+				if b.GetUpperBound() == bound {
+					le = b.GetCumulativeCount()
+				}
+			}
+			return h.GetSampleCount(), le
+		}
+		ta, la := under(a)
+		tb, lb := under(before[hop])
+		n, slow := ta-tb, (ta-la)-(tb-lb)
+		parts = append(parts, fmt.Sprintf("%s %d of %d", hop, slow, n))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("hops over %g ms: %s", bound*1000, strings.Join(parts, ", "))
+}
