@@ -146,56 +146,10 @@ func TestADataDirectoryHasOneProcess(t *testing.T) {
 // keeping what was written meanwhile, and the result survives a restart.
 func TestACompactionLeavesTheBrokerToItsClients(t *testing.T) {
 	dir := t.TempDir()
-	held, release := make(chan struct{}), make(chan struct{})
-	var hold, released sync.Once
-	letGo := func() { released.Do(func() { close(release) }) }
-	hook := func(topic string, _ int32, _ bool) {
-		if topic == "t" {
-			hold.Do(func() { close(held); <-release })
-		}
-	}
-	cfg := broker.WithCompactionHook(broker.Config{DataDir: dir, Addr: "127.0.0.1:0", CompactEvery: 5 * time.Millisecond, Logger: testkit.Logger()}, hook)
-	b, err := broker.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			letGo()
-			b.Close()
-		}
-	})
-	// Written while the topic is not compacted, so that the first
-	// compaction has all of it: 100 keys twice, one batch per record, and
-	// a last batch (which compaction keeps as it is) of a key of its own.
-	// Small segments: the writes during the compaction roll new ones.
-	ctx := testkit.Context(t, time.Minute)
-	adm := testkit.Admin(t, b.Addrs())
-	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": kadm.StringPtr("1024")}, "t"); err != nil {
-		t.Fatal(err)
-	}
-	cl := testkit.Client(t, b.Addrs(), kgo.ProducerLinger(0), kgo.RequiredAcks(kgo.AllISRAcks()))
-	put := func(key, value string) {
-		t.Helper()
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Key: []byte(key), Value: []byte(value)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, v := range []string{"v1", "v2"} {
-		for i := range 100 {
-			put(fmt.Sprint("k", i), v)
-		}
-	}
-	put("end", "v0")
-	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: kadm.StringPtr("compact")}}, "t"); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-held:
-	case <-ctx.Done():
-		t.Fatal("no compaction of t began")
-	}
+	// The last batch (which compaction keeps as it is) is of a key of its
+	// own. Small segments: the writes during the compaction roll new ones.
+	h := holdCompaction(t, dir, false, func(put func(key, value string)) { put("end", "v0") })
+	b, put := h.b, h.put
 	// The compaction is in progress: the partition takes writes and
 	// answers reads.
 	for i := range 10 {
@@ -204,7 +158,7 @@ func TestACompactionLeavesTheBrokerToItsClients(t *testing.T) {
 	if n := len(testkit.ReadAll(t, b.Addrs(), "t")); n != 211 {
 		t.Fatalf("read %d records while the compaction was held, want 211", n)
 	}
-	letGo()
+	h.letGo()
 
 	want := map[string]string{"end": "v0"}
 	for i := range 100 {
@@ -232,18 +186,10 @@ func TestACompactionLeavesTheBrokerToItsClients(t *testing.T) {
 		return v1
 	}
 	testkit.Eventually(t, time.Minute, "the held compaction did not drop the superseded records", func() bool { return check(b) == 0 })
-	b.Close()
-	closed = true
-
-	b, err = broker.Start(broker.Config{DataDir: dir, Addr: "127.0.0.1:0", CompactEvery: time.Hour, Logger: testkit.Logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	if v1 := check(b); v1 != 0 {
+	if v1 := check(h.restart()); v1 != 0 {
 		t.Fatalf("%d superseded records are back after a restart", v1)
 	}
-	err = filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
 		if strings.HasSuffix(path, ".prep") || strings.HasSuffix(path, ".compact") {
 			t.Errorf("a compaction's file was left: %s", path)
 		}
@@ -263,47 +209,8 @@ func TestACompactionLeavesTheBrokerToItsClients(t *testing.T) {
 // and the rest stay.
 func TestATrimDropsACommittedCompaction(t *testing.T) {
 	dir := t.TempDir()
-	held, release := make(chan struct{}), make(chan struct{})
-	var hold, released sync.Once
-	letGo := func() { released.Do(func() { close(release) }) }
-	hook := func(topic string, _ int32, committed bool) {
-		if topic == "t" && committed {
-			hold.Do(func() { close(held); <-release })
-		}
-	}
-	cfg := broker.WithCompactionHook(broker.Config{DataDir: dir, Addr: "127.0.0.1:0", CompactEvery: 5 * time.Millisecond, Logger: testkit.Logger()}, hook)
-	b, err := broker.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			letGo()
-			b.Close()
-		}
-	})
-	ctx := testkit.Context(t, time.Minute)
-	adm := testkit.Admin(t, b.Addrs())
-	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": kadm.StringPtr("1024")}, "t"); err != nil {
-		t.Fatal(err)
-	}
-	cl := testkit.Client(t, b.Addrs(), kgo.ProducerLinger(0), kgo.RequiredAcks(kgo.AllISRAcks()))
-	for _, v := range []string{"v1", "v2"} {
-		for i := range 100 {
-			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Key: []byte(fmt.Sprint("k", i)), Value: []byte(v)}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: kadm.StringPtr("compact")}}, "t"); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-held:
-	case <-ctx.Done():
-		t.Fatal("no compaction of t was committed")
-	}
+	h := holdCompaction(t, dir, true, nil)
+	b, ctx := h.b, h.ctx
 	compactionFiles := func() (files []string) {
 		t.Helper()
 		err := filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
@@ -321,7 +228,7 @@ func TestATrimDropsACommittedCompaction(t *testing.T) {
 		t.Fatalf("a committed compaction left no marker: %v", files)
 	}
 	// Offsets 0-149 go: k0-k99 of v1 and k0-k49 of v2.
-	deleted, err := adm.DeleteRecords(ctx, kadm.Offsets{"t": {0: {Topic: "t", Partition: 0, At: 150}}})
+	deleted, err := h.adm.DeleteRecords(ctx, kadm.Offsets{"t": {0: {Topic: "t", Partition: 0, At: 150}}})
 	if err == nil {
 		err = deleted.Error()
 	}
@@ -331,7 +238,7 @@ func TestATrimDropsACommittedCompaction(t *testing.T) {
 	if files := compactionFiles(); len(files) > 0 {
 		t.Fatalf("the trim was answered with the dropped compaction's files on disk: %v", files)
 	}
-	letGo()
+	h.letGo()
 
 	check := func(b *broker.Broker) {
 		t.Helper()
@@ -346,12 +253,85 @@ func TestATrimDropsACommittedCompaction(t *testing.T) {
 		}
 	}
 	check(b)
-	b.Close()
-	closed = true
-	b, err = broker.Start(broker.Config{DataDir: dir, Addr: "127.0.0.1:0", CompactEvery: time.Hour, Logger: testkit.Logger()})
+	check(h.restart())
+}
+
+// heldCompaction is a broker of a test whose compaction of topic t is
+// held in progress (holdCompaction).
+type heldCompaction struct {
+	t   *testing.T
+	dir string
+	b   *broker.Broker
+	ctx context.Context
+	adm *kadm.Client
+	// put writes a record to t and waits for its acknowledgement.
+	put func(key, value string)
+	// letGo lets the held compaction go on; stop also closes the broker.
+	letGo, stop func()
+}
+
+// holdCompaction starts a broker on dir that compacts every 5 ms, creates
+// topic t (one partition, segments of 1 KiB) and writes, while t is not
+// compacted yet, 100 keys twice (v1, then v2), one batch per record, then
+// what more writes, so that the first compaction has all of it. It makes
+// t compacted and returns once a compaction of t is held: before it writes
+// its segments, or, if committed, once it has committed them.
+func holdCompaction(t *testing.T, dir string, committed bool, more func(put func(key, value string))) *heldCompaction {
+	t.Helper()
+	held, release := make(chan struct{}), make(chan struct{})
+	var hold, released, stopped sync.Once
+	letGo := func() { released.Do(func() { close(release) }) }
+	hook := func(topic string, _ int32, isCommitted bool) {
+		if topic == "t" && isCommitted == committed {
+			hold.Do(func() { close(held); <-release })
+		}
+	}
+	cfg := broker.WithCompactionHook(broker.Config{DataDir: dir, Addr: "127.0.0.1:0", CompactEvery: 5 * time.Millisecond, Logger: testkit.Logger()}, hook)
+	b, err := broker.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(b.Close)
-	check(b)
+	h := &heldCompaction{t: t, dir: dir, b: b, ctx: testkit.Context(t, time.Minute), adm: testkit.Admin(t, b.Addrs()), letGo: letGo}
+	h.stop = func() { stopped.Do(func() { letGo(); b.Close() }) }
+	t.Cleanup(h.stop)
+	if _, err := h.adm.CreateTopic(h.ctx, 1, 1, map[string]*string{"segment.bytes": kadm.StringPtr("1024")}, "t"); err != nil {
+		t.Fatal(err)
+	}
+	cl := testkit.Client(t, b.Addrs(), kgo.ProducerLinger(0), kgo.RequiredAcks(kgo.AllISRAcks()))
+	h.put = func(key, value string) {
+		t.Helper()
+		if err := cl.ProduceSync(h.ctx, &kgo.Record{Topic: "t", Key: []byte(key), Value: []byte(value)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, v := range []string{"v1", "v2"} {
+		for i := range 100 {
+			h.put(fmt.Sprint("k", i), v)
+		}
+	}
+	if more != nil {
+		more(h.put)
+	}
+	if _, err := h.adm.AlterTopicConfigs(h.ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: kadm.StringPtr("compact")}}, "t"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-h.ctx.Done():
+		t.Fatalf("no compaction of t was held (committed: %t)", committed)
+	}
+	return h
+}
+
+// restart closes the broker and starts another on its directory, which
+// does not compact, and returns it.
+func (h *heldCompaction) restart() *broker.Broker {
+	h.t.Helper()
+	h.stop()
+	b, err := broker.Start(broker.Config{DataDir: h.dir, Addr: "127.0.0.1:0", CompactEvery: time.Hour, Logger: testkit.Logger()})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(b.Close)
+	return b
 }
