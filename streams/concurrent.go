@@ -122,8 +122,9 @@ func (l *Loop) handleConcurrent(ctx context.Context, w *worker, recs []*kgo.Reco
 // runners are the goroutines a concurrent loop handles its records on,
 // kept from one record to the next: a goroutine per record grew a new
 // stack for each (runtime.morestack was 6 % of the scheduler bench's CPU).
-// There are as many as the loop ever had records in flight at once (its
-// slots); they end with the loop's Run, which waits for them.
+// There are about as many as the loop ever had records in flight at once
+// (its slots; a runner between two jobs may not be back yet when the next
+// comes); they end with the loop's Run, which waits for them.
 type runners struct {
 	jobs    chan func() // unbuffered: a send succeeds when a runner is idle
 	stop    chan struct{}

@@ -46,22 +46,20 @@ func hopBuckets(ctx context.Context, url, path string) (map[string]*dto.Histogra
 // after, how many took longer than bound seconds (a bucket bound of
 // metrics.LatencyBuckets): where a slow write spends its time.
 func slowHops(before, after map[string]*dto.Histogram, bound float64) string {
+	// under returns h's observations and those at or under bound.
+	under := func(h *dto.Histogram) (total, le uint64) {
+		for _, b := range h.GetBucket() {
+			if b.GetUpperBound() == bound {
+				le = b.GetCumulativeCount()
+			}
+		}
+		return h.GetSampleCount(), le
+	}
 	var parts []string
 	for _, hop := range []string{"append", "answer", "view"} {
 		a := after[hop]
 		if a == nil {
 			continue
-		}
-		under := func(h *dto.Histogram) (total, le uint64) {
-			if h == nil {
-				return 0, 0
-			}
-			for _, b := range h.GetBucket() {
-				if b.GetUpperBound() == bound {
-					le = b.GetCumulativeCount()
-				}
-			}
-			return h.GetSampleCount(), le
 		}
 		ta, la := under(a)
 		tb, lb := under(before[hop])

@@ -440,7 +440,7 @@ full:
 			m  *batchMeta
 		}
 		var batches []chosen
-		isFull := false // the response is: after this partition's batches
+		isFull := false // the response is full: no partition after this one
 		// Walk batches starting from the found position (segIdx, metaIdx).
 		// The first segment starts at metaIdx; subsequent segments start at 0.
 	segments:

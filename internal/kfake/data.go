@@ -1377,8 +1377,8 @@ func (c *Cluster) compact(pd *partData, topic string) {
 // takes a snapshot of the batches to clean (prepareCompaction) and later
 // swaps the new segments in (swapCompaction); reading, filtering and
 // writing them (run), then committing them with their marker (commit),
-// and removing the marker once the swap is durable (finish), all with
-// their fsyncs, run off the loop. The snapshot ends a segment (rollNext),
+// and removing the old files and the marker once the swap is durable
+// (release), all with their fsyncs, run off the loop. The snapshot ends a segment (rollNext),
 // so the swap keeps what was appended meanwhile as it is. A trim, a
 // deletion or a forced compaction of the partition meanwhile drops the job
 // (dropCompaction).
@@ -1683,9 +1683,9 @@ func (c *Cluster) swapCompaction(job *compaction) {
 // release ends the job's hold on the partition's files, and drops the job
 // if it was not swapped in. Swapped in, the files of the segments it
 // replaced are removed, that is made durable and the marker removed: a
-// load has nothing left to finish. Committed but not
-// swapped in, the marker is removed durably, then the job's segments: no
-// load may install them over a log that changed since. Called by the
+// load has nothing left to finish. Committed but not swapped in, the
+// marker is removed durably, then the job's segments: no load may install
+// them over a log that changed since. Called by the
 // round when done, and by the loop before it rewrites or removes the
 // partition's segments (dropCompaction).
 func (job *compaction) release(c *Cluster) {

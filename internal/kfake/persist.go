@@ -341,11 +341,7 @@ func decodeBatchRaw(raw []byte) (*kmsg.RecordBatch, error) {
 // segment file. The returned bytes can be appended directly to a fetch
 // response. Segment files contain pure RecordBatch bytes.
 func (c *Cluster) readBatchRaw(pd *partData, segIdx int, meta *batchMeta) ([]byte, error) {
-	f, err := c.segReadFile(pd, segIdx)
-	if err != nil {
-		return nil, err
-	}
-	return readRawAt(f, meta)
+	return c.appendBatchRaw(nil, pd, segIdx, meta)
 }
 
 // appendBatchRaw appends the raw RecordBatch wire bytes of a batch, read
