@@ -28,18 +28,30 @@ type Replies[T any] struct {
 	keep   time.Duration
 	log    *slog.Logger
 
-	// limit overrides MaxWaiters (tests).
-	limit int
+	// limit overrides MaxWaiters, earlyLimit maxEarly (tests).
+	limit, earlyLimit int
 
 	mu      sync.Mutex
 	waiters map[RequestID]chan T
-	early   map[RequestID]early[T]
-	ready   chan struct{}
+	// early holds the replies that came before their waiter, arrivals
+	// their order of arrival: the oldest go first, when they expire or to
+	// make room. An arrival whose reply was taken, or replaced by a later
+	// copy, is passed over (its seq is not the reply's).
+	early    map[RequestID]early[T]
+	arrivals []arrival
+	seq      uint64
+	ready    chan struct{}
 }
 
 type early[T any] struct {
-	v  T
-	at time.Time
+	v   T
+	at  time.Time
+	seq uint64
+}
+
+type arrival struct {
+	id  RequestID
+	seq uint64
 }
 
 // ErrNoReply is returned by Wait when no reply came in time.
@@ -123,23 +135,49 @@ func (r *Replies[T]) deliver(id RequestID, v T) {
 		delete(r.waiters, id)
 		return
 	}
-	if len(r.early) >= maxEarly {
-		return // nobody is likely to want it: most replies answer other producers
+	// Most replies answer other producers and nobody takes them. When the
+	// bound is reached the oldest go, not this one: a waiter that has not
+	// registered yet is waiting for a reply that has just come.
+	limit := r.earlyLimit
+	if limit <= 0 {
+		limit = maxEarly
 	}
-	r.early[id] = early[T]{v: v, at: time.Now()}
+	for len(r.arrivals) >= limit {
+		r.dropOldest()
+	}
+	r.seq++
+	r.early[id] = early[T]{v: v, at: time.Now(), seq: r.seq}
+	r.arrivals = append(r.arrivals, arrival{id: id, seq: r.seq})
 }
 
 // maxEarly bounds the replies kept for waiters that have not registered yet.
 const maxEarly = 1 << 18
 
+// dropOldest forgets the oldest arrival, and its reply if still kept.
+func (r *Replies[T]) dropOldest() {
+	a := r.arrivals[0]
+	r.arrivals[0] = arrival{}
+	r.arrivals = r.arrivals[1:]
+	if e, ok := r.early[a.id]; ok && e.seq == a.seq {
+		delete(r.early, a.id)
+	}
+	if len(r.arrivals) == 0 {
+		r.arrivals = nil // let the emptied array go
+	}
+}
+
+// expire forgets the replies kept for longer than keep: the oldest first,
+// so it stops at the first one kept.
 func (r *Replies[T]) expire() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cut := time.Now().Add(-r.keep)
-	for id, e := range r.early {
-		if e.at.Before(cut) {
-			delete(r.early, id)
+	for len(r.arrivals) > 0 {
+		a := r.arrivals[0]
+		if e, ok := r.early[a.id]; ok && e.seq == a.seq && !e.at.Before(cut) {
+			return
 		}
+		r.dropOldest()
 	}
 }
 

@@ -46,3 +46,68 @@ func TestRepliesWaitersAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRepliesKeepTheNewestEarlyReplies: a reply that comes before its
+// waiter registers is kept even when the matcher holds as many unclaimed
+// replies as it may (those of other producers, after a bulk load): the
+// oldest go. Before, the newest was dropped and its waiter timed out.
+func TestRepliesKeepTheNewestEarlyReplies(t *testing.T) {
+	r := NewReplies("t", time.Hour, nil, func([]byte) (int, RequestID, error) { return 0, RequestID{}, nil })
+	r.earlyLimit = 4
+	for i := range 10 { // replies to other producers' requests: nobody waits
+		r.deliver(RequestID{Offset: int64(i)}, i)
+	}
+	r.deliver(RequestID{Partition: 1, Offset: 5}, 42) // before its waiter
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if v, err := r.Wait(ctx, RequestID{Partition: 1, Offset: 5}); err != nil || v != 42 {
+		t.Fatalf("the newest early reply: %v %v, want 42", v, err)
+	}
+	r.mu.Lock()
+	kept, arrivals := len(r.early), len(r.arrivals)
+	_, oldest := r.early[RequestID{Offset: 0}]
+	_, newer := r.early[RequestID{Offset: 9}]
+	r.mu.Unlock()
+	if kept != 3 || arrivals != 4 || oldest || !newer {
+		t.Fatalf("kept %d replies and %d arrivals (the oldest kept: %v, offset 9: %v), want 3 and 4, the oldest gone",
+			kept, arrivals, oldest, newer)
+	}
+}
+
+func TestRepliesExpireTheOldestFirst(t *testing.T) {
+	r := NewReplies("t", time.Hour, nil, func([]byte) (int, RequestID, error) { return 0, RequestID{}, nil })
+	old, taken, fresh := RequestID{Offset: 1}, RequestID{Offset: 2}, RequestID{Offset: 3}
+	r.deliver(old, 1)
+	r.deliver(taken, 2)
+	r.mu.Lock()
+	e := r.early[old]
+	e.at = e.at.Add(-2 * time.Hour)
+	r.early[old] = e
+	r.mu.Unlock()
+	if v, err := r.Wait(context.Background(), taken); err != nil || v != 2 {
+		t.Fatalf("an early reply: %v %v", v, err)
+	}
+	r.deliver(fresh, 3)
+	r.deliver(fresh, 4) // a redelivery replaces the reply kept
+	r.expire()
+	r.mu.Lock()
+	_, oldKept := r.early[old]
+	got, freshKept := r.early[fresh]
+	n := len(r.arrivals)
+	r.mu.Unlock()
+	// The taken reply's arrival and fresh's first, replaced, go with the
+	// expired one: they are in front of the one kept.
+	if oldKept || !freshKept || got.v != 4 || n != 1 {
+		t.Fatalf("after expiry: old kept %v, fresh kept %v (%v), %d arrivals; want only fresh (4) with its last arrival",
+			oldKept, freshKept, got.v, n)
+	}
+	// Once it has expired too, nothing is left.
+	r.mu.Lock()
+	got.at = got.at.Add(-2 * time.Hour)
+	r.early[fresh] = got
+	r.mu.Unlock()
+	r.expire()
+	if len(r.early) != 0 || len(r.arrivals) != 0 {
+		t.Fatalf("left %d replies and %d arrivals", len(r.early), len(r.arrivals))
+	}
+}
