@@ -30,6 +30,9 @@ type Replies[T any] struct {
 
 	// limit overrides MaxWaiters, earlyLimit maxEarly (tests).
 	limit, earlyLimit int
+	// transit, if set, is told each reply's time from its record's
+	// timestamp (its producer's clock) to its decoding here.
+	transit func(time.Duration)
 
 	mu      sync.Mutex
 	waiters map[RequestID]chan T
@@ -71,6 +74,14 @@ const MaxWaiters = 1 << 16
 func NewReplies[T any](topic string, keep time.Duration, log *slog.Logger, decode func([]byte) (T, RequestID, error)) *Replies[T] {
 	return &Replies[T]{topic: topic, decode: decode, keep: keep, log: log,
 		waiters: map[RequestID]chan T{}, early: map[RequestID]early[T]{}, ready: make(chan struct{})}
+}
+
+// ObserveTransit makes the matcher tell fn, for each reply it reads, the
+// time from the reply's record timestamp to now: the reply's way from its
+// producer to this process. Call it before Run; it returns r.
+func (r *Replies[T]) ObserveTransit(fn func(time.Duration)) *Replies[T] {
+	r.transit = fn
+	return r
 }
 
 // Run reads the reply topic from its end offsets as of the call until ctx is
@@ -117,6 +128,9 @@ func (r *Replies[T]) Run(ctx context.Context, brokers []string) error {
 				if err != nil {
 					b.Dead(rec, fmt.Sprintf("undecodable reply: %v", err))
 					continue
+				}
+				if r.transit != nil {
+					r.transit(time.Since(rec.Timestamp))
 				}
 				r.deliver(id, v)
 			}

@@ -44,7 +44,12 @@ func hopBuckets(ctx context.Context, url, path string) (map[string]*dto.Histogra
 
 // slowHops says, for each hop of the writes observed between before and
 // after, how many took longer than bound seconds (a bucket bound of
-// metrics.LatencyBuckets): where a slow write spends its time.
+// metrics.LatencyBuckets): where a slow write spends its time. Within the
+// answer (from the command's acknowledgement to its answer matched),
+// command is the command's time from its produce to the aggregate's
+// decision (so it includes the append), and reply the answer's from the
+// aggregate's emit to the matcher; the matcher reads every answer, the
+// bench's and the others'.
 func slowHops(before, after map[string]*dto.Histogram, bound float64) string {
 	// under returns h's observations and those at or under bound.
 	under := func(h *dto.Histogram) (total, le uint64) {
@@ -56,7 +61,7 @@ func slowHops(before, after map[string]*dto.Histogram, bound float64) string {
 		return h.GetSampleCount(), le
 	}
 	var parts []string
-	for _, hop := range []string{"append", "answer", "view"} {
+	for _, hop := range []string{"append", "command", "answer", "reply", "view"} {
 		a := after[hop]
 		if a == nil {
 			continue

@@ -229,7 +229,9 @@ func startAPI(ctx context.Context, p *process) error {
 	if err != nil {
 		return err
 	}
-	verdicts := streams.NewReplies(topics.DocumentsResults, 10*time.Second, p.log, decodeVerdict)
+	reply := p.reg.WriteHops().With("document", "reply")
+	verdicts := streams.NewReplies(topics.DocumentsResults, 10*time.Second, p.log, decodeVerdict).
+		ObserveTransit(func(d time.Duration) { reply.Observe(d.Seconds()) })
 	p.sup.Go(ctx, "verdicts", false, func(ctx context.Context) error { return verdicts.Run(ctx, p.brokers) })
 	p.ready = append(p.ready, verdicts.Ready())
 	documents, err := p.documents(ctx)

@@ -11,7 +11,8 @@ import (
 
 // TestWriteHopsOnMetrics writes a document with ?wait=true and updates an
 // offer through the HTTP API, then reads /metrics: every hop of both write
-// paths was observed once at least (append, verdict; append, answer, view).
+// paths was observed once at least (append, verdict, reply; append,
+// command, answer, reply, view).
 func TestWriteHopsOnMetrics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
@@ -37,8 +38,9 @@ func TestWriteHopsOnMetrics(t *testing.T) {
 
 	code, b = s.call("GET", "/metrics", "", "")
 	s.must("metrics", code, b, http.StatusOK)
-	for _, hop := range []string{`hop="append",path="document"`, `hop="verdict",path="document"`,
-		`hop="append",path="offer"`, `hop="answer",path="offer"`, `hop="view",path="offer"`} {
+	for _, hop := range []string{`hop="append",path="document"`, `hop="verdict",path="document"`, `hop="reply",path="document"`,
+		`hop="append",path="offer"`, `hop="command",path="offer"`, `hop="answer",path="offer"`, `hop="reply",path="offer"`,
+		`hop="view",path="offer"`} {
 		series := "offerlog_write_hop_seconds_count{" + hop + "}"
 		i := strings.Index(b, series)
 		if i < 0 {

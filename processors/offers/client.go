@@ -28,9 +28,13 @@ type Client struct {
 
 // ObserveHops makes the client observe each command's hops on h, path
 // "offer": append (the command acknowledged) and answer (the aggregate's
-// answer matched). Call it before the first command; it returns cl.
+// answer matched), and its matcher's reply hop (an answer's time from the
+// aggregate's emit to the matcher: Replies.ObserveTransit). Call it before
+// the first command; it returns cl.
 func (cl *Client) ObserveHops(h *metrics.HistogramVec) *Client {
 	cl.hops = h
+	reply := h.With("offer", "reply")
+	cl.replies.ObserveTransit(func(d time.Duration) { reply.Observe(d.Seconds()) })
 	return cl
 }
 

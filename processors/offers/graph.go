@@ -3,6 +3,7 @@ package offers
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
@@ -43,6 +44,9 @@ type Metrics struct {
 	// TimerRepeats counts timers fired again (after a timer service
 	// restart) and ignored.
 	TimerRepeats *metrics.Counter
+	// Queued is the write path's "command" hop: a command's time from its
+	// record timestamp (its producer's clock) to the aggregate's decision.
+	Queued *metrics.Histogram
 }
 
 // NewMetrics registers the aggregate's metrics in r.
@@ -53,6 +57,7 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 		Recalled:    r.Counter("offerlog_offers_recalled_total", "Commands seen again after a crash and answered as the first time.").With(),
 		TimerRepeats: r.Counter("offerlog_scheduler_timer_repeats_total",
 			"Timer firings the aggregate ignored because the timer had fired already (a timer service restarted).").With(),
+		Queued: r.WriteHops().With("offer", "command"),
 	}
 }
 
@@ -98,6 +103,7 @@ func input(ctx goka.Context) Input {
 }
 
 func (h *handler) command(ctx goka.Context, msg any) {
+	h.m.Queued.Observe(time.Since(ctx.Timestamp()).Seconds())
 	data, _ := msg.([]byte)
 	if reason := streams.Misplaced(ctx.Key(), ctx.Partition(), h.partitions); reason != "" {
 		h.reject(ctx, data, "", Decision{Outcome: schemas.OutcomeInvalid, Reason: reason})
