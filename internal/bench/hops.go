@@ -46,7 +46,7 @@ func hopBuckets(ctx context.Context, url, path string) (map[string]*dto.Histogra
 // after, how many took longer than bound seconds (a bucket bound of
 // metrics.LatencyBuckets): where a slow write spends its time. Within the
 // answer (from the command's acknowledgement to its answer matched),
-// command is the command's time from its produce to the aggregate's
+// command is a client command's time from its produce to the aggregate's
 // decision (so it includes the append), and reply the answer's from the
 // aggregate's emit to the matcher; the matcher reads every answer, the
 // bench's and the others'.

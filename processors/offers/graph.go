@@ -44,8 +44,9 @@ type Metrics struct {
 	// TimerRepeats counts timers fired again (after a timer service
 	// restart) and ignored.
 	TimerRepeats *metrics.Counter
-	// Queued is the write path's "command" hop: a command's time from its
-	// record timestamp (its producer's clock) to the aggregate's decision.
+	// Queued is the write path's "command" hop: a client's command's time
+	// from its record timestamp (its producer's clock) to the aggregate's
+	// decision. The scheduler's stage commands are not observed.
 	Queued *metrics.Histogram
 }
 
@@ -103,7 +104,6 @@ func input(ctx goka.Context) Input {
 }
 
 func (h *handler) command(ctx goka.Context, msg any) {
-	h.m.Queued.Observe(time.Since(ctx.Timestamp()).Seconds())
 	data, _ := msg.([]byte)
 	if reason := streams.Misplaced(ctx.Key(), ctx.Partition(), h.partitions); reason != "" {
 		h.reject(ctx, data, "", Decision{Outcome: schemas.OutcomeInvalid, Reason: reason})
@@ -113,6 +113,10 @@ func (h *handler) command(ctx goka.Context, msg any) {
 	if err := schemas.OfferCommands.Decode(data, &c); err != nil {
 		h.reject(ctx, data, "", Decision{Outcome: schemas.OutcomeInvalid, Reason: fmt.Sprintf("undecodable command: %v", err)})
 		return
+	}
+	if c.Stage == "" {
+		// A client's write (the API's, a feed's), not a stage's command.
+		h.m.Queued.Observe(time.Since(ctx.Timestamp()).Seconds())
 	}
 	if c.Stage != "" && !slices.Contains(h.stages, c.Stage) {
 		h.reject(ctx, data, c.Kind, Decision{Outcome: schemas.OutcomeInvalid, Field: "stage",
