@@ -1,12 +1,14 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,10 +230,28 @@ func (t *Timers) apply(recs []*kgo.Record) error {
 	}
 	b := t.db.NewBatch()
 	defer b.Close()
+	// The due times being replaced, read in key order through one
+	// iterator: a Get per key made a new iterator each time (7 % of the
+	// scheduler's CPU). SeekGE, as the store has no Split for SeekPrefixGE.
+	keys := make([]string, 0, len(last))
+	for key := range last {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	it, err := t.db.NewIter(prefixRange("k/"))
+	if err != nil {
+		return err
+	}
+	defer it.Close()
 	pending := 0
-	for key, c := range last {
-		old, err := t.get([]byte("k/" + key))
-		if err != nil {
+	for _, key := range keys {
+		c := last[key]
+		k := []byte("k/" + key)
+		var old []byte
+		if it.SeekGE(k) && bytes.Equal(it.Key(), k) {
+			old = it.Value()
+		}
+		if err := it.Error(); err != nil {
 			return err
 		}
 		if old != nil {
