@@ -54,6 +54,18 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	if err := p.waitOrFail(ctx, env, int64(n), topics.OffersResults); err != nil {
 		return Result{}, err
 	}
+	// n answers can be there before every command is decided: a command
+	// processed again after a rebalance is answered again. The writes must
+	// not queue behind the load's last commands: in a full run, 44 808
+	// commands other than the writes were decided while the writes ran,
+	// and a write waited 3.6 s.
+	cmdEnds, err := env.Admin.ListEndOffsets(ctx, topics.OffersCommands)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := streams.WaitCommitted(ctx, env.Admin, string(offers.Group), cmdEnds.Offsets()); err != nil {
+		return Result{}, fmt.Errorf("the aggregate did not catch up: %w", err)
+	}
 	d, err := spanOf(ctx, env, topics.OffersCommands, topics.OffersResults)
 	if err != nil {
 		return Result{}, err
