@@ -3,6 +3,8 @@ package streams
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -109,5 +111,55 @@ func TestRepliesExpireTheOldestFirst(t *testing.T) {
 	r.expire()
 	if len(r.early) != 0 || len(r.arrivals) != 0 {
 		t.Fatalf("left %d replies and %d arrivals", len(r.early), len(r.arrivals))
+	}
+}
+
+// TestRepliesMatchEveryReplyWhateverComesFirst: waiters that register
+// before their reply and after it, concurrently with other producers'
+// replies and expiry, all get their own reply (run with -race). The bound
+// holds every reply delivered, so none may be pushed out whatever the
+// scheduling: eviction is TestRepliesKeepTheNewestEarlyReplies'.
+func TestRepliesMatchEveryReplyWhateverComesFirst(t *testing.T) {
+	r := NewReplies("t", time.Hour, nil, func([]byte) (int, RequestID, error) { return 0, RequestID{}, nil })
+	r.earlyLimit = 1 << 16 // more than every reply delivered here
+	const n = 2000
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			id := RequestID{Partition: 1, Offset: int64(i)}
+			if i%2 == 0 { // half the replies come before their waiter
+				r.deliver(id, i)
+			}
+			v, err := r.Wait(ctx, id)
+			if err == nil && v != i {
+				err = fmt.Errorf("waiter %d got %d", i, v)
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	var others sync.WaitGroup
+	others.Go(func() { // other producers' replies, and expiry
+		for i := range 20 * n {
+			r.deliver(RequestID{Partition: 2, Offset: int64(i)}, -1)
+			if i%500 == 0 {
+				r.expire()
+			}
+		}
+	})
+	// The other half of the replies, once their waiters may or may not be
+	// there yet.
+	for i := 1; i < n; i += 2 {
+		r.deliver(RequestID{Partition: 1, Offset: int64(i)}, i)
+	}
+	wg.Wait()
+	others.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
