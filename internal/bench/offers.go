@@ -59,11 +59,7 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	// not queue behind the load's last commands: in a full run, 44 808
 	// commands other than the writes were decided while the writes ran,
 	// and a write waited 3.6 s.
-	cmdEnds, err := env.Admin.ListEndOffsets(ctx, topics.OffersCommands)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := streams.WaitCommitted(ctx, env.Admin, string(offers.Group), cmdEnds.Offsets()); err != nil {
+	if err := committedAll(ctx, env, string(offers.Group), topics.OffersCommands); err != nil {
 		return Result{}, fmt.Errorf("the aggregate did not catch up: %w", err)
 	}
 	d, err := spanOf(ctx, env, topics.OffersCommands, topics.OffersResults)
@@ -210,11 +206,7 @@ func trivialReads(ctx context.Context, n int, like Result) (Result, error) {
 // settle waits until the cabinet group has applied every change and the
 // API answers url (the last offer loaded).
 func settle(ctx context.Context, env *Env, url string) error {
-	ends, err := env.Admin.ListEndOffsets(ctx, topics.CabinetChanges)
-	if err != nil {
-		return err
-	}
-	if err := streams.WaitCommitted(ctx, env.Admin, "cabinet", ends.Offsets()); err != nil {
+	if err := committedAll(ctx, env, "cabinet", topics.CabinetChanges); err != nil {
 		return fmt.Errorf("the cabinet did not catch up: %w", err)
 	}
 	for call(ctx, "GET", url, "", http.StatusOK) != nil {
@@ -225,6 +217,16 @@ func settle(ctx context.Context, env *Env, url string) error {
 		}
 	}
 	return nil
+}
+
+// committedAll waits until group has committed every record topic holds
+// now.
+func committedAll(ctx context.Context, env *Env, group, topic string) error {
+	ends, err := env.Admin.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return err
+	}
+	return streams.WaitCommitted(ctx, env.Admin, group, ends.Offsets())
 }
 
 // hammer runs op(0..n-1) on offerConcurrency workers and times each call.
