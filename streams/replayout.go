@@ -65,13 +65,30 @@ func newReplayRun(mode ReplayOutputs, inputs []string) *replayRun {
 		header: goka.Headers{ReplayHeader: []byte(time.Now().UTC().Format(time.RFC3339))}}
 }
 
+// isLive reports whether the input record at offset of topic's partition
+// had not been processed by the group before the replay: its outputs are
+// written as in a live run.
+func (r *replayRun) isLive(topic string, partition int32, offset int64) bool {
+	o, ok := r.answered.Lookup(topic, partition)
+	return !ok || o.Err != nil || offset >= o.At
+}
+
+// reemits reports whether an output to topic of an answered input record is
+// written again (marked), not dropped; it counts the choice.
+func (r *replayRun) reemits(topic string) bool {
+	if r.mode == ReplayReemit && !slices.Contains(r.inputs, topic) {
+		// What the group emits to its own inputs is in the log already,
+		// and the replay reads it: a copy would be processed twice.
+		r.marked.Add(1)
+		return true
+	}
+	r.dropped.Add(1)
+	return false
+}
+
 // wrap is the goka context wrapper of the processor a replay runs.
 func (r *replayRun) wrap(ctx goka.Context) goka.Context {
-	o, ok := r.answered.Lookup(string(ctx.Topic()), ctx.Partition())
-	if !ok || o.Err != nil || ctx.Offset() >= o.At {
-		return replayContext{gokaContext: ctx, run: r, live: true}
-	}
-	return replayContext{gokaContext: ctx, run: r}
+	return replayContext{gokaContext: ctx, run: r, live: r.isLive(string(ctx.Topic()), ctx.Partition(), ctx.Offset())}
 }
 
 // gokaContext names the embedded context apart from its Context method.
@@ -91,12 +108,7 @@ func (c replayContext) Emit(topic goka.Stream, key string, value any, options ..
 	case c.live:
 		c.run.live.Add(1)
 		c.gokaContext.Emit(topic, key, value, options...)
-	case c.run.mode == ReplayReemit && !slices.Contains(c.run.inputs, string(topic)):
-		// What the group emits to its own inputs is in the log already,
-		// and the replay reads it: a copy would be processed twice.
-		c.run.marked.Add(1)
+	case c.run.reemits(string(topic)):
 		c.gokaContext.Emit(topic, key, value, append(options, goka.WithCtxEmitHeaders(c.run.header))...)
-	default:
-		c.run.dropped.Add(1)
 	}
 }

@@ -1,8 +1,10 @@
 package numerator_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -477,6 +479,18 @@ func TestKilledMidGenerationGivesTheSameIds(t *testing.T) {
 	straight.seal(2, 2)
 
 	sameAssignments(t, c.assignments(), straight.assignments(), 350)
+
+	// The table is the one the log implies: the same entries as the
+	// uninterrupted run's, in the changelog and in the local stores.
+	c.stop()
+	straight.stop()
+	killed, clean := testkit.Table(t, c.brokers, topics.NumeratorTable), testkit.Table(t, straight.brokers, topics.NumeratorTable)
+	if len(killed) != 350 || !maps.EqualFunc(killed, clean, bytes.Equal) {
+		t.Fatalf("the table after the kill (%d keys) differs from the uninterrupted run's (%d)", len(killed), len(clean))
+	}
+	if local := testkit.LocalTable(t, c.cfg.Streams.StateDir, string(numerator.Group), topics.NumeratorTable); !maps.EqualFunc(local, killed, bytes.Equal) {
+		t.Fatalf("the local stores (%d keys) differ from the changelog (%d)", len(local), len(killed))
+	}
 }
 
 // TestSealWaitsForTheWriteLock runs the numerator with the coordinator in a

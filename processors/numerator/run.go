@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
@@ -83,10 +85,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("numerator: %w", err)
 	}
-	proc, err := goka.NewProcessor(cfg.Streams.Brokers, Graph(cfg.Metrics, parts), cfg.Streams.ProcessorOptions(Group)...)
-	if err != nil {
-		return fmt.Errorf("numerator: %w", err)
-	}
+	group := newGroup(cfg.Streams, cfg.Metrics, parts, cfg.Logger)
 	view, err := goka.NewView(cfg.Streams.Brokers, Table, TableCodec, cfg.Streams.ViewOptions("numerator-sealer")...)
 	if err != nil {
 		return fmt.Errorf("numerator: %w", err)
@@ -104,7 +103,7 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}()
 	}
-	run(0, proc.Run)
+	run(0, group.Run)
 	run(1, view.Run)
 	run(2, func(ctx context.Context) error {
 		select {
@@ -134,5 +133,20 @@ func Replay(ctx context.Context, cfg Config, partitions int32, replication int16
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(metrics.New())
 	}
-	return streams.ReplayGroup(ctx, cfg.Streams, func() *goka.GroupGraph { return Graph(cfg.Metrics, partitions) }, partitions, replication)
+	if err := cfg.Streams.Validate(); err != nil {
+		return err
+	}
+	spec := streams.Replay{Group: string(Group), Table: string(Table), TableConfigs: topics.Find(string(Table), partitions).Configs(),
+		Inputs:     []string{topics.NumeratorOffers, topics.NumeratorResults},
+		Partitions: partitions, Replication: replication, StateDir: cfg.Streams.StateDirOf(string(Group)),
+		AllowGaps: cfg.Streams.AllowGaps, Logger: cfg.Streams.Logger}
+	s := spec.For(cfg.Streams)
+	cl, err := streams.NewClient(s.Brokers, kgo.ClientID("offerlog-replay"))
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	defer cl.Close()
+	return spec.Run(ctx, kadm.NewClient(cl), func(ctx context.Context) error {
+		return newGroup(s, cfg.Metrics, partitions, cfg.Logger).Run(ctx)
+	})
 }

@@ -1,0 +1,41 @@
+package testkit
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/offerlog/offerlog/streams"
+)
+
+// LocalTable reads every local store of table that group keeps under
+// stateDir (streams.TableGroup's and goka's layout) into key -> value,
+// without the stores' offset keys. The group must be stopped.
+func LocalTable(t testing.TB, stateDir, group, table string) map[string][]byte {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(stateDir, "processor", group, "pebble", table+".*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no local store of %s under %s (%v)", table, stateDir, err)
+	}
+	out := map[string][]byte{}
+	for _, dir := range dirs {
+		db, err := streams.OpenPebble(dir, 1<<20, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it, err := db.NewIter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			if string(it.Key()) != "__offset" {
+				out[string(it.Key())] = bytes.Clone(it.Value())
+			}
+		}
+		if err := errors.Join(it.Close(), db.Close()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}

@@ -1,0 +1,243 @@
+package numerator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lovoo/goka"
+
+	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/processors/numerator/sharding"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Group is the numerator's consumer group; its table is Table, a goka
+// group table (the sealer reads it through a goka view).
+const Group goka.Group = "numerator"
+
+// Table is the numerator's group table (topic numerator-table): one
+// NumeratorEntry per offer key.
+var Table = goka.GroupTable(Group)
+
+// TableCodec is the codec of the table's values (*NumeratorEntry).
+var TableCodec goka.Codec = streams.Table[schemas.NumeratorEntry]{C: schemas.NumeratorEntries}
+
+// Metrics of the numerator.
+type Metrics struct {
+	Offers      *metrics.Counter
+	Dead        *metrics.Counter
+	Assignments *metrics.Counter
+	Seals       *metrics.CounterVec // by action
+	// LockRefused counts markers that found the write lock held by another
+	// master (the sealer then asks again every RetryEvery).
+	LockRefused *metrics.Counter
+	// Loop counts the sealer's markers by outcome (dead letters included).
+	Loop *streams.LoopMetrics
+}
+
+// NewMetrics registers the numerator's metrics in r.
+func NewMetrics(r *metrics.Registry) *Metrics {
+	return &Metrics{
+		Offers:      r.Counter("offerlog_numerator_offers_total", "Offer sightings recorded.").With(),
+		Dead:        r.Counter("offerlog_numerator_dead_letters_total", "Invalid or undecodable input sent to numerator.dead.").With(),
+		Assignments: r.Counter("offerlog_numerator_assignments_total", "Assignments emitted on numerator.assignments.").With(),
+		Seals:       r.Counter("offerlog_numerator_states_total", "States written, by the marker that made them.", "action"),
+		LockRefused: r.Counter("offerlog_numerator_lock_refused_total", "Markers that found the write lock held by another master.").With(),
+		Loop:        streams.NewLoopMetrics(r),
+	}
+}
+
+// newGroup returns the numerator group: it records in which generation
+// every key was last seen, and applies the sealer's decisions
+// (numerator.results), emitting every changed assignment on
+// numerator.assignments. It takes each partition's sightings and decisions
+// a batch at a time (streams.TableGroup); its table is goka's group table of
+// Group, which the sealer reads through a goka view.
+//
+// partitions is how many numerator.offers and numerator.results have (0:
+// placement not checked): a key on another partition than its own is
+// dead-lettered, its entry being elsewhere.
+func newGroup(s streams.Config, m *Metrics, partitions int32, logger *slog.Logger) *streams.TableGroup {
+	h := &handler{m: m, partitions: partitions}
+	return &streams.TableGroup{
+		Streams: s, Group: string(Group), Table: string(Table),
+		Inputs:    []string{topics.NumeratorOffers, topics.NumeratorResults},
+		Outputs:   []string{topics.NumeratorAssignments, topics.NumeratorDead},
+		DeadTopic: topics.NumeratorDead,
+		Handle:    h.batch,
+		Metrics:   m.Loop, Logger: logger,
+	}
+}
+
+type handler struct {
+	m          *Metrics
+	partitions int32
+}
+
+// batch handles one partition's sightings or decisions: the entries of
+// their keys are read at once, changed in memory record by record, and the
+// entries that changed are written once each.
+func (h *handler) batch(_ context.Context, b *streams.TableBatch) error {
+	keys := make([]string, len(b.Records))
+	for i, r := range b.Records {
+		keys[i] = string(r.Key)
+	}
+	stored, err := b.Values(keys)
+	if err != nil {
+		return err
+	}
+	entries := make(map[string]*schemas.NumeratorEntry, len(stored))
+	changed := make(map[string]bool)
+	// entry returns the key of r's entry (nil if none). A stored value that
+	// does not decode is dead-lettered and taken as absent: the value the
+	// record sets replaces it.
+	entry := func(r *kgo.Record) *schemas.NumeratorEntry {
+		k := string(r.Key)
+		if e, ok := entries[k]; ok {
+			return e
+		}
+		var e *schemas.NumeratorEntry
+		if v, ok := stored[k]; ok {
+			var d schemas.NumeratorEntry
+			if err := schemas.NumeratorEntries.Decode(v, &d); err != nil {
+				h.deadLetter(b, r, streams.NewDeadLetter(string(Group), string(Table), b.Partition, -1, r.Key, v, r.Timestamp,
+					"undecodable table value, taken as absent: "+err.Error()))
+			} else {
+				e = &d
+			}
+		}
+		entries[k] = e
+		return e
+	}
+	set := func(r *kgo.Record, e *schemas.NumeratorEntry) {
+		entries[string(r.Key)] = e
+		changed[string(r.Key)] = true
+	}
+	for _, r := range b.Records {
+		if reason := streams.Misplaced(string(r.Key), r.Partition, h.partitions); reason != "" {
+			h.dead(b, r, reason)
+			continue
+		}
+		switch r.Topic {
+		case topics.NumeratorOffers:
+			h.offer(b, r, entry, set)
+		case topics.NumeratorResults:
+			h.result(b, r, entry, set)
+		}
+	}
+	for _, k := range keys {
+		if !changed[k] {
+			continue
+		}
+		delete(changed, k)
+		data, err := schemas.NumeratorEntries.Encode(entries[k])
+		if err != nil {
+			return streams.Fatal(fmt.Errorf("encode the entry of %q: %w", k, err))
+		}
+		b.Set(k, data)
+	}
+	return nil
+}
+
+// dead dead-letters r with the reason, as an output of r (a replay does not
+// write it again).
+func (h *handler) dead(b *streams.TableBatch, r *kgo.Record, reason string) {
+	h.deadLetter(b, r, streams.NewDeadLetter(string(Group), r.Topic, r.Partition, r.Offset, r.Key, r.Value, r.Timestamp, reason))
+}
+
+func (h *handler) deadLetter(b *streams.TableBatch, r *kgo.Record, d *schemas.DeadLetter) {
+	data, err := schemas.DeadLetters.Encode(d)
+	if err != nil {
+		// A dead letter is bounded and always encodes; if it did not, the
+		// record is still not obeyed.
+		return
+	}
+	b.Emit(r, &kgo.Record{Topic: topics.NumeratorDead, Key: r.Key, Value: data})
+	h.m.Dead.Inc()
+}
+
+// CheckOffer validates a sighting against its message key and the key's
+// entry (nil if none): the key names the offer of the value, every part is
+// there, and the generation does not go back.
+func CheckOffer(msgKey string, o *schemas.OfferSeen, e *schemas.NumeratorEntry) (sharding.Key, error) {
+	k, err := sharding.ParseKey(msgKey)
+	if err != nil {
+		return k, err
+	}
+	v := sharding.Key{BusinessID: uint64(o.BusinessID), OfferID: o.OfferID, ShopID: uint64(o.ShopID), WarehouseID: uint64(o.WarehouseID)}
+	if o.BusinessID < 0 || o.ShopID < 0 || o.WarehouseID < 0 || v != k {
+		return k, fmt.Errorf("the key %q and the value (%s) name different offers", msgKey, v)
+	}
+	if err := k.Validate(); err != nil {
+		return k, err
+	}
+	if o.Generation < 0 {
+		return k, fmt.Errorf("generation %d is negative", o.Generation)
+	}
+	if e != nil && o.Generation < e.LastSeen {
+		return k, fmt.Errorf("generation %d goes back: the key was seen in %d", o.Generation, e.LastSeen)
+	}
+	return k, nil
+}
+
+func (h *handler) offer(b *streams.TableBatch, r *kgo.Record, entry func(*kgo.Record) *schemas.NumeratorEntry, set func(*kgo.Record, *schemas.NumeratorEntry)) {
+	var o schemas.OfferSeen
+	if err := schemas.OffersSeen.Decode(r.Value, &o); err != nil {
+		h.dead(b, r, fmt.Sprintf("undecodable offer: %v", err))
+		return
+	}
+	e := entry(r)
+	if _, err := CheckOffer(string(r.Key), &o, e); err != nil {
+		h.dead(b, r, err.Error())
+		return
+	}
+	h.m.Offers.Inc()
+	if e == nil {
+		e = &schemas.NumeratorEntry{BusinessID: o.BusinessID, OfferID: o.OfferID, ShopID: o.ShopID,
+			WarehouseID: o.WarehouseID, Shard: -1, DocID: NoDocID}
+	} else if e.LastSeen == o.Generation {
+		// Seen again in the same generation (or the sighting handled again
+		// after a crash: the table, written after its changelog, holds what
+		// its first handling set): nothing changes.
+		return
+	}
+	next := *e
+	next.SeenBefore, next.LastSeen = e.LastSeen, o.Generation
+	set(r, &next)
+}
+
+func (h *handler) result(b *streams.TableBatch, r *kgo.Record, entry func(*kgo.Record) *schemas.NumeratorEntry, set func(*kgo.Record, *schemas.NumeratorEntry)) {
+	var a schemas.Assignment
+	if err := schemas.Assignments.Decode(r.Value, &a); err != nil {
+		h.dead(b, r, fmt.Sprintf("undecodable result: %v", err))
+		return
+	}
+	v := sharding.Key{BusinessID: uint64(a.BusinessID), OfferID: a.OfferID, ShopID: uint64(a.ShopID), WarehouseID: uint64(a.WarehouseID)}
+	if k, err := sharding.ParseKey(string(r.Key)); err != nil || a.BusinessID < 0 || a.ShopID < 0 || a.WarehouseID < 0 || k != v {
+		h.dead(b, r, fmt.Sprintf("the key %q and the result (%s) name different offers", r.Key, v))
+		return
+	}
+	e := entry(r)
+	if e == nil {
+		e = &schemas.NumeratorEntry{BusinessID: a.BusinessID, OfferID: a.OfferID, ShopID: a.ShopID, WarehouseID: a.WarehouseID}
+	}
+	if e.Shard != a.Shard || e.DocID != a.DocID || e.Version != a.Version {
+		next := *e
+		next.Shard, next.DocID, next.Version = a.Shard, a.DocID, a.Version
+		set(r, &next)
+		h.m.Assignments.Inc()
+	}
+	// A decision handled again (after a crash) is answered again, from the
+	// table: the compacted assignments keep one either way.
+	data, err := schemas.Assignments.Encode(&a)
+	if err != nil {
+		h.dead(b, r, fmt.Sprintf("result does not encode: %v", err))
+		return
+	}
+	b.Emit(r, &kgo.Record{Topic: topics.NumeratorAssignments, Key: r.Key, Value: data})
+}

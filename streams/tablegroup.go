@@ -1,0 +1,383 @@
+package streams
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A TableGroup is a consumer group that keeps a table, as a goka processor
+// with a group table does, but takes its input a batch at a time: each
+// partition's part of a poll is read from the local store through one
+// iterator, handled, and written back as one Pebble batch, its changelog
+// records and outputs produced together. goka hands a callback one message
+// and costs a store Get, a Set and a produce per message; a table whose
+// messages are small and many (the numerator's sightings and decisions)
+// spends most of its time there (docs/BENCHMARKS.md).
+//
+// It keeps goka's contract, so that goka views of the table (and a store
+// left by a goka processor of the same group) work with it unchanged: the
+// table topic is the changelog, keyed as the inputs and co-partitioned with
+// them; the local store of partition p is a Pebble store at
+// StateDirOf(Group)/pebble/<Table>.<p> holding the values and, under
+// "__offset", the last changelog offset it holds.
+//
+// Order of a batch, which makes a kill -9 at any moment safe: the changelog
+// records and the outputs are produced and acknowledged first, then the
+// store is written (values and changelog offset in one batch), then the
+// inputs' offsets are marked for commit. The store never holds what the
+// changelog does not; a partition's store is brought up to the changelog's
+// end before its first batch after every assignment (a store without a
+// WAL, killed, comes back with a prefix of its batches); and input handled
+// again after a crash finds the table as its first handling left it.
+type TableGroup struct {
+	Streams Config
+	// Group is the consumer group, and names the local state.
+	Group string
+	// Table is the changelog topic, partitioned as the inputs.
+	Table string
+	// Inputs are consumed by the group; they are co-partitioned with Table
+	// (the group assigns partitions by range, the same numbers of every
+	// input to one member).
+	Inputs []string
+	// Outputs are the topics Emit may write to.
+	Outputs []string
+	// DeadTopic receives the records a batch's handler fails on, one by
+	// one (the Loop's rule); a handler dead-letters what it judges itself
+	// with Emit, so that a replay treats those as outputs.
+	DeadTopic string
+	// Handle handles a batch of one input partition. It reads the table
+	// with Values and writes it with Set; it returns an error as a Loop's
+	// BatchHandler does, and nothing it set or emitted is kept then.
+	Handle  func(ctx context.Context, b *TableBatch) error
+	Metrics *LoopMetrics
+	Logger  *slog.Logger
+
+	prod   *kgo.Client
+	adm    *kadm.Client
+	counts map[string]int32 // partitions of Table and Outputs
+
+	mu     sync.Mutex
+	stores map[int32]*tableStore
+}
+
+// tableStore is one partition of the table's local store.
+type tableStore struct {
+	mu sync.Mutex // held by the batch that uses the store
+	db *pebble.DB
+	// offset is the last changelog offset the store holds (-1: none).
+	offset int64
+	// current is whether the store has read the changelog to its end since
+	// the partition was last assigned to this member.
+	current bool
+}
+
+// TableBatch is one input partition's batch handed to a TableGroup's
+// handler, with the table of that partition.
+type TableBatch struct {
+	*Batch
+	g     *TableGroup
+	st    *tableStore
+	sets  map[string][]byte
+	order []string // keys of sets in the order first set
+	out   []*kgo.Record
+}
+
+// Run consumes until ctx ends (nil) or a batch fails fatally; the stores
+// are flushed and closed before it returns.
+func (g *TableGroup) Run(ctx context.Context) error {
+	if err := g.Streams.Validate(); err != nil {
+		return err
+	}
+	if g.Group == "" || g.Table == "" || len(g.Inputs) == 0 || g.Handle == nil {
+		return errors.New("streams: a table group needs a group, a table, inputs and a handler")
+	}
+	if g.Logger == nil {
+		g.Logger = slog.Default()
+	}
+	prod, err := NewProducer(g.Streams.Brokers, g.Group+"-table", kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.MaxBufferedRecords(1<<20))
+	if err != nil {
+		return fmt.Errorf("%s: %w", g.Group, err)
+	}
+	defer prod.Close()
+	g.prod, g.adm = prod, kadm.NewClient(prod)
+	g.counts = map[string]int32{}
+	for _, t := range append([]string{g.Table}, g.Outputs...) {
+		n, err := Partitions(ctx, g.Streams.Brokers, t)
+		if err != nil {
+			return fmt.Errorf("%s: %w", g.Group, err)
+		}
+		g.counts[t] = n
+	}
+	for _, t := range g.Inputs {
+		n, err := Partitions(ctx, g.Streams.Brokers, t)
+		if err != nil {
+			return fmt.Errorf("%s: %w", g.Group, err)
+		}
+		if n != g.counts[g.Table] {
+			return fmt.Errorf("%s: %s has %d partitions, its table %s %d: they must be co-partitioned", g.Group, t, n, g.Table, g.counts[g.Table])
+		}
+	}
+	g.stores = map[int32]*tableStore{}
+	defer g.closeStores()
+	return RunLoop(ctx, LoopConfig{
+		Name: g.Group, Brokers: g.Streams.Brokers, Group: g.Group, Topics: g.Inputs,
+		BatchHandler: g.batch, DeadTopic: g.DeadTopic, OnRevoked: g.revoked,
+		ClientOptions: []kgo.Opt{kgo.Balancers(kgo.RangeBalancer())},
+		Metrics:       g.Metrics, Logger: g.Logger,
+	})
+}
+
+func (g *TableGroup) closeStores() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for p, st := range g.stores {
+		st.mu.Lock()
+		if err := errors.Join(st.db.Flush(), st.db.Close()); err != nil {
+			g.Logger.Error("close table store", "group", g.Group, "partition", p, "err", err)
+		}
+		st.mu.Unlock()
+	}
+	g.stores = nil
+}
+
+// revoked marks the stores of partitions taken away: if they come back,
+// another member may have written the changelog meanwhile.
+func (g *TableGroup) revoked(ps map[string][]int32) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, parts := range ps {
+		for _, p := range parts {
+			if st, ok := g.stores[p]; ok {
+				st.mu.Lock()
+				st.current = false
+				st.mu.Unlock()
+			}
+		}
+	}
+}
+
+// store returns partition p's store, opened (not yet current) at first use.
+func (g *TableGroup) store(p int32) (*tableStore, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if st, ok := g.stores[p]; ok {
+		return st, nil
+	}
+	mem := g.Streams.StoreMemory
+	if mem <= 0 {
+		mem = DefaultStoreMemory
+	}
+	dir := filepath.Join(g.Streams.StateDirOf(g.Group), "pebble", fmt.Sprintf("%s.%d", g.Table, p))
+	db, err := OpenPebble(dir, mem, false, g.Streams.Logger)
+	if err != nil {
+		return nil, err
+	}
+	st := &tableStore{db: db, offset: -1}
+	v, closer, err := db.Get([]byte(offsetKey))
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
+		_ = db.Close()
+		return nil, fmt.Errorf("table store %s: offset: %w", dir, err)
+	default:
+		st.offset, err = strconv.ParseInt(string(v), 10, 64)
+		_ = closer.Close()
+		if err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("table store %s: offset %q: %w", dir, v, err)
+		}
+	}
+	g.stores[p] = st
+	return st, nil
+}
+
+// catchUp reads partition p of the changelog from after the store's offset
+// to its end into the store. Called with st.mu held.
+func (g *TableGroup) catchUp(ctx context.Context, p int32, st *tableStore) error {
+	ends, err := g.adm.ListEndOffsets(ctx, g.Table)
+	if err != nil {
+		return fmt.Errorf("end offsets of %s: %w", g.Table, err)
+	}
+	end, ok := ends.Lookup(g.Table, p)
+	if !ok || end.Err != nil {
+		return fmt.Errorf("end offset of %s[%d]: %v", g.Table, p, end.Err)
+	}
+	if st.offset+1 < end.Offset {
+		b := st.db.NewBatch()
+		n := 0
+		var failed error
+		err := ReadRange(ctx, g.Streams.Brokers, g.Table, map[int32]int64{p: st.offset + 1}, map[int32]int64{p: end.Offset}, func(r *kgo.Record) {
+			if failed != nil {
+				return
+			}
+			if r.Value == nil {
+				failed = b.Delete(r.Key, nil)
+			} else {
+				failed = b.Set(r.Key, r.Value, nil)
+			}
+			if n++; n%10_000 == 0 && failed == nil {
+				failed = b.Commit(pebble.NoSync)
+				b.Reset()
+			}
+		})
+		if err = errors.Join(err, failed); err != nil {
+			_ = b.Close()
+			return fmt.Errorf("restore %s[%d]: %w", g.Table, p, err)
+		}
+		// Everything below the end is in the store now, or gone from the
+		// topic (compaction).
+		if err := b.Set([]byte(offsetKey), []byte(strconv.FormatInt(end.Offset-1, 10)), nil); err != nil {
+			return err
+		}
+		if err := errors.Join(b.Commit(pebble.NoSync), b.Close(), st.db.Flush()); err != nil {
+			return fmt.Errorf("restore %s[%d]: %w", g.Table, p, err)
+		}
+		g.Logger.Info("table partition restored", "group", g.Group, "table", g.Table, "partition", p,
+			"from", st.offset+1, "to", end.Offset, "records", n)
+		st.offset = end.Offset - 1
+	}
+	st.current = true
+	return nil
+}
+
+func (g *TableGroup) batch(ctx context.Context, b *Batch) error {
+	st, err := g.store(b.Partition)
+	if err != nil {
+		return Fatal(err)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.current {
+		if err := g.catchUp(ctx, b.Partition, st); err != nil {
+			return err
+		}
+	}
+	tb := &TableBatch{Batch: b, g: g, st: st, sets: map[string][]byte{}}
+	if err := g.Handle(ctx, tb); err != nil {
+		return err
+	}
+	return tb.commit(ctx)
+}
+
+// Values returns the table's current value of each of keys that has one,
+// what this batch set included. The keys are read in order through one
+// iterator; they need not be sorted or distinct.
+func (b *TableBatch) Values(keys []string) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(keys))
+	var read []string
+	for _, k := range keys {
+		if v, ok := b.sets[k]; ok {
+			out[k] = v
+		} else {
+			read = append(read, k)
+		}
+	}
+	slices.Sort(read)
+	read = slices.Compact(read)
+	if len(read) == 0 {
+		return out, nil
+	}
+	it, err := b.st.db.NewIter(nil)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", b.g.Table, err)
+	}
+	for _, k := range read {
+		if it.SeekGE([]byte(k)) && bytes.Equal(it.Key(), []byte(k)) {
+			out[k] = bytes.Clone(it.Value())
+		}
+	}
+	return out, errors.Join(it.Error(), it.Close())
+}
+
+// Set sets key's value in the table (nil deletes it) once the batch is
+// committed.
+func (b *TableBatch) Set(key string, value []byte) {
+	if _, ok := b.sets[key]; !ok {
+		b.order = append(b.order, key)
+	}
+	b.sets[key] = value
+}
+
+// Emit writes out, an output of the input record in, with the batch: to the
+// partition its key hashes to, as a goka emit does. A replay drops (or
+// marks) the outputs of input records the group had processed before it.
+func (b *TableBatch) Emit(in, out *kgo.Record) {
+	if run := b.g.Streams.replay; run != nil {
+		switch {
+		case run.isLive(in.Topic, in.Partition, in.Offset):
+			run.live.Add(1)
+		case run.reemits(out.Topic):
+			for k, v := range run.header {
+				out.Headers = append(out.Headers, kgo.RecordHeader{Key: k, Value: v})
+			}
+		default:
+			return
+		}
+	}
+	b.out = append(b.out, out)
+}
+
+// commit produces the batch's changelog records and outputs, waits for
+// them, then writes its values and the changelog offset to the store.
+func (b *TableBatch) commit(ctx context.Context) error {
+	g := b.g
+	recs := make([]*kgo.Record, 0, len(b.order)+len(b.out))
+	for _, k := range b.order {
+		recs = append(recs, &kgo.Record{Topic: g.Table, Partition: b.Partition, Key: []byte(k), Value: b.sets[k]})
+	}
+	for _, r := range b.out {
+		n, ok := g.counts[r.Topic]
+		if !ok {
+			return Fatal(fmt.Errorf("%s: emit to %s, not one of its outputs", g.Group, r.Topic))
+		}
+		r.Partition = Partition(string(r.Key), n)
+		recs = append(recs, r)
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	res := g.prod.ProduceSync(ctx, recs...)
+	if err := res.FirstErr(); err != nil {
+		return fmt.Errorf("%s: produce: %w", g.Group, err)
+	}
+	if len(b.order) == 0 {
+		return nil
+	}
+	last := b.st.offset
+	for _, r := range recs[:len(b.order)] {
+		last = max(last, r.Offset)
+	}
+	wb := b.st.db.NewBatch()
+	defer wb.Close()
+	for _, k := range b.order {
+		var err error
+		if v := b.sets[k]; v == nil {
+			err = wb.Delete([]byte(k), nil)
+		} else {
+			err = wb.Set([]byte(k), v, nil)
+		}
+		if err != nil {
+			return Fatal(err)
+		}
+	}
+	if err := wb.Set([]byte(offsetKey), []byte(strconv.FormatInt(last, 10)), nil); err != nil {
+		return Fatal(err)
+	}
+	if err := wb.Commit(pebble.NoSync); err != nil {
+		return Fatal(fmt.Errorf("%s: write the table store: %w", g.Group, err))
+	}
+	b.st.offset = last
+	return nil
+}

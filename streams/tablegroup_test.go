@@ -1,0 +1,286 @@
+package streams_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// The table groups of these tests keep, per key of "tg.in", the sum of its
+// values and the offset of the last record added ("offset:sum"); every sum
+// is written to "tg.out". A record handled again (after a crash, before its
+// commit) finds its offset in the value and adds nothing, so the table is a
+// function of the input: the sum of each key's values.
+const (
+	tgIn, tgTable, tgOut, tgDead = "tg.in", "tg-table", "tg.out", "tg.dead"
+	tgGroup                      = "tg"
+)
+
+func tgSetup(t *testing.T) []string {
+	t.Helper()
+	brokers := testkit.Broker(t, "").Addrs()
+	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: tgIn, Partitions: 4}, {Name: tgTable, Partitions: 4, Compacted: true},
+		{Name: tgOut, Partitions: 4}, {Name: tgDead, Partitions: 1}})
+	return brokers
+}
+
+func parseSum(v []byte) (last, sum int64) {
+	if v == nil {
+		return -1, 0
+	}
+	a, b, _ := strings.Cut(string(v), ":")
+	last, _ = strconv.ParseInt(a, 10, 64)
+	sum, _ = strconv.ParseInt(b, 10, 64)
+	return last, sum
+}
+
+func sumBatch(_ context.Context, b *streams.TableBatch) error {
+	keys := make([]string, len(b.Records))
+	for i, r := range b.Records {
+		keys[i] = string(r.Key)
+	}
+	vals, err := b.Values(keys)
+	if err != nil {
+		return err
+	}
+	for _, r := range b.Records {
+		n, err := strconv.ParseInt(string(r.Value), 10, 64)
+		if err != nil {
+			// The batch fails; the loop handles its records one by one and
+			// dead-letters this one alone.
+			return streams.Permanentf("not a number: %q", r.Value)
+		}
+		last, sum := parseSum(vals[string(r.Key)])
+		if r.Offset <= last {
+			continue
+		}
+		v := []byte(fmt.Sprintf("%d:%d", r.Offset, sum+n))
+		vals[string(r.Key)] = v
+		b.Set(string(r.Key), v)
+		b.Emit(r, &kgo.Record{Topic: tgOut, Key: r.Key, Value: []byte(strconv.FormatInt(sum+n, 10))})
+	}
+	return nil
+}
+
+func sumGroup(brokers []string, stateDir string, m *streams.LoopMetrics) *streams.TableGroup {
+	return &streams.TableGroup{
+		Streams: streams.Config{Brokers: brokers, StateDir: stateDir, Replication: 1, Logger: testkit.Logger()},
+		Group:   tgGroup, Table: tgTable, Inputs: []string{tgIn}, Outputs: []string{tgOut}, DeadTopic: tgDead,
+		Handle: sumBatch, Metrics: m, Logger: testkit.Logger(),
+	}
+}
+
+// runSums runs a sum group on stateDir until it has committed every record
+// of tg.in, then stops it.
+func runSums(t *testing.T, brokers []string, stateDir string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- sumGroup(brokers, stateDir, streams.NewLoopMetrics(metrics.New())).Run(ctx) }()
+	adm := testkit.Admin(t, brokers)
+	wctx := testkit.Context(t, time.Minute)
+	ends, err := adm.ListEndOffsets(wctx, tgIn)
+	if err == nil {
+		err = streams.WaitCommitted(wctx, adm, tgGroup, ends.Offsets())
+	}
+	cancel()
+	if err := errors.Join(err, <-errc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// produceSums sends n records over keys k0..k(keys-1), record i adding i,
+// and returns the sums they add per key.
+func produceSums(t *testing.T, brokers []string, from, n, keys int) map[string]int64 {
+	t.Helper()
+	want := map[string]int64{}
+	var recs []*kgo.Record
+	for i := from; i < from+n; i++ {
+		k := fmt.Sprintf("k%d", i%keys)
+		want[k] += int64(i)
+		recs = append(recs, &kgo.Record{Topic: tgIn, Key: []byte(k), Value: []byte(strconv.Itoa(i))})
+	}
+	cl := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := cl.ProduceSync(testkit.Context(t, time.Minute), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+// checkSums fails unless the changelog, and every local store under
+// stateDir, hold exactly the sums of want.
+func checkSums(t *testing.T, brokers []string, stateDir string, want map[string]int64) {
+	t.Helper()
+	table := testkit.Table(t, brokers, tgTable)
+	got := map[string]int64{}
+	for k, v := range table {
+		_, got[k] = parseSum(v)
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("the changelog holds %v, the input sums to %v", got, want)
+	}
+	stored := testkit.LocalTable(t, stateDir, tgGroup, tgTable)
+	if !maps.EqualFunc(stored, table, func(a, b []byte) bool { return string(a) == string(b) }) {
+		t.Fatalf("the local stores hold %d keys that differ from the changelog's %d", len(stored), len(table))
+	}
+}
+
+func merge(a, b map[string]int64) map[string]int64 {
+	out := maps.Clone(a)
+	for k, v := range b {
+		out[k] += v
+	}
+	return out
+}
+
+// A table group keeps its table as its input implies, in its changelog and
+// its local stores; its outputs say each sum; a record it cannot handle is
+// dead-lettered alone with the reason; a new member with an empty disk
+// restores the table from the changelog, one with its old disk resumes it.
+func TestTableGroupKeepsItsTable(t *testing.T) {
+	brokers := tgSetup(t)
+	dir := t.TempDir()
+	want := produceSums(t, brokers, 0, 2_000, 50)
+	poison := testkit.Put(t, brokers, tgIn, []byte("k7"), []byte("poison"))
+	want = merge(want, produceSums(t, brokers, 2_000, 1_000, 50))
+	runSums(t, brokers, dir)
+	checkSums(t, brokers, dir, want)
+
+	dead := testkit.ReadAll(t, brokers, tgDead)
+	if len(dead) != 1 {
+		t.Fatalf("%d dead letters, want the poison's", len(dead))
+	}
+	var d schemas.DeadLetter
+	if err := schemas.DeadLetters.Decode(dead[0].Value, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Offset != poison.Offset || d.Partition != poison.Partition || !strings.Contains(d.Reason, `not a number: "poison"`) {
+		t.Fatalf("dead letter %+v, want the poison at %d/%d", d, poison.Partition, poison.Offset)
+	}
+	outs := map[string]int64{}
+	for _, r := range testkit.ReadAll(t, brokers, tgOut) {
+		outs[string(r.Key)], _ = strconv.ParseInt(string(r.Value), 10, 64)
+	}
+	if !maps.Equal(outs, want) {
+		t.Fatalf("the last outputs say %v, want %v", outs, want)
+	}
+
+	// Its old disk: resumed where the store was.
+	want = merge(want, produceSums(t, brokers, 3_000, 500, 60))
+	runSums(t, brokers, dir)
+	checkSums(t, brokers, dir, want)
+
+	// An empty disk: restored from the changelog.
+	fresh := t.TempDir()
+	want = merge(want, produceSums(t, brokers, 3_500, 500, 60))
+	runSums(t, brokers, fresh)
+	checkSums(t, brokers, fresh, want)
+}
+
+// TestTableGroupProcess is not a test of its own: the kill test runs the
+// test binary with it selected, to have a table group it can kill.
+func TestTableGroupProcess(t *testing.T) {
+	brokers := os.Getenv("OFFERLOG_TEST_TABLEGROUP_BROKERS")
+	if brokers == "" {
+		t.Skip("runs only as the process TestTableGroupKilledEndsAsTheLogSays kills")
+	}
+	g := sumGroup(strings.Split(brokers, ","), os.Getenv("OFFERLOG_TEST_TABLEGROUP_STATE"), streams.NewLoopMetrics(metrics.New()))
+	err := g.Run(context.Background())
+	t.Fatalf("the table group returned before it was killed: %v", err)
+}
+
+// A table group killed (SIGKILL) while it works, restarted on the same
+// disk, ends with the table the input implies, in its changelog and in its
+// local stores.
+func TestTableGroupKilledEndsAsTheLogSays(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	brokers := tgSetup(t)
+	dir := t.TempDir()
+	adm := testkit.Admin(t, brokers)
+	want := produceSums(t, brokers, 0, 30_000, 300)
+	for round := range 3 {
+		// The changelog's end offsets, not its records: it is compacted.
+		written := func() int64 {
+			ends, err := adm.ListEndOffsets(testkit.Context(t, time.Minute), tgTable)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n int64
+			ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
+			return n
+		}
+		before := written()
+		kill := testkit.Child(t, "TestTableGroupProcess", "OFFERLOG_TEST_TABLEGROUP_BROKERS="+strings.Join(brokers, ","),
+			"OFFERLOG_TEST_TABLEGROUP_STATE="+dir)
+		// Kill it while it works: part of what was sent is in the table.
+		testkit.Eventually(t, time.Minute, "the group at work", func() bool {
+			return written() > before+100
+		})
+		kill()
+		want = merge(want, produceSums(t, brokers, 30_000+round*10_000, 10_000, 300))
+	}
+	runSums(t, brokers, dir)
+	checkSums(t, brokers, dir, want)
+}
+
+// A replay of a table group rebuilds its table from the input alone; the
+// outputs of records handled before it are dropped, or written again with
+// the replay header (--reemit); those of records never handled are written
+// as live.
+func TestTableGroupReplays(t *testing.T) {
+	brokers := tgSetup(t)
+	dir := t.TempDir()
+	want := produceSums(t, brokers, 0, 1_000, 20)
+	runSums(t, brokers, dir)
+	want = merge(want, produceSums(t, brokers, 1_000, 100, 20))
+
+	replay := func(mode streams.ReplayOutputs) {
+		t.Helper()
+		g := sumGroup(brokers, dir, streams.NewLoopMetrics(metrics.New()))
+		g.Streams.Replaying = mode
+		spec := streams.Replay{Group: tgGroup, Inputs: []string{tgIn}, Table: tgTable,
+			TableConfigs: map[string]string{"cleanup.policy": "compact"}, Partitions: 4, Replication: -1,
+			StateDir: g.Streams.StateDirOf(tgGroup), Logger: testkit.Logger()}
+		g.Streams = spec.For(g.Streams)
+		if err := spec.Run(testkit.Context(t, 2*time.Minute), testkit.Admin(t, brokers), g.Run); err != nil {
+			t.Fatal(err)
+		}
+		checkSums(t, brokers, dir, want)
+	}
+	outputs := func() (plain, marked int) {
+		for _, r := range testkit.ReadAll(t, brokers, tgOut) {
+			if len(r.Headers) == 1 && r.Headers[0].Key == streams.ReplayHeader {
+				marked++
+			} else {
+				plain++
+			}
+		}
+		return plain, marked
+	}
+
+	replay(streams.ReplayReemit)
+	if plain, marked := outputs(); plain != 1_100 || marked != 1_000 {
+		t.Fatalf("after --reemit: %d outputs without the header, %d with; want 1 100 (the first run's and the new records') and 1 000", plain, marked)
+	}
+	replay(streams.ReplayTablesOnly)
+	if plain, marked := outputs(); plain != 1_100 || marked != 1_000 {
+		t.Fatalf("after a replay of the table alone: %d and %d outputs, want no more", plain, marked)
+	}
+}
