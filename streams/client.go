@@ -95,8 +95,18 @@ func ClientOptions() []kgo.Opt {
 
 // NewClient returns a franz-go client of brokers with the process's
 // settings, then opts. Every client of offerlog is made here.
+//
+// Its produces end with their context even when in flight
+// (AllowIdempotentProduceCancellation): franz-go's idempotent producer
+// otherwise waits for the broker's answer to a request it sent, however
+// long, and a component stopping (or a loop giving up a partition) while
+// the broker was unreachable waited for ever; the platform's shutdown hung
+// in a test that kills the broker. The cost franz-go names, a record
+// produced again by its caller landing twice, is one offerlog's consumers
+// take anyway: every write is at least once, and every handler is
+// idempotent.
 func NewClient(brokers []string, opts ...kgo.Opt) (*kgo.Client, error) {
-	all := append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, ClientOptions()...)
+	all := append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.AllowIdempotentProduceCancellation()}, ClientOptions()...)
 	all = append(all, clusterOptions(brokers)...)
 	return kgo.NewClient(append(all, opts...)...)
 }

@@ -2,11 +2,14 @@ package streams_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/streams"
@@ -53,5 +56,49 @@ func TestEveryCompressionIsReadByAnotherClient(t *testing.T) {
 	}
 	if err := streams.Configure(streams.ClientSettings{Compression: "brotli"}); err == nil {
 		t.Fatal("an unknown compression was taken")
+	}
+}
+
+// TestProduceSyncEndsWithItsContext: a produce in flight to a broker that
+// does not answer (killed, partitioned away) ends when its context ends,
+// so that a component stopping, or giving up a partition, is not held
+// for ever by a write (franz-go's idempotent producer otherwise waits for
+// the broker's answer, whatever the context says).
+func TestProduceSyncEndsWithItsContext(t *testing.T) {
+	b := testkit.Broker(t, "")
+	brokers := b.Addrs()
+	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: "held", Partitions: 1}})
+	cl, err := streams.NewProducer(brokers, "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	// The client knows the topic before the broker stops answering.
+	if err := cl.ProduceSync(testkit.Context(t, 30*time.Second), &kgo.Record{Topic: "held", Value: []byte("first")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	release, held := make(chan struct{}), make(chan struct{}, 1)
+	t.Cleanup(func() { close(release) })
+	b.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		b.KeepControl()
+		select {
+		case held <- struct{}{}:
+		default:
+		}
+		b.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cl.ProduceSync(ctx, &kgo.Record{Topic: "held", Value: []byte("held")}).FirstErr() }()
+	<-held // in flight: the broker has the request
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("ProduceSync ended with %v, want the context's error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ProduceSync still waits for the broker 30 s after its context ended")
 	}
 }

@@ -200,6 +200,11 @@ func (b *Broker) KeepControl() { b.cluster.KeepControl() }
 // DropControl drops the running control function after this request.
 func (b *Broker) DropControl() { b.cluster.DropControl() }
 
+// SleepControl, called from a control function, holds the request it
+// controls (unanswered, the broker serving others) until wakeup returns
+// (kfake's SleepControl).
+func (b *Broker) SleepControl(wakeup func()) { b.cluster.SleepControl(wakeup) }
+
 // Close stops the broker and flushes its data to disk.
 func (b *Broker) Close() {
 	b.cluster.Close()
