@@ -104,6 +104,10 @@ type LoopConfig struct {
 	CommitInterval time.Duration
 	// ClientOptions are added last to the client's options.
 	ClientOptions []kgo.Opt
+	// OnAssigned, if set, is called with the partitions given to this
+	// member once their workers started. It runs in the group's management
+	// and must not block: work it starts is its caller's to own.
+	OnAssigned func(map[string][]int32)
 	// OnRevoked, if set, is called with the partitions taken from this
 	// member (revoked or lost) after their workers stopped and the offsets
 	// of revoked ones were committed; not on shutdown.
@@ -395,13 +399,16 @@ func (l *Loop) startLocked(cl *kgo.Client, k tp) *worker {
 
 func (l *Loop) assigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	for t, ps := range assigned {
 		for _, p := range ps {
 			if _, ok := l.workers[tp{t, p}]; !ok {
 				l.startLocked(cl, tp{t, p})
 			}
 		}
+	}
+	l.mu.Unlock()
+	if l.cfg.OnAssigned != nil {
+		l.cfg.OnAssigned(assigned)
 	}
 }
 

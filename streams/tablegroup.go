@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/cockroachdb/pebble"
@@ -59,7 +60,10 @@ type TableGroup struct {
 	// Handle handles a batch of one input partition. It reads the table
 	// with Values and writes it with Set; it returns an error as a Loop's
 	// BatchHandler does, and nothing it set or emitted is kept then.
-	Handle  func(ctx context.Context, b *TableBatch) error
+	Handle func(ctx context.Context, b *TableBatch) error
+	// OnReady, if set, is called once, when the partitions of the group's
+	// first assignment have read their changelogs to the end.
+	OnReady func()
 	Metrics *LoopMetrics
 	Logger  *slog.Logger
 
@@ -80,6 +84,30 @@ type tableStore struct {
 	// current is whether the store has read the changelog to its end since
 	// the partition was last assigned to this member.
 	current bool
+	// applied is, per input topic, the offset of the last record of this
+	// partition whose batch the table holds (absent: none).
+	applied map[string]int64
+}
+
+// appliedHeader, on the last changelog record of a batch, names the input
+// record the batch ended with ("topic/partition/offset"). Records of a
+// partition are written in order, so once it is in the changelog the whole
+// batch is: a store caught up from the changelog after a crash knows which
+// input records its table holds, and they are not handled again. (Without
+// it, input handled again after a crash is decided again: a key with more
+// messages since the last commit than a handler remembers answers (the
+// registry's 16) could get another answer the second time.)
+const appliedHeader = "offerlog-applied"
+
+// appliedKey is where a store keeps, per input topic, the offset of the
+// last input record its table holds. It sorts before every key a table can
+// hold that is printable.
+func appliedKey(topic string) []byte { return []byte("\x00applied/" + topic) }
+
+// internalKey reports whether key is one of the store's own (its changelog
+// offset, its applied offsets), not a value of the table.
+func internalKey(key []byte) bool {
+	return string(key) == offsetKey || (len(key) > 0 && key[0] == 0)
 }
 
 // TableBatch is one input partition's batch handed to a TableGroup's
@@ -131,12 +159,56 @@ func (g *TableGroup) Run(ctx context.Context) error {
 	}
 	g.stores = map[int32]*tableStore{}
 	defer g.closeStores()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Catch-ups started on assignment, owned here: waited for before the
+	// stores close.
+	var catchUps sync.WaitGroup
+	defer catchUps.Wait()
+	var readyOnce sync.Once
+	assigned := func(ps map[string][]int32) {
+		parts := map[int32]bool{}
+		for _, list := range ps {
+			for _, p := range list {
+				parts[p] = true
+			}
+		}
+		catchUps.Go(func() {
+			for p := range parts {
+				if err := g.current(ctx, p); err != nil {
+					// The partition's first batch tries again.
+					if ctx.Err() == nil {
+						g.Logger.Warn("table partition not caught up", "group", g.Group, "partition", p, "err", err)
+					}
+					return
+				}
+			}
+			if g.OnReady != nil {
+				readyOnce.Do(g.OnReady)
+			}
+		})
+	}
 	return RunLoop(ctx, LoopConfig{
 		Name: g.Group, Brokers: g.Streams.Brokers, Group: g.Group, Topics: g.Inputs,
-		BatchHandler: g.batch, DeadTopic: g.DeadTopic, OnRevoked: g.revoked,
+		BatchHandler: g.batch, DeadTopic: g.DeadTopic, OnAssigned: assigned, OnRevoked: g.revoked,
 		ClientOptions: []kgo.Opt{kgo.Balancers(kgo.RangeBalancer())},
 		Metrics:       g.Metrics, Logger: g.Logger,
 	})
+}
+
+// current brings partition p's store up to the changelog's end, unless it
+// is there since its assignment.
+func (g *TableGroup) current(ctx context.Context, p int32) error {
+	st, err := g.store(p)
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.current {
+		return nil
+	}
+	return g.catchUp(ctx, p, st)
 }
 
 func (g *TableGroup) closeStores() {
@@ -184,7 +256,24 @@ func (g *TableGroup) store(p int32) (*tableStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &tableStore{db: db, offset: -1}
+	st := &tableStore{db: db, offset: -1, applied: map[string]int64{}}
+	for _, t := range g.Inputs {
+		v, closer, err := db.Get(appliedKey(t))
+		if errors.Is(err, pebble.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("table store %s: applied offset of %s: %w", dir, t, err)
+		}
+		o, perr := strconv.ParseInt(string(v), 10, 64)
+		_ = closer.Close()
+		if perr != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("table store %s: applied offset of %s %q: %w", dir, t, v, perr)
+		}
+		st.applied[t] = o
+	}
 	v, closer, err := db.Get([]byte(offsetKey))
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
@@ -227,6 +316,11 @@ func (g *TableGroup) catchUp(ctx context.Context, p int32, st *tableStore) error
 			} else {
 				failed = b.Set(r.Key, r.Value, nil)
 			}
+			for _, h := range r.Headers {
+				if h.Key == appliedHeader && failed == nil {
+					failed = st.applyHeader(b, string(h.Value))
+				}
+			}
 			if n++; n%10_000 == 0 && failed == nil {
 				failed = b.Commit(pebble.NoSync)
 				b.Reset()
@@ -263,6 +357,18 @@ func (g *TableGroup) batch(ctx context.Context, b *Batch) error {
 		if err := g.catchUp(ctx, b.Partition, st); err != nil {
 			return err
 		}
+	}
+	if applied, ok := st.applied[b.Topic]; ok && b.Records[0].Offset <= applied {
+		// Handled before a crash, their table and outputs written: the
+		// input's commit was what was lost.
+		i := 0
+		for i < len(b.Records) && b.Records[i].Offset <= applied {
+			i++
+		}
+		if i == len(b.Records) {
+			return nil
+		}
+		b = &Batch{Topic: b.Topic, Partition: b.Partition, Records: b.Records[i:], dead: b.dead}
 	}
 	tb := &TableBatch{Batch: b, g: g, st: st, sets: map[string][]byte{}}
 	if err := g.Handle(ctx, tb); err != nil {
@@ -329,35 +435,40 @@ func (b *TableBatch) Emit(in, out *kgo.Record) {
 	b.out = append(b.out, out)
 }
 
-// commit produces the batch's changelog records and outputs, waits for
-// them, then writes its values and the changelog offset to the store.
+// commit produces the batch's outputs, then its changelog records (the
+// last one naming the batch's last input record), waiting for each, then
+// writes its values, the changelog offset and the applied offset to the
+// store. Outputs come first: a changelog that names a batch is never ahead
+// of the batch's outputs.
 func (b *TableBatch) commit(ctx context.Context) error {
 	g := b.g
-	recs := make([]*kgo.Record, 0, len(b.order)+len(b.out))
-	for _, k := range b.order {
-		recs = append(recs, &kgo.Record{Topic: g.Table, Partition: b.Partition, Key: []byte(k), Value: b.sets[k]})
-	}
 	for _, r := range b.out {
 		n, ok := g.counts[r.Topic]
 		if !ok {
 			return Fatal(fmt.Errorf("%s: emit to %s, not one of its outputs", g.Group, r.Topic))
 		}
 		r.Partition = Partition(string(r.Key), n)
-		recs = append(recs, r)
 	}
-	if len(recs) == 0 {
-		return nil
+	if len(b.out) > 0 {
+		if err := g.prod.ProduceSync(ctx, b.out...).FirstErr(); err != nil {
+			return fmt.Errorf("%s: produce: %w", g.Group, err)
+		}
 	}
-	res := g.prod.ProduceSync(ctx, recs...)
-	if err := res.FirstErr(); err != nil {
-		return fmt.Errorf("%s: produce: %w", g.Group, err)
-	}
-	if len(b.order) == 0 {
-		return nil
-	}
+	lastIn := b.Records[len(b.Records)-1]
 	last := b.st.offset
-	for _, r := range recs[:len(b.order)] {
-		last = max(last, r.Offset)
+	if len(b.order) > 0 {
+		recs := make([]*kgo.Record, len(b.order))
+		for i, k := range b.order {
+			recs[i] = &kgo.Record{Topic: g.Table, Partition: b.Partition, Key: []byte(k), Value: b.sets[k]}
+		}
+		recs[len(recs)-1].Headers = []kgo.RecordHeader{{Key: appliedHeader,
+			Value: fmt.Appendf(nil, "%s/%d/%d", lastIn.Topic, lastIn.Partition, lastIn.Offset)}}
+		if err := g.prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return fmt.Errorf("%s: produce the changelog: %w", g.Group, err)
+		}
+		for _, r := range recs {
+			last = max(last, r.Offset)
+		}
 	}
 	wb := b.st.db.NewBatch()
 	defer wb.Close()
@@ -372,12 +483,111 @@ func (b *TableBatch) commit(ctx context.Context) error {
 			return Fatal(err)
 		}
 	}
-	if err := wb.Set([]byte(offsetKey), []byte(strconv.FormatInt(last, 10)), nil); err != nil {
+	if err := errors.Join(wb.Set([]byte(offsetKey), []byte(strconv.FormatInt(last, 10)), nil),
+		wb.Set(appliedKey(lastIn.Topic), []byte(strconv.FormatInt(lastIn.Offset, 10)), nil)); err != nil {
 		return Fatal(err)
 	}
 	if err := wb.Commit(pebble.NoSync); err != nil {
 		return Fatal(fmt.Errorf("%s: write the table store: %w", g.Group, err))
 	}
 	b.st.offset = last
+	b.st.applied[lastIn.Topic] = lastIn.Offset
 	return nil
+}
+
+// applyHeader records in the store (through b) the input offset an
+// appliedHeader value names, if it is this store's partition's and later
+// than what it holds.
+func (st *tableStore) applyHeader(b *pebble.Batch, v string) error {
+	rest, offset, ok := cutLast(v)
+	if !ok {
+		return nil
+	}
+	topic, _, ok := cutLast(rest)
+	if !ok {
+		return nil
+	}
+	if cur, ok := st.applied[topic]; ok && cur >= offset {
+		return nil
+	}
+	st.applied[topic] = offset
+	return b.Set(appliedKey(topic), []byte(strconv.FormatInt(offset, 10)), nil)
+}
+
+// cutLast splits "a/b/n" into "a/b" and n.
+func cutLast(s string) (string, int64, bool) {
+	i := strings.LastIndexByte(s, '/')
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(s[i+1:], 10, 64)
+	return s[:i], n, err == nil
+}
+
+// Visit calls fn with every key and value of the partitions this member
+// holds (caught up since their assignment), a partition at a time with its
+// batches held, and writes the records fn returns, as a goka visitor's
+// emits: each to the partition its key hashes to, in one produce per
+// partition. It returns how many pairs it visited.
+func (g *TableGroup) Visit(ctx context.Context, fn func(key string, value []byte) []*kgo.Record) (int, error) {
+	g.mu.Lock()
+	var parts []int32
+	for p, st := range g.stores {
+		st.mu.Lock()
+		if st.current {
+			parts = append(parts, p)
+		}
+		st.mu.Unlock()
+	}
+	g.mu.Unlock()
+	slices.Sort(parts)
+	n := 0
+	for _, p := range parts {
+		out, visited, err := g.visitPartition(p, fn)
+		n += visited
+		if err != nil {
+			return n, err
+		}
+		for _, r := range out {
+			c, ok := g.counts[r.Topic]
+			if !ok {
+				return n, fmt.Errorf("%s: a visit writes to %s, not one of its outputs", g.Group, r.Topic)
+			}
+			r.Partition = Partition(string(r.Key), c)
+		}
+		if len(out) > 0 {
+			if err := g.prod.ProduceSync(ctx, out...).FirstErr(); err != nil {
+				return n, fmt.Errorf("%s: visit: %w", g.Group, err)
+			}
+		}
+	}
+	return n, nil
+}
+
+func (g *TableGroup) visitPartition(p int32, fn func(key string, value []byte) []*kgo.Record) ([]*kgo.Record, int, error) {
+	g.mu.Lock()
+	st := g.stores[p]
+	g.mu.Unlock()
+	if st == nil {
+		return nil, 0, nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.current {
+		return nil, 0, nil // taken away meanwhile
+	}
+	it, err := st.db.NewIter(nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []*kgo.Record
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if internalKey(it.Key()) {
+			continue
+		}
+		n++
+		out = append(out, fn(string(it.Key()), it.Value())...)
+	}
+	return out, n, errors.Join(it.Error(), it.Close())
 }

@@ -11,7 +11,7 @@ import (
 
 // LocalTable reads every local store of table that group keeps under
 // stateDir (streams.TableGroup's and goka's layout) into key -> value,
-// without the stores' offset keys. The group must be stopped.
+// without the stores' own keys (their changelog and input offsets). The group must be stopped.
 func LocalTable(t testing.TB, stateDir, group, table string) map[string][]byte {
 	t.Helper()
 	dirs, err := filepath.Glob(filepath.Join(stateDir, "processor", group, "pebble", table+".*"))
@@ -29,7 +29,7 @@ func LocalTable(t testing.TB, stateDir, group, table string) map[string][]byte {
 			t.Fatal(err)
 		}
 		for ok := it.First(); ok; ok = it.Next() {
-			if string(it.Key()) != "__offset" {
+			if k := it.Key(); string(k) != "__offset" && k[0] != 0 { // the store's own keys
 				out[string(it.Key())] = bytes.Clone(it.Value())
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/testkit"
@@ -286,16 +287,20 @@ func TestKilledMidStreamLosesNoVerdict(t *testing.T) {
 	}
 	c := newCluster(t)
 	docs := shuffledVersions(500, 20, 2)
-	produceDocs(t, c.brokers, docs)
+	half := len(docs) / 2
+	produceDocs(t, c.brokers, docs[:half])
 
-	// A registry in a process of its own, killed with SIGKILL once part of
-	// the stream is decided: no shutdown, no last commit, local state as
-	// the crash left it.
+	// A registry in a process of its own, killed with SIGKILL while it
+	// decides the second half of the stream (it decides a half in a
+	// fraction of a second, so the second half is sent once it is at work
+	// and the kill follows the send): no shutdown, no last commit, local
+	// state as the crash left it.
 	kill := testkit.Child(t, "TestRegistryProcess", "OFFERLOG_TEST_REGISTRY_BROKERS="+strings.Join(c.brokers, ","),
 		"OFFERLOG_TEST_REGISTRY_STATE="+c.state)
 	testkit.Eventually(t, 2*time.Minute, "some verdicts from the registry process", func() bool {
 		return len(verdicts(t, c.brokers)) > 1000
 	})
+	produceDocs(t, c.brokers, docs[half:])
 	kill()
 	first := len(verdicts(t, c.brokers))
 	if first >= len(docs) {
@@ -323,6 +328,54 @@ func TestKilledMidStreamLosesNoVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertSameTable(t, tableOf(t, c.brokers), tableOf(t, fresh.brokers), false)
+}
+
+// TestInputReadAgainKeepsItsVerdicts: when the group's commits are lost
+// (a crash before them) every input record is read again, here every one,
+// with 20 versions per key: more than a record remembers verdicts for.
+// The registry, on its own disk or restored from the changelog on a fresh
+// one, knows from its table which records it decided and decides none
+// again: no second verdict, none different, the same table.
+func TestInputReadAgainKeepsItsVerdicts(t *testing.T) {
+	c := newCluster(t)
+	docs := shuffledVersions(100, 20, 3)
+	produceDocs(t, c.brokers, docs)
+	stop := c.start(t)
+	waitVerdicts(t, c.brokers, len(docs))
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	table := tableOf(t, c.brokers)
+	adm := testkit.Admin(t, c.brokers)
+	for _, disk := range []string{"its own disk", "a fresh disk"} {
+		if disk == "a fresh disk" {
+			c.state = t.TempDir()
+		}
+		ctx := testkit.Context(t, time.Minute)
+		var zero kadm.Offsets
+		for p := range int32(partitions) {
+			zero.Add(kadm.Offset{Topic: topics.DocumentsIngest, Partition: p, At: 0, LeaderEpoch: -1})
+		}
+		if _, err := adm.CommitOffsets(ctx, string(registry.Group), zero); err != nil {
+			t.Fatal(err)
+		}
+		ends, err := adm.ListEndOffsets(ctx, topics.DocumentsIngest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := c.start(t)
+		if err := streams.WaitCommitted(ctx, adm, string(registry.Group), ends.Offsets()); err != nil {
+			t.Fatal(err)
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		verdicts(t, c.brokers) // fails on two different verdicts for one record
+		if n := len(testkit.ReadAll(t, c.brokers, topics.DocumentsResults)); n != len(docs) {
+			t.Fatalf("on %s: %d verdict records for %d documents, want none again", disk, n, len(docs))
+		}
+		assertSameTable(t, tableOf(t, c.brokers), table, true)
+	}
 }
 
 // docsInLogOrder returns the documents of documents.ingest as they were

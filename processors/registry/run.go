@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lovoo/goka"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -86,24 +85,20 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("registry: %w", err)
 	}
-	proc, err := goka.NewProcessor(cfg.Streams.Brokers, Graph(cfg.Epochs, true, cfg.Rules, int32(len(ends)), cfg.Framing, cfg.Metrics),
-		cfg.Streams.ProcessorOptions(Group)...)
-	if err != nil {
-		return fmt.Errorf("registry: %w", err)
-	}
+	group := newGroup(cfg, true, int32(len(ends)))
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		watch(runCtx, proc, cfg)
+		sweep(runCtx, group, cfg)
 	}()
 	go func() {
 		defer wg.Done()
 		cfg.Epochs.KeepSynced(runCtx, adm, 100*time.Millisecond, cfg.Logger)
 	}()
-	err = proc.Run(runCtx)
+	err = group.Run(runCtx)
 	cancel()
 	wg.Wait()
 	if err != nil {
@@ -112,18 +107,13 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// watch signals readiness and runs the expiry sweep while the processor
-// runs.
-func watch(ctx context.Context, proc *goka.Processor, cfg Config) {
-	if err := proc.WaitForReadyContext(ctx); err != nil {
-		return
-	}
-	if cfg.OnReady != nil {
-		cfg.OnReady()
-	}
+// sweep runs the expiry sweep over the partitions the group holds every
+// SweepInterval, while the group runs.
+func sweep(ctx context.Context, group *streams.TableGroup, cfg Config) {
 	if cfg.SweepInterval <= 0 {
 		return
 	}
+	h := &handler{m: cfg.Metrics}
 	t := time.NewTicker(cfg.SweepInterval)
 	defer t.Stop()
 	for {
@@ -131,7 +121,7 @@ func watch(ctx context.Context, proc *goka.Processor, cfg Config) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			n, err := proc.VisitAllWithStats(ctx, sweepVisitor, now)
+			n, err := group.Visit(ctx, func(key string, value []byte) []*kgo.Record { return h.sweep(now, key, value) })
 			if err != nil && ctx.Err() == nil {
 				cfg.Logger.Warn("expiry sweep failed", "err", err)
 				continue

@@ -1,0 +1,359 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Group is the registry's consumer group; its table is Table, a goka group
+// table (the API and the indexer read it through goka views).
+const Group goka.Group = "registry"
+
+// Table is the registry's group table (topic registry-table).
+var Table = goka.GroupTable(Group)
+
+// TableCodec is the codec of the registry table's values (*RegistryRecord).
+var TableCodec goka.Codec = streams.Table[schemas.RegistryRecord]{C: schemas.RegistryRecords}
+
+// Metrics of the registry.
+type Metrics struct {
+	Verdicts     *metrics.CounterVec // by verdict
+	DeadLetters  *metrics.Counter
+	Changes      *metrics.Counter
+	ExpiryChecks *metrics.CounterVec // by outcome: emitted, applied, ignored
+	// Redelivered counts messages decided before a crash: "recalled" got
+	// their first verdict again, "decided again" were no longer remembered.
+	Redelivered *metrics.CounterVec
+}
+
+// NewMetrics registers the registry's metrics in r.
+func NewMetrics(r *metrics.Registry) *Metrics {
+	return &Metrics{
+		Verdicts:     r.Counter("offerlog_registry_verdicts_total", "Verdicts given by the registry.", "verdict"),
+		DeadLetters:  r.Counter("offerlog_registry_dead_letters_total", "Undecodable messages sent to documents.dead.").With(),
+		Changes:      r.Counter("offerlog_registry_changes_total", "Changes emitted on documents.changes.").With(),
+		ExpiryChecks: r.Counter("offerlog_registry_expiry_checks_total", "Expiry checks by outcome.", "outcome"),
+		Redelivered: r.Counter("offerlog_registry_redelivered_total",
+			"Messages seen again after a crash, by whether their first verdict was remembered.", "outcome"),
+	}
+}
+
+// newGroup returns the registry group deciding with epochs and rules
+// (streams.TableGroup: each partition's documents a batch at a time). With
+// synced, a document naming an epoch the catalogue does not know yet, and
+// recent enough for its registration to be in flight, waits for the
+// catalogue's next sync (Catalogue.KeepSynced, run beside the group); the
+// handler itself never calls the broker. partitions is how many
+// documents.ingest has: a record on another partition than its key's is
+// refused (0: not checked).
+//
+// Verdicts are written in framing (documents.results is an export topic).
+func newGroup(cfg Config, synced bool, partitions int32) *streams.TableGroup {
+	h := &handler{epochs: cfg.Epochs, synced: synced, rules: cfg.Rules, partitions: partitions, m: cfg.Metrics,
+		verdicts: streams.Avro[schemas.Verdict]{C: schemas.Verdicts, Framing: cfg.Framing}}
+	return &streams.TableGroup{
+		Streams: cfg.Streams, Group: string(Group), Table: string(Table),
+		Inputs: []string{topics.DocumentsIngest},
+		// The sweep's expiry checks go into the group's own input.
+		Outputs:   []string{topics.DocumentsResults, topics.DocumentsChanges, topics.DocumentsDead, topics.DocumentsIngest},
+		DeadTopic: topics.DocumentsDead,
+		Handle:    h.batch, OnReady: cfg.OnReady,
+		Logger: cfg.Logger,
+	}
+}
+
+type handler struct {
+	epochs     *Catalogue
+	synced     bool
+	rules      Rules
+	partitions int32
+	m          *Metrics
+	verdicts   streams.Avro[schemas.Verdict]
+}
+
+// state is a batch's view of the table: the records of its keys, read once,
+// changed in memory, written once each at the end.
+type state struct {
+	b       *streams.TableBatch
+	h       *handler
+	stored  map[string][]byte
+	records map[string]*schemas.RegistryRecord
+	changed map[string]bool
+}
+
+// current returns key's record, nil if none. A stored value that does not
+// decode is dead-lettered (as a value of the table topic, offset -1) and
+// taken as absent: the record the message writes replaces it.
+func (s *state) current(r *kgo.Record) *schemas.RegistryRecord {
+	k := string(r.Key)
+	if rec, ok := s.records[k]; ok {
+		return rec
+	}
+	var rec *schemas.RegistryRecord
+	if v, ok := s.stored[k]; ok {
+		var d schemas.RegistryRecord
+		if err := schemas.RegistryRecords.Decode(v, &d); err != nil {
+			s.h.emitDead(s.b, r, streams.NewDeadLetter(string(Group), string(Table), r.Partition, -1, r.Key, v, r.Timestamp,
+				"undecodable table value, taken as absent: "+err.Error()))
+		} else {
+			rec = &d
+		}
+	}
+	s.records[k] = rec
+	return rec
+}
+
+func (s *state) set(r *kgo.Record, rec *schemas.RegistryRecord) {
+	s.records[string(r.Key)] = rec
+	s.changed[string(r.Key)] = true
+}
+
+// batch decides one partition's documents and expiry checks in order.
+func (h *handler) batch(ctx context.Context, b *streams.TableBatch) error {
+	keys := make([]string, len(b.Records))
+	for i, r := range b.Records {
+		keys[i] = string(r.Key)
+	}
+	stored, err := b.Values(keys)
+	if err != nil {
+		return err
+	}
+	s := &state{b: b, h: h, stored: stored, records: make(map[string]*schemas.RegistryRecord, len(stored)), changed: map[string]bool{}}
+	for _, r := range b.Records {
+		if err := h.ingest(ctx, s, r); err != nil {
+			return err
+		}
+	}
+	for _, k := range keys {
+		if !s.changed[k] {
+			continue
+		}
+		delete(s.changed, k)
+		rec := s.records[k]
+		if rec == nil {
+			b.Set(k, nil)
+			continue
+		}
+		data, err := schemas.RegistryRecords.Encode(rec)
+		if err != nil {
+			return streams.Fatal(fmt.Errorf("registry: encode the record of %q: %w", k, err))
+		}
+		b.Set(k, data)
+	}
+	return nil
+}
+
+// ingest decides one record of documents.ingest. It returns an error only
+// when the cluster fails (the epoch catalogue cannot be caught up): the
+// batch is then tried again, nothing of it kept.
+func (h *handler) ingest(ctx context.Context, s *state, r *kgo.Record) error {
+	b, data, key, at := s.b, r.Value, string(r.Key), r.Timestamp
+	if reason := Misplaced(key, data, r.Partition, h.partitions); reason != "" {
+		h.reject(b, r, reason)
+		return nil
+	}
+	w, _, err := schemas.Writer(data)
+	switch {
+	case err != nil:
+		h.reject(b, r, fmt.Sprintf("undecodable value: %v", err))
+		return nil
+	case w.Name == schemas.ExpiryCheckName:
+		var check schemas.ExpiryCheck
+		if err := schemas.ExpiryChecks.Decode(data, &check); err != nil {
+			h.reject(b, r, fmt.Sprintf("undecodable expiry check: %v", err))
+			return nil
+		}
+		out := Expire(s.current(r), &check, at, h.rules)
+		if out.Write {
+			h.m.ExpiryChecks.With("applied").Inc()
+		} else {
+			h.m.ExpiryChecks.With("ignored").Inc()
+		}
+		h.apply(s, r, out)
+		return nil
+	case w.Name != schemas.RawDocumentName:
+		h.reject(b, r, fmt.Sprintf("value is a %s, not a %s", w.Name, schemas.RawDocumentName))
+		return nil
+	}
+	var doc schemas.RawDocument
+	if err := schemas.RawDocuments.Decode(data, &doc); err != nil {
+		h.reject(b, r, fmt.Sprintf("undecodable document: %v", err))
+		return nil
+	}
+	client, pk, _ := SplitKey(key)
+	verdict := &schemas.Verdict{Client: client, PK: pk, SourcePartition: r.Partition, SourceOffset: r.Offset,
+		Epoch: doc.Epoch, Version: doc.Version, Timestamp: doc.Timestamp}
+	cur := s.current(r)
+
+	// A message decided before a crash, after the input's last commit:
+	// answer it as the first time; the table already holds its effect (it
+	// is written after its changelog, which the store caught up from).
+	// Its own change is emitted again if the record is still its; a lazy
+	// expiry it caused on the way is not (the key's next change covers it).
+	rv, found, seen := Recall(cur, r.Partition, r.Offset)
+	if found {
+		h.m.Redelivered.With("recalled").Inc()
+		if rv.Verdict == schemas.Accepted && cur.SourcePartition == r.Partition && cur.SourceOffset == r.Offset {
+			h.emitChange(b, r, cur) // its change may not have been written before the crash
+		}
+		verdict.Verdict, verdict.Reason = rv.Verdict, rv.Reason
+		h.verdict(b, r, verdict)
+		return nil
+	}
+	if seen {
+		h.m.Redelivered.With("decided again").Inc()
+	}
+
+	in := Ingest{Key: key, Doc: &doc, Size: len(data), Partition: r.Partition, Offset: r.Offset, At: at}
+	epochs := &syncing{h: h, ctx: ctx}
+	out := Decide(cur, in, epochs, h.rules)
+	if epochs.err != nil {
+		// The catalogue could not be caught up: the cluster is failing, not
+		// the message. The batch is decided again.
+		return epochs.err
+	}
+	// Verdicts that depend on the record held are remembered with it.
+	next := cur
+	if out.Write {
+		next = out.Record
+	}
+	if next != nil && (out.Verdict == schemas.Accepted || out.Verdict == schemas.Stale) {
+		out.Write, out.Record = true, Remember(cur, next, r.Partition, r.Offset, out.Verdict, out.Reason)
+	}
+	h.apply(s, r, out)
+	verdict.Verdict, verdict.Reason = out.Verdict, out.Reason
+	h.verdict(b, r, verdict)
+	return nil
+}
+
+func (h *handler) apply(s *state, r *kgo.Record, out Outcome) {
+	if out.Write {
+		s.set(r, out.Record) // nil deletes
+	}
+	for _, c := range out.Changes {
+		h.emitChange(s.b, r, c)
+	}
+}
+
+func (h *handler) emitChange(b *streams.TableBatch, r *kgo.Record, rec *schemas.RegistryRecord) {
+	data, err := schemas.RegistryRecords.Encode(Change(rec))
+	if err != nil {
+		h.reject(b, r, fmt.Sprintf("its change does not encode: %v", err))
+		return
+	}
+	b.Emit(r, &kgo.Record{Topic: topics.DocumentsChanges, Key: r.Key, Value: data})
+	h.m.Changes.Inc()
+}
+
+func (h *handler) verdict(b *streams.TableBatch, r *kgo.Record, v *schemas.Verdict) {
+	data, err := h.verdicts.Encode(v)
+	if err != nil {
+		// A verdict always encodes (its fields are bounded); if it did not,
+		// the record is still not obeyed.
+		return
+	}
+	b.Emit(r, &kgo.Record{Topic: topics.DocumentsResults, Key: r.Key, Value: data})
+	h.m.Verdicts.With(string(v.Verdict)).Inc()
+}
+
+// Misplaced returns why a record of documents.ingest cannot be decided at
+// all, or "": a null value (the processor is built to see them: goka drops
+// them by default), a key that is not client/pk, or a key on another
+// partition than the one Kafka's default partitioner (murmur2) gives it,
+// where an older version of the document could win. Partitions 0 checks
+// no partition.
+func Misplaced(key string, value []byte, partition, partitions int32) string {
+	switch {
+	case value == nil:
+		return "null value: documents.ingest takes RawDocuments (a deletion is a document with action DELETE)"
+	case !validKey(key):
+		return fmt.Sprintf("key %q is not client/pk", key)
+	}
+	return streams.Misplaced(key, partition, partitions)
+}
+
+func validKey(key string) bool {
+	_, _, ok := SplitKey(key)
+	return ok
+}
+
+// reject answers a message that is not a decodable document: an invalid
+// verdict, and the message kept whole on documents.dead.
+func (h *handler) reject(b *streams.TableBatch, r *kgo.Record, reason string) {
+	h.emitDead(b, r, streams.NewDeadLetter(string(Group), topics.DocumentsIngest,
+		r.Partition, r.Offset, r.Key, r.Value, r.Timestamp, reason))
+	client, pk, ok := SplitKey(string(r.Key))
+	if !ok {
+		client, pk = "", string(r.Key)
+	}
+	h.verdict(b, r, &schemas.Verdict{
+		Client: client, PK: pk, Verdict: schemas.Invalid, Reason: reason,
+		SourcePartition: r.Partition, SourceOffset: r.Offset, Timestamp: r.Timestamp,
+	})
+}
+
+func (h *handler) emitDead(b *streams.TableBatch, r *kgo.Record, d *schemas.DeadLetter) {
+	data, err := schemas.DeadLetters.Encode(d)
+	if err != nil {
+		return // bounded: always encodes
+	}
+	b.Emit(r, &kgo.Record{Topic: topics.DocumentsDead, Key: r.Key, Value: data})
+	h.m.DeadLetters.Inc()
+}
+
+// sweep returns the expiry check of the record of key (stored value
+// value) if it is due at now: the checks travel through documents.ingest,
+// so expiry takes its place in the partition's one order of events.
+func (h *handler) sweep(now time.Time, key string, value []byte) []*kgo.Record {
+	var cur schemas.RegistryRecord
+	if schemas.RegistryRecords.Decode(value, &cur) != nil || !Due(&cur, now) {
+		return nil // garbage is dead-lettered when its key is next written
+	}
+	data, err := schemas.ExpiryChecks.Encode(&schemas.ExpiryCheck{
+		Epoch: cur.Epoch, Version: cur.Version, Timestamp: cur.Timestamp, Status: cur.Status,
+	})
+	if err != nil {
+		return nil
+	}
+	h.m.ExpiryChecks.With("emitted").Inc()
+	return []*kgo.Record{{Topic: topics.DocumentsIngest, Key: []byte(key), Value: data}}
+}
+
+// syncing is the Epochs the processor decides with: on a miss for a message
+// newer than the catalogue's last sync, it waits for the next sync of the
+// catalogue (a local wait: KeepSynced calls the broker) and asks again, so
+// that a registration that was in flight is not missed.
+type syncing struct {
+	h   *handler
+	ctx context.Context
+	err error
+}
+
+func (s *syncing) Lookup(client string, e int64, at time.Time) (*schemas.EpochSchema, bool) {
+	if sch, ok := s.h.epochs.Lookup(client, e, at); ok {
+		return sch, true
+	}
+	if !s.h.synced || at.Before(s.h.epochs.SyncedAt().Add(-time.Second)) {
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	if err := s.h.epochs.WaitSynced(ctx, time.Now()); err != nil {
+		s.err = fmt.Errorf("registry: catch up the epoch catalogue: %w", err)
+		return nil, false
+	}
+	return s.h.epochs.Lookup(client, e, at)
+}
+
+func (s *syncing) Current(client string, at time.Time) (int64, bool) {
+	return s.h.epochs.Current(client, at)
+}
