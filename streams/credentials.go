@@ -80,6 +80,16 @@ func Authenticate(brokers []string, c Credentials) error {
 	return nil
 }
 
+// Forget drops the credentials of the cluster of brokers: a broker that
+// stopped leaves its address free, and a later cluster on the same address
+// (a process that ran one embedded broker after another; the tests) must
+// not be spoken to with them.
+func Forget(brokers []string) {
+	for _, b := range brokers {
+		credentials.Delete(b)
+	}
+}
+
 // credentialsOf returns the credentials of the cluster of brokers.
 func credentialsOf(brokers []string) (Credentials, bool) {
 	for _, b := range append(append([]string(nil), brokers...), "*") {

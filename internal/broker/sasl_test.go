@@ -60,6 +60,8 @@ func TestSASLIsRequiredAndThePropertiesFileWorks(t *testing.T) {
 	if err := streams.Authenticate(b.Addrs(), creds); err != nil {
 		t.Fatal(err)
 	}
+	addrs := b.Addrs()
+	t.Cleanup(func() { streams.Forget(addrs) })
 	cl, err := streams.NewClient(b.Addrs())
 	if err != nil {
 		t.Fatal(err)

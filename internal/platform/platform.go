@@ -374,8 +374,10 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 			}
 			p.info.KafkaConfig = filepath.Join(cfg.DataDir, broker.PropertiesFile)
 		}
+		addrs := b.Addrs()
 		p.closers = append(p.closers, func() {
 			b.Close()
+			streams.Forget(addrs)
 			log.Info("embedded broker stopped", "data", cfg.DataDir)
 		})
 		p.info.Brokers, p.info.Embedded = b.Addrs(), true

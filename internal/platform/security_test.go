@@ -411,4 +411,14 @@ func TestEveryRouteAuthenticatesAndKeepsCallersToTheirScope(t *testing.T) {
 	if h, err := healthpb.NewHealthClient(offerConn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || h.Status != healthpb.HealthCheckResponse_SERVING {
 		t.Errorf("health without a token: %v %v", h, err)
 	}
+
+	// Stopped, its broker's credentials are forgotten: another cluster
+	// may take the address (the tests' next embedded broker did, and its
+	// clients spoke SASL to a broker without it).
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if opts := streams.CredentialOptions(s.Info.Brokers); len(opts) != 0 {
+		t.Fatalf("the credentials of %v outlive their broker", s.Info.Brokers)
+	}
 }
