@@ -266,8 +266,8 @@ func (h *handler) verdict(b *streams.TableBatch, r *kgo.Record, v *schemas.Verdi
 }
 
 // Misplaced returns why a record of documents.ingest cannot be decided at
-// all, or "": a null value (the processor is built to see them: goka drops
-// them by default), a key that is not client/pk, or a key on another
+// all, or "": a null value (documents.ingest takes no tombstones), a key
+// that is not client/pk, or a key on another
 // partition than the one Kafka's default partitioner (murmur2) gives it,
 // where an older version of the document could win. Partitions 0 checks
 // no partition.
