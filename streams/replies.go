@@ -138,6 +138,13 @@ func (r *Replies[T]) Run(ctx context.Context, brokers []string) error {
 		}})
 }
 
+// Deliver hands the matcher the reply v to request id from within the
+// process (its producer runs here and has had it acknowledged): the
+// waiter, if any, is answered without the reply's way through the broker.
+// The copy read from the topic later is kept as an unclaimed reply, as
+// replies to other producers are.
+func (r *Replies[T]) Deliver(id RequestID, v T) { r.deliver(id, v) }
+
 // Ready is closed when Run has joined the topic.
 func (r *Replies[T]) Ready() <-chan struct{} { return r.ready }
 

@@ -213,7 +213,7 @@ func (ctx *cbContext) Emit(topic Stream, key string, value interface{}, options 
 		}
 	}
 
-	ctx.emit(string(topic), key, data, opts.emitHeaders)
+	ctx.emit(string(topic), key, data, opts.emitHeaders, opts.emitDone)
 }
 
 // Loopback sends a message to another key of the processor.
@@ -230,14 +230,17 @@ func (ctx *cbContext) Loopback(key string, value interface{}, options ...Context
 		ctx.Fail(fmt.Errorf("error encoding message for key %s: %v", key, err))
 	}
 
-	ctx.emit(l.Topic(), key, data, opts.emitHeaders)
+	ctx.emit(l.Topic(), key, data, opts.emitHeaders, opts.emitDone)
 }
 
-func (ctx *cbContext) emit(topic string, key string, value []byte, headers Headers) {
+func (ctx *cbContext) emit(topic string, key string, value []byte, headers Headers, done func(error)) {
 	ctx.counters.emits++
 	ctx.emitter(topic, key, value, ctx.emitterDefaultHeaders.Merged(headers)).Then(func(err error) {
 		if err != nil {
 			err = fmt.Errorf("error emitting to %s: %v", topic, err)
+		}
+		if done != nil { // offerlog patch: WithCtxEmitDone
+			done(err)
 		}
 		ctx.emitDone(err)
 	})

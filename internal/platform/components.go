@@ -60,7 +60,7 @@ var components = []component{
 	{name: ComponentNumerator, user: true, start: startNumerator},
 	{name: ComponentOffers, user: true, start: func(ctx context.Context, p *process) error {
 		c := offers.Config{Streams: p.scfg, Stages: p.cfg.Stages.Names(), Framing: p.cfg.ExportFraming, Metrics: offers.NewMetrics(p.reg),
-			OnReady: p.readyFunc()}
+			OnReady: p.readyFunc(), OnAnswer: p.answers.deliver}
 		return p.goGroup(ctx, ComponentOffers, func(ctx context.Context) error { return offers.Run(ctx, c) })
 	}},
 	{name: ComponentDrafts, user: true, start: func(ctx context.Context, p *process) error {

@@ -16,6 +16,7 @@ import (
 	"github.com/offerlog/offerlog/processors/drafts"
 	"github.com/offerlog/offerlog/processors/feeds"
 	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -85,9 +86,36 @@ func (g *process) producer(id string) (*kgo.Client, error) {
 	return p, nil
 }
 
+// answerHub hands the answers of the aggregate running in this process to
+// the matchers of this process's offer clients (offers.Config.OnAnswer):
+// a write whose command the process's own aggregate decides is answered
+// without its answer's way back through the broker. The topic's copy
+// comes later and is kept as an unclaimed reply.
+type answerHub struct {
+	mu       sync.Mutex
+	matchers []*streams.Replies[schemas.OfferResult]
+}
+
+func (h *answerHub) add(r *streams.Replies[schemas.OfferResult]) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.matchers = append(h.matchers, r)
+}
+
+func (h *answerHub) deliver(res schemas.OfferResult) {
+	h.mu.Lock()
+	matchers := h.matchers
+	h.mu.Unlock()
+	id := streams.RequestID{Partition: res.SourcePartition, Offset: res.SourceOffset}
+	for _, m := range matchers {
+		m.Deliver(id, res)
+	}
+}
+
 // offersClient returns a client of the aggregate with its own answers.
 func (g *process) offersClient(ctx context.Context, p *kgo.Client, name string) *offers.Client {
 	res := offers.NewResults(g.log)
+	g.answers.add(res)
 	g.sup.Go(ctx, name, false, func(ctx context.Context) error { return res.Run(ctx, g.brokers) })
 	g.ready = append(g.ready, res.Ready())
 	return offers.NewClient(p, res, g.cfg.WaitTimeout).ObserveHops(g.reg.WriteHops())

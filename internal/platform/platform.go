@@ -328,6 +328,7 @@ type process struct {
 
 	epochs       *registry.Catalogue
 	registryView *registry.View
+	answers      answerHub
 	offerAPI     *offerapi.Service
 	handler      http.Handler
 	// auth tells who calls the HTTP and gRPC servers (componentAuth).

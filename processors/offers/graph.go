@@ -66,7 +66,10 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 // partitions is how many offers.commands has (0: placement not checked);
 // offers.events, an export topic, is written in framing.
 func Graph(m *Metrics, stages []string, partitions int32, framing schemas.Framing) *goka.GroupGraph {
-	h := &handler{m: m, stages: stages, partitions: partitions}
+	return newGraph(&handler{m: m, stages: stages, partitions: partitions}, framing)
+}
+
+func newGraph(h *handler, framing schemas.Framing) *goka.GroupGraph {
 	edges := []goka.Edge{
 		goka.Input(commands, new(codec.Bytes), h.command),
 		goka.Output(commands, new(codec.Bytes)), // a publish moving along its draft's chain of ids
@@ -81,7 +84,7 @@ func Graph(m *Metrics, stages []string, partitions int32, framing schemas.Framin
 		goka.Output(timers, streams.Avro[schemas.StageTimer]{C: schemas.StageTimers}),
 		goka.Output(effects, streams.Avro[schemas.StageEffect]{C: schemas.StageEffects}),
 	}
-	for _, s := range stages {
+	for _, s := range h.stages {
 		for _, low := range []bool{false, true} {
 			edges = append(edges, goka.Output(goka.Stream(topics.QueueTopic(s, low)), streams.Avro[schemas.QueueItem]{C: schemas.QueueItems}))
 		}
@@ -93,6 +96,9 @@ type handler struct {
 	m          *Metrics
 	stages     []string
 	partitions int32
+	// onAnswer, if set, is told each answer once offers.results has it
+	// (Config.OnAnswer).
+	onAnswer func(schemas.OfferResult)
 }
 
 func current(ctx goka.Context) *schemas.OfferRecord {
@@ -251,8 +257,19 @@ func (h *handler) emit(ctx goka.Context, r, prev *schemas.OfferRecord, change st
 }
 
 func (h *handler) result(ctx goka.Context, kind schemas.CommandKind, d Decision) {
-	ctx.Emit(results, ctx.Key(), &schemas.OfferResult{OfferID: ctx.Key(), SourcePartition: ctx.Partition(), SourceOffset: ctx.Offset(),
-		Outcome: d.Outcome, Reason: d.Reason, Field: d.Field, Version: d.Version})
+	res := &schemas.OfferResult{OfferID: ctx.Key(), SourcePartition: ctx.Partition(), SourceOffset: ctx.Offset(),
+		Outcome: d.Outcome, Reason: d.Reason, Field: d.Field, Version: d.Version}
+	var opts []goka.ContextOption
+	if h.onAnswer != nil {
+		// Handed over once it is written and acknowledged, as durable as
+		// the copy a matcher reads back from the topic, a hop earlier.
+		opts = append(opts, goka.WithCtxEmitDone(func(err error) {
+			if err == nil {
+				h.onAnswer(*res)
+			}
+		}))
+	}
+	ctx.Emit(results, ctx.Key(), res, opts...)
 	if kind == "" {
 		kind = "undecodable"
 	}

@@ -29,13 +29,19 @@ type Config struct {
 	// OnReady, if set, is called when the processor has recovered its table
 	// and is processing.
 	OnReady func()
+	// OnAnswer, if set, is told every answer the aggregate gives, once
+	// offers.results has acknowledged it: a process that runs the
+	// aggregate and waits for its answers (the API, the feeds loader)
+	// hands them to its matchers (streams.Replies.Deliver) without reading
+	// them back from the topic. A replay gives none.
+	OnAnswer func(schemas.OfferResult)
 }
 
 func (c *Config) graph() *goka.GroupGraph {
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(metrics.New())
 	}
-	return Graph(c.Metrics, c.Stages, c.Partitions, c.Framing)
+	return newGraph(&handler{m: c.Metrics, stages: c.Stages, partitions: c.Partitions, onAnswer: c.OnAnswer}, c.Framing)
 }
 
 // Run runs the offer aggregate and its inbox (RunInbox) until ctx is
