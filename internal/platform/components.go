@@ -74,7 +74,7 @@ var components = []component{
 	{name: ComponentFeeds, user: true, start: func(ctx context.Context, p *process) error { return p.feeds(ctx) }},
 	{name: ComponentScheduler, user: true, start: func(ctx context.Context, p *process) error {
 		c := scheduler.RunConfig{Streams: p.scfg, Stages: p.cfg.Stages, Timeout: p.cfg.WaitTimeout, TimerMemory: p.timerMemory(),
-			Metrics: scheduler.NewMetrics(p.reg), Logger: p.log, OnReady: p.readyFunc()}
+			Metrics: scheduler.NewMetrics(p.reg), Logger: p.log, OnReady: p.readyFunc(), OnMatcher: p.answers.add}
 		return p.goGroup(ctx, ComponentScheduler, func(ctx context.Context) error { return scheduler.Run(ctx, c) })
 	}},
 	{name: ComponentCache, user: true, needs: []string{componentAuth}, start: func(ctx context.Context, p *process) error {

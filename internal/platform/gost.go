@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 
 	"github.com/lovoo/goka"
@@ -96,10 +97,17 @@ type answerHub struct {
 	matchers []*streams.Replies[schemas.OfferResult]
 }
 
-func (h *answerHub) add(r *streams.Replies[schemas.OfferResult]) {
+// add hands r the answers until remove is called (when its owner stops: a
+// component the supervisor restarts registers its new matcher).
+func (h *answerHub) add(r *streams.Replies[schemas.OfferResult]) (remove func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.matchers = append(h.matchers, r)
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.matchers = slices.DeleteFunc(h.matchers, func(m *streams.Replies[schemas.OfferResult]) bool { return m == r })
+	}
 }
 
 func (h *answerHub) deliver(res schemas.OfferResult) {
@@ -115,8 +123,10 @@ func (h *answerHub) deliver(res schemas.OfferResult) {
 // offersClient returns a client of the aggregate with its own answers.
 func (g *process) offersClient(ctx context.Context, p *kgo.Client, name string) *offers.Client {
 	res := offers.NewResults(g.log)
-	g.answers.add(res)
-	g.sup.Go(ctx, name, false, func(ctx context.Context) error { return res.Run(ctx, g.brokers) })
+	g.sup.Go(ctx, name, false, func(ctx context.Context) error {
+		defer g.answers.add(res)()
+		return res.Run(ctx, g.brokers)
+	})
 	g.ready = append(g.ready, res.Ready())
 	return offers.NewClient(p, res, g.cfg.WaitTimeout).ObserveHops(g.reg.WriteHops())
 }

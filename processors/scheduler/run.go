@@ -36,6 +36,11 @@ type RunConfig struct {
 	Logger      *slog.Logger
 	// OnReady is called once every part runs.
 	OnReady func()
+	// OnMatcher, if set, is given the matcher of the aggregate's answers
+	// the workers wait on, for a process that runs the aggregate too to
+	// hand it its answers (offers.Config.OnAnswer); Run calls the remove
+	// it returns when it stops.
+	OnMatcher func(*streams.Replies[schemas.OfferResult]) (remove func())
 }
 
 // Run runs the scheduler until ctx is done.
@@ -77,6 +82,9 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		return fmt.Errorf("scheduler: %w", err)
 	}
 	results := offers.NewResults(cfg.Logger)
+	if cfg.OnMatcher != nil {
+		defer cfg.OnMatcher(results)()
+	}
 	client := offers.NewClient(prod, results, cfg.Timeout)
 
 	ctx, cancel := context.WithCancel(ctx)

@@ -1,0 +1,46 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+)
+
+// The answer hub hands an answer to every matcher added, and to none once
+// its owner removed it (a component restarted registers its new one).
+func TestAnswerHubHandsAnswersToItsMatchers(t *testing.T) {
+	var hub answerHub
+	a, b := offers.NewResults(nil), offers.NewResults(nil)
+	hub.add(a)
+	removeB := hub.add(b)
+	answer := func(offset int64) schemas.OfferResult {
+		return schemas.OfferResult{OfferID: "o1", SourcePartition: 1, SourceOffset: offset, Outcome: schemas.OutcomeOK, Version: offset}
+	}
+	// A waiter gives up at once unless its answer is there.
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	has := func(m *streams.Replies[schemas.OfferResult], offset int64) bool {
+		got, err := m.Wait(gone, streams.RequestID{Partition: 1, Offset: offset})
+		if err != nil && !errors.Is(err, streams.ErrNoReply) {
+			t.Fatal(err)
+		}
+		return err == nil && got == answer(offset)
+	}
+
+	hub.deliver(answer(7))
+	if !has(a, 7) || !has(b, 7) {
+		t.Fatal("an answer did not reach both matchers")
+	}
+	removeB()
+	hub.deliver(answer(8))
+	if !has(a, 8) {
+		t.Fatal("the matcher left did not get the answer")
+	}
+	if has(b, 8) {
+		t.Fatal("a removed matcher still got an answer")
+	}
+}
