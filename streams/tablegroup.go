@@ -34,13 +34,14 @@ import (
 // "__offset", the last changelog offset it holds.
 //
 // Order of a batch, which makes a kill -9 at any moment safe: the changelog
-// records and the outputs are produced and acknowledged first, then the
-// store is written (values and changelog offset in one batch), then the
-// inputs' offsets are marked for commit. The store never holds what the
-// changelog does not; a partition's store is brought up to the changelog's
-// end before its first batch after every assignment (a store without a
-// WAL, killed, comes back with a prefix of its batches); and input handled
-// again after a crash finds the table as its first handling left it.
+// records, the outputs and a mark naming the batch's last input record are
+// produced and acknowledged in that order (commit), then the store is
+// written (values and offsets in one batch), then the inputs' offsets are
+// marked for commit. The store never holds what the changelog does not; a
+// partition's store is brought up to the changelog's end before its first
+// batch after every assignment (a store without a WAL, killed, comes back
+// with a prefix of its batches); and input the changelog marks as applied
+// is not handed to the handler again.
 type TableGroup struct {
 	Streams Config
 	// Group is the consumer group, and names the local state.
@@ -89,11 +90,12 @@ type tableStore struct {
 	applied map[string]int64
 }
 
-// appliedHeader, on the last changelog record of a batch, names the input
-// record the batch ended with ("topic/partition/offset"). Records of a
-// partition are written in order, so once it is in the changelog the whole
-// batch is: a store caught up from the changelog after a crash knows which
-// input records its table holds, and they are not handled again. (Without
+// appliedHeader, on a batch's mark (its last changelog record, written
+// again after its outputs), names the input record the batch ended with
+// ("topic/partition/offset"). Once it is in the changelog the whole batch
+// and its outputs are: a store caught up from the changelog after a crash
+// knows which input records its table holds, and they are not handled
+// again. (Without
 // it, input handled again after a crash is decided again: a key with more
 // messages since the last commit than a handler remembers answers (the
 // registry's 16) could get another answer the second time.)
@@ -435,11 +437,21 @@ func (b *TableBatch) Emit(in, out *kgo.Record) {
 	b.out = append(b.out, out)
 }
 
-// commit produces the batch's outputs, then its changelog records (the
-// last one naming the batch's last input record), waiting for each, then
-// writes its values, the changelog offset and the applied offset to the
-// store. Outputs come first: a changelog that names a batch is never ahead
-// of the batch's outputs.
+// commit writes the batch: its changelog records, then its outputs, then
+// the mark that names the batch's last input record, each acknowledged
+// before the next; then its values, the changelog offset and the applied
+// input offset to the store.
+//
+// The changelog comes before the outputs so that a client told an answer
+// (a verdict) finds the table that answer was decided with (a read of the
+// table's end after a verdict holds its record). The mark comes after the
+// outputs, so that input it names as applied has had its outputs written:
+// a store restored from the changelog skips that input without losing an
+// answer. (A kill between the changelog and the outputs leaves the values
+// without the mark: the batch is handed to the handler again against a
+// table that holds its effects, and its answers, never given, are decided
+// then; the registry recalls those its records remember.) A batch without
+// outputs marks its last changelog record.
 func (b *TableBatch) commit(ctx context.Context) error {
 	g := b.g
 	for _, r := range b.out {
@@ -449,25 +461,43 @@ func (b *TableBatch) commit(ctx context.Context) error {
 		}
 		r.Partition = Partition(string(r.Key), n)
 	}
-	if len(b.out) > 0 {
-		if err := g.prod.ProduceSync(ctx, b.out...).FirstErr(); err != nil {
-			return fmt.Errorf("%s: produce: %w", g.Group, err)
-		}
-	}
 	lastIn := b.Records[len(b.Records)-1]
+	mark := []kgo.RecordHeader{{Key: appliedHeader, Value: fmt.Appendf(nil, "%s/%d/%d", lastIn.Topic, lastIn.Partition, lastIn.Offset)}}
 	last := b.st.offset
+	produce := func(what string, recs []*kgo.Record) error {
+		if err := g.prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return fmt.Errorf("%s: produce %s: %w", g.Group, what, err)
+		}
+		for _, r := range recs {
+			if r.Topic == g.Table {
+				last = max(last, r.Offset)
+			}
+		}
+		return nil
+	}
 	if len(b.order) > 0 {
 		recs := make([]*kgo.Record, len(b.order))
 		for i, k := range b.order {
 			recs[i] = &kgo.Record{Topic: g.Table, Partition: b.Partition, Key: []byte(k), Value: b.sets[k]}
 		}
-		recs[len(recs)-1].Headers = []kgo.RecordHeader{{Key: appliedHeader,
-			Value: fmt.Appendf(nil, "%s/%d/%d", lastIn.Topic, lastIn.Partition, lastIn.Offset)}}
-		if err := g.prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			return fmt.Errorf("%s: produce the changelog: %w", g.Group, err)
+		if len(b.out) == 0 {
+			recs[len(recs)-1].Headers = mark
 		}
-		for _, r := range recs {
-			last = max(last, r.Offset)
+		if err := produce("the changelog", recs); err != nil {
+			return err
+		}
+	}
+	if len(b.out) > 0 {
+		if err := produce("outputs", b.out); err != nil {
+			return err
+		}
+		if len(b.order) > 0 {
+			// The mark: the batch's last value again, with the header.
+			k := b.order[len(b.order)-1]
+			if err := produce("the changelog's mark", []*kgo.Record{{Topic: g.Table, Partition: b.Partition,
+				Key: []byte(k), Value: b.sets[k], Headers: mark}}); err != nil {
+				return err
+			}
 		}
 	}
 	wb := b.st.db.NewBatch()
