@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -85,6 +86,9 @@ type tableStore struct {
 	// current is whether the store has read the changelog to its end since
 	// the partition was last assigned to this member.
 	current bool
+	// epoch counts the partition's revocations: a catch-up started for an
+	// assignment does nothing once the partition was taken away since.
+	epoch int
 	// applied is, per input topic, the offset of the last record of this
 	// partition whose batch the table holds (absent: none).
 	applied map[string]int64
@@ -162,27 +166,42 @@ func (g *TableGroup) Run(ctx context.Context) error {
 	g.stores = map[int32]*tableStore{}
 	defer g.closeStores()
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// Catch-ups started on assignment, owned here: waited for before the
-	// stores close.
+	// Catch-ups started on assignment, owned here: stopped and waited for
+	// before the stores close.
 	var catchUps sync.WaitGroup
-	defer catchUps.Wait()
+	defer func() { cancel(); catchUps.Wait() }()
 	var readyOnce sync.Once
 	assigned := func(ps map[string][]int32) {
-		parts := map[int32]bool{}
+		parts := map[int32]int{} // partition -> its epoch now
 		for _, list := range ps {
 			for _, p := range list {
-				parts[p] = true
+				st, err := g.store(p)
+				if err != nil {
+					g.Logger.Warn("table store not opened", "group", g.Group, "partition", p, "err", err)
+					continue // its first batch tries again
+				}
+				st.mu.Lock()
+				parts[p] = st.epoch
+				st.mu.Unlock()
 			}
 		}
 		catchUps.Go(func() {
-			for p := range parts {
-				if err := g.current(ctx, p); err != nil {
-					// The partition's first batch tries again.
-					if ctx.Err() == nil {
-						g.Logger.Warn("table partition not caught up", "group", g.Group, "partition", p, "err", err)
+			for p, epoch := range parts {
+				for attempt := 1; ; attempt++ {
+					err := g.current(ctx, p, epoch)
+					if err == nil {
+						break
 					}
-					return
+					if ctx.Err() != nil {
+						return
+					}
+					wait := DefaultBackoff.Wait(attempt)
+					g.Logger.Warn("table partition not caught up, trying again", "group", g.Group, "partition", p, "err", err, "in", wait)
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(wait):
+					}
 				}
 			}
 			if g.OnReady != nil {
@@ -199,15 +218,16 @@ func (g *TableGroup) Run(ctx context.Context) error {
 }
 
 // current brings partition p's store up to the changelog's end, unless it
-// is there since its assignment.
-func (g *TableGroup) current(ctx context.Context, p int32) error {
+// is there since its assignment, or the partition was taken away since the
+// assignment of epoch.
+func (g *TableGroup) current(ctx context.Context, p int32, epoch int) error {
 	st, err := g.store(p)
 	if err != nil {
 		return err
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.current {
+	if st.current || st.epoch != epoch {
 		return nil
 	}
 	return g.catchUp(ctx, p, st)
@@ -236,6 +256,7 @@ func (g *TableGroup) revoked(ps map[string][]int32) {
 			if st, ok := g.stores[p]; ok {
 				st.mu.Lock()
 				st.current = false
+				st.epoch++
 				st.mu.Unlock()
 			}
 		}
