@@ -44,3 +44,38 @@ func TestAnswerHubHandsAnswersToItsMatchers(t *testing.T) {
 		t.Fatal("a removed matcher still got an answer")
 	}
 }
+
+// Matchers come and go while answers are handed over (components stop and
+// restart while the aggregate answers): no race (-race), none lost by the
+// matchers that stay.
+func TestAnswerHubChangesWhileItDelivers(t *testing.T) {
+	var hub answerHub
+	stays := make([]*streams.Replies[schemas.OfferResult], 8)
+	for i := range stays {
+		stays[i] = offers.NewResults(nil)
+		hub.add(stays[i])
+	}
+	const n = 2000
+	start, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		<-start
+		for range n {
+			hub.add(offers.NewResults(nil))()
+		}
+	}()
+	close(start)
+	for i := range int64(n) {
+		hub.deliver(schemas.OfferResult{OfferID: "o", SourcePartition: 0, SourceOffset: i})
+	}
+	<-done
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, m := range stays {
+		for i := range int64(n) {
+			if _, err := m.Wait(gone, streams.RequestID{Partition: 0, Offset: i}); err != nil {
+				t.Fatalf("answer %d: %v", i, err)
+			}
+		}
+	}
+}

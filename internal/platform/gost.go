@@ -106,13 +106,14 @@ func (h *answerHub) add(r *streams.Replies[schemas.OfferResult]) (remove func())
 	return func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		h.matchers = slices.DeleteFunc(h.matchers, func(m *streams.Replies[schemas.OfferResult]) bool { return m == r })
+		// A new array: deliver ranges over the one it copied, unlocked.
+		h.matchers = slices.DeleteFunc(slices.Clone(h.matchers), func(m *streams.Replies[schemas.OfferResult]) bool { return m == r })
 	}
 }
 
 func (h *answerHub) deliver(res schemas.OfferResult) {
 	h.mu.Lock()
-	matchers := h.matchers
+	matchers := h.matchers // never changed in place: add appends, remove copies
 	h.mu.Unlock()
 	id := streams.RequestID{Partition: res.SourcePartition, Offset: res.SourceOffset}
 	for _, m := range matchers {
