@@ -281,38 +281,43 @@ func (g *TableGroup) store(p int32) (*tableStore, error) {
 	}
 	st := &tableStore{db: db, offset: -1, applied: map[string]int64{}}
 	for _, t := range g.Inputs {
-		v, closer, err := db.Get(appliedKey(t))
-		if errors.Is(err, pebble.ErrNotFound) {
-			continue
-		}
+		o, ok, err := storedInt(db, appliedKey(t))
 		if err != nil {
 			_ = db.Close()
 			return nil, fmt.Errorf("table store %s: applied offset of %s: %w", dir, t, err)
 		}
-		o, perr := strconv.ParseInt(string(v), 10, 64)
-		_ = closer.Close()
-		if perr != nil {
-			_ = db.Close()
-			return nil, fmt.Errorf("table store %s: applied offset of %s %q: %w", dir, t, v, perr)
+		if ok {
+			st.applied[t] = o
 		}
-		st.applied[t] = o
 	}
-	v, closer, err := db.Get([]byte(offsetKey))
-	switch {
-	case errors.Is(err, pebble.ErrNotFound):
-	case err != nil:
+	o, ok, err := storedInt(db, []byte(offsetKey))
+	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("table store %s: offset: %w", dir, err)
-	default:
-		st.offset, err = strconv.ParseInt(string(v), 10, 64)
-		_ = closer.Close()
-		if err != nil {
-			_ = db.Close()
-			return nil, fmt.Errorf("table store %s: offset %q: %w", dir, v, err)
-		}
+	}
+	if ok {
+		st.offset = o
 	}
 	g.stores[p] = st
 	return st, nil
+}
+
+// storedInt reads the decimal number a store keeps under key (ok false:
+// none).
+func storedInt(db *pebble.DB, key []byte) (n int64, ok bool, err error) {
+	v, closer, err := db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	defer closer.Close()
+	n, err = strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("%q: %w", v, err)
+	}
+	return n, true, nil
 }
 
 // catchUp reads partition p of the changelog from after the store's offset
@@ -475,12 +480,8 @@ func (b *TableBatch) Emit(in, out *kgo.Record) {
 // outputs marks its last changelog record.
 func (b *TableBatch) commit(ctx context.Context) error {
 	g := b.g
-	for _, r := range b.out {
-		n, ok := g.counts[r.Topic]
-		if !ok {
-			return Fatal(fmt.Errorf("%s: emit to %s, not one of its outputs", g.Group, r.Topic))
-		}
-		r.Partition = Partition(string(r.Key), n)
+	if err := g.place(b.out); err != nil {
+		return Fatal(err)
 	}
 	lastIn := b.Records[len(b.Records)-1]
 	mark := []kgo.RecordHeader{{Key: appliedHeader, Value: fmt.Appendf(nil, "%s/%d/%d", lastIn.Topic, lastIn.Partition, lastIn.Offset)}}
@@ -546,6 +547,19 @@ func (b *TableBatch) commit(ctx context.Context) error {
 	return nil
 }
 
+// place sets each output's partition to the one its key hashes to, as a
+// goka emit does.
+func (g *TableGroup) place(out []*kgo.Record) error {
+	for _, r := range out {
+		n, ok := g.counts[r.Topic]
+		if !ok {
+			return fmt.Errorf("%s: a write to %s, not one of its outputs", g.Group, r.Topic)
+		}
+		r.Partition = Partition(string(r.Key), n)
+	}
+	return nil
+}
+
 // applyHeader records in the store (through b) the input offset an
 // appliedHeader value names, if it is this store's partition's and later
 // than what it holds.
@@ -599,12 +613,8 @@ func (g *TableGroup) Visit(ctx context.Context, fn func(key string, value []byte
 		if err != nil {
 			return n, err
 		}
-		for _, r := range out {
-			c, ok := g.counts[r.Topic]
-			if !ok {
-				return n, fmt.Errorf("%s: a visit writes to %s, not one of its outputs", g.Group, r.Topic)
-			}
-			r.Partition = Partition(string(r.Key), c)
+		if err := g.place(out); err != nil {
+			return n, err
 		}
 		if len(out) > 0 {
 			if err := g.prod.ProduceSync(ctx, out...).FirstErr(); err != nil {

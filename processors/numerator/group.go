@@ -83,40 +83,11 @@ type handler struct {
 // their keys are read at once, changed in memory record by record, and the
 // entries that changed are written once each.
 func (h *handler) batch(_ context.Context, b *streams.TableBatch) error {
-	keys := make([]string, len(b.Records))
-	for i, r := range b.Records {
-		keys[i] = string(r.Key)
-	}
-	stored, err := b.Values(keys)
+	entries, err := streams.LoadEntries(b, schemas.NumeratorEntries, func(r *kgo.Record, d *schemas.DeadLetter) {
+		h.deadLetter(b, r, d)
+	})
 	if err != nil {
 		return err
-	}
-	entries := make(map[string]*schemas.NumeratorEntry, len(stored))
-	changed := make(map[string]bool)
-	// entry returns the key of r's entry (nil if none). A stored value that
-	// does not decode is dead-lettered and taken as absent: the value the
-	// record sets replaces it.
-	entry := func(r *kgo.Record) *schemas.NumeratorEntry {
-		k := string(r.Key)
-		if e, ok := entries[k]; ok {
-			return e
-		}
-		var e *schemas.NumeratorEntry
-		if v, ok := stored[k]; ok {
-			var d schemas.NumeratorEntry
-			if err := schemas.NumeratorEntries.Decode(v, &d); err != nil {
-				h.deadLetter(b, r, streams.NewDeadLetter(string(Group), string(Table), b.Partition, -1, r.Key, v, r.Timestamp,
-					"undecodable table value, taken as absent: "+err.Error()))
-			} else {
-				e = &d
-			}
-		}
-		entries[k] = e
-		return e
-	}
-	set := func(r *kgo.Record, e *schemas.NumeratorEntry) {
-		entries[string(r.Key)] = e
-		changed[string(r.Key)] = true
 	}
 	for _, r := range b.Records {
 		if reason := streams.Misplaced(string(r.Key), r.Partition, h.partitions); reason != "" {
@@ -125,23 +96,12 @@ func (h *handler) batch(_ context.Context, b *streams.TableBatch) error {
 		}
 		switch r.Topic {
 		case topics.NumeratorOffers:
-			h.offer(b, r, entry, set)
+			h.offer(b, r, entries)
 		case topics.NumeratorResults:
-			h.result(b, r, entry, set)
+			h.result(b, r, entries)
 		}
 	}
-	for _, k := range keys {
-		if !changed[k] {
-			continue
-		}
-		delete(changed, k)
-		data, err := schemas.NumeratorEntries.Encode(entries[k])
-		if err != nil {
-			return streams.Fatal(fmt.Errorf("encode the entry of %q: %w", k, err))
-		}
-		b.Set(k, data)
-	}
-	return nil
+	return entries.Flush()
 }
 
 // dead dead-letters r with the reason, as an output of r (a replay does not
@@ -185,13 +145,13 @@ func CheckOffer(msgKey string, o *schemas.OfferSeen, e *schemas.NumeratorEntry) 
 	return k, nil
 }
 
-func (h *handler) offer(b *streams.TableBatch, r *kgo.Record, entry func(*kgo.Record) *schemas.NumeratorEntry, set func(*kgo.Record, *schemas.NumeratorEntry)) {
+func (h *handler) offer(b *streams.TableBatch, r *kgo.Record, entries *streams.Entries[schemas.NumeratorEntry]) {
 	var o schemas.OfferSeen
 	if err := schemas.OffersSeen.Decode(r.Value, &o); err != nil {
 		h.dead(b, r, fmt.Sprintf("undecodable offer: %v", err))
 		return
 	}
-	e := entry(r)
+	e := entries.Get(r)
 	if _, err := CheckOffer(string(r.Key), &o, e); err != nil {
 		h.dead(b, r, err.Error())
 		return
@@ -208,10 +168,10 @@ func (h *handler) offer(b *streams.TableBatch, r *kgo.Record, entry func(*kgo.Re
 	}
 	next := *e
 	next.SeenBefore, next.LastSeen = e.LastSeen, o.Generation
-	set(r, &next)
+	entries.Set(r, &next)
 }
 
-func (h *handler) result(b *streams.TableBatch, r *kgo.Record, entry func(*kgo.Record) *schemas.NumeratorEntry, set func(*kgo.Record, *schemas.NumeratorEntry)) {
+func (h *handler) result(b *streams.TableBatch, r *kgo.Record, entries *streams.Entries[schemas.NumeratorEntry]) {
 	var a schemas.Assignment
 	if err := schemas.Assignments.Decode(r.Value, &a); err != nil {
 		h.dead(b, r, fmt.Sprintf("undecodable result: %v", err))
@@ -222,14 +182,14 @@ func (h *handler) result(b *streams.TableBatch, r *kgo.Record, entry func(*kgo.R
 		h.dead(b, r, fmt.Sprintf("the key %q and the result (%s) name different offers", r.Key, v))
 		return
 	}
-	e := entry(r)
+	e := entries.Get(r)
 	if e == nil {
 		e = &schemas.NumeratorEntry{BusinessID: a.BusinessID, OfferID: a.OfferID, ShopID: a.ShopID, WarehouseID: a.WarehouseID}
 	}
 	if e.Shard != a.Shard || e.DocID != a.DocID || e.Version != a.Version {
 		next := *e
 		next.Shard, next.DocID, next.Version = a.Shard, a.DocID, a.Version
-		set(r, &next)
+		entries.Set(r, &next)
 		h.m.Assignments.Inc()
 	}
 	// A decision handled again (after a crash) is answered again, from the

@@ -80,83 +80,29 @@ type handler struct {
 	verdicts   streams.Avro[schemas.Verdict]
 }
 
-// state is a batch's view of the table: the records of its keys, read once,
-// changed in memory, written once each at the end.
-type state struct {
-	b       *streams.TableBatch
-	h       *handler
-	stored  map[string][]byte
-	records map[string]*schemas.RegistryRecord
-	changed map[string]bool
-}
-
-// current returns key's record, nil if none. A stored value that does not
-// decode is dead-lettered (as a value of the table topic, offset -1) and
-// taken as absent: the record the message writes replaces it.
-func (s *state) current(r *kgo.Record) *schemas.RegistryRecord {
-	k := string(r.Key)
-	if rec, ok := s.records[k]; ok {
-		return rec
-	}
-	var rec *schemas.RegistryRecord
-	if v, ok := s.stored[k]; ok {
-		var d schemas.RegistryRecord
-		if err := schemas.RegistryRecords.Decode(v, &d); err != nil {
-			s.h.emitDead(s.b, r, streams.NewDeadLetter(string(Group), string(Table), r.Partition, -1, r.Key, v, r.Timestamp,
-				"undecodable table value, taken as absent: "+err.Error()))
-		} else {
-			rec = &d
-		}
-	}
-	s.records[k] = rec
-	return rec
-}
-
-func (s *state) set(r *kgo.Record, rec *schemas.RegistryRecord) {
-	s.records[string(r.Key)] = rec
-	s.changed[string(r.Key)] = true
-}
-
-// batch decides one partition's documents and expiry checks in order.
+// batch decides one partition's documents and expiry checks in order: the
+// records of their keys are read once, changed in memory, and written once
+// each at the end.
 func (h *handler) batch(ctx context.Context, b *streams.TableBatch) error {
-	keys := make([]string, len(b.Records))
-	for i, r := range b.Records {
-		keys[i] = string(r.Key)
-	}
-	stored, err := b.Values(keys)
+	records, err := streams.LoadEntries(b, schemas.RegistryRecords, func(r *kgo.Record, d *schemas.DeadLetter) {
+		h.emitDead(b, r, d)
+	})
 	if err != nil {
 		return err
 	}
-	s := &state{b: b, h: h, stored: stored, records: make(map[string]*schemas.RegistryRecord, len(stored)), changed: map[string]bool{}}
 	for _, r := range b.Records {
-		if err := h.ingest(ctx, s, r); err != nil {
+		if err := h.ingest(ctx, b, records, r); err != nil {
 			return err
 		}
 	}
-	for _, k := range keys {
-		if !s.changed[k] {
-			continue
-		}
-		delete(s.changed, k)
-		rec := s.records[k]
-		if rec == nil {
-			b.Set(k, nil)
-			continue
-		}
-		data, err := schemas.RegistryRecords.Encode(rec)
-		if err != nil {
-			return streams.Fatal(fmt.Errorf("registry: encode the record of %q: %w", k, err))
-		}
-		b.Set(k, data)
-	}
-	return nil
+	return records.Flush()
 }
 
 // ingest decides one record of documents.ingest. It returns an error only
 // when the cluster fails (the epoch catalogue cannot be caught up): the
 // batch is then tried again, nothing of it kept.
-func (h *handler) ingest(ctx context.Context, s *state, r *kgo.Record) error {
-	b, data, key, at := s.b, r.Value, string(r.Key), r.Timestamp
+func (h *handler) ingest(ctx context.Context, b *streams.TableBatch, records *streams.Entries[schemas.RegistryRecord], r *kgo.Record) error {
+	data, key, at := r.Value, string(r.Key), r.Timestamp
 	if reason := Misplaced(key, data, r.Partition, h.partitions); reason != "" {
 		h.reject(b, r, reason)
 		return nil
@@ -172,13 +118,13 @@ func (h *handler) ingest(ctx context.Context, s *state, r *kgo.Record) error {
 			h.reject(b, r, fmt.Sprintf("undecodable expiry check: %v", err))
 			return nil
 		}
-		out := Expire(s.current(r), &check, at, h.rules)
+		out := Expire(records.Get(r), &check, at, h.rules)
 		if out.Write {
 			h.m.ExpiryChecks.With("applied").Inc()
 		} else {
 			h.m.ExpiryChecks.With("ignored").Inc()
 		}
-		h.apply(s, r, out)
+		h.apply(b, records, r, out)
 		return nil
 	case w.Name != schemas.RawDocumentName:
 		h.reject(b, r, fmt.Sprintf("value is a %s, not a %s", w.Name, schemas.RawDocumentName))
@@ -192,7 +138,7 @@ func (h *handler) ingest(ctx context.Context, s *state, r *kgo.Record) error {
 	client, pk, _ := SplitKey(key)
 	verdict := &schemas.Verdict{Client: client, PK: pk, SourcePartition: r.Partition, SourceOffset: r.Offset,
 		Epoch: doc.Epoch, Version: doc.Version, Timestamp: doc.Timestamp}
-	cur := s.current(r)
+	cur := records.Get(r)
 
 	// A message decided before a crash, after the input's last commit:
 	// answer it as the first time; the table already holds its effect (it
@@ -229,18 +175,18 @@ func (h *handler) ingest(ctx context.Context, s *state, r *kgo.Record) error {
 	if next != nil && (out.Verdict == schemas.Accepted || out.Verdict == schemas.Stale) {
 		out.Write, out.Record = true, Remember(cur, next, r.Partition, r.Offset, out.Verdict, out.Reason)
 	}
-	h.apply(s, r, out)
+	h.apply(b, records, r, out)
 	verdict.Verdict, verdict.Reason = out.Verdict, out.Reason
 	h.verdict(b, r, verdict)
 	return nil
 }
 
-func (h *handler) apply(s *state, r *kgo.Record, out Outcome) {
+func (h *handler) apply(b *streams.TableBatch, records *streams.Entries[schemas.RegistryRecord], r *kgo.Record, out Outcome) {
 	if out.Write {
-		s.set(r, out.Record) // nil deletes
+		records.Set(r, out.Record) // nil deletes
 	}
 	for _, c := range out.Changes {
-		h.emitChange(s.b, r, c)
+		h.emitChange(b, r, c)
 	}
 }
 
