@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hamba/avro/v2"
-	"github.com/hamba/avro/v2/pkg/crc64"
+	"github.com/offerlog/offerlog/third_party/forked/avro"
+	"github.com/offerlog/offerlog/third_party/forked/avro/pkg/crc64"
 )
 
 // CanonicalForm returns the Parsing Canonical Form of s exactly as the Avro

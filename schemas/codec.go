@@ -7,7 +7,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/hamba/avro/v2"
+	"github.com/offerlog/offerlog/third_party/forked/avro"
 )
 
 // Codec encodes values of type T with the current schema of one record and
@@ -138,7 +138,7 @@ var ErrTrailingBytes = errors.New("bytes left after the value")
 // Reader per value allocated that slab for every decode (7 GB of the
 // numerator bench's 27 GB of allocations), and every string kept pinned a
 // slab of its own (a sealer holding a million keys held a GiB). A reused
-// Reader cuts one slab into the values of many decodes; internal/avro's
+// Reader cuts one slab into the values of many decodes; third_party/forked/avro's
 // patch 1 keeps a decoded []byte from reaching into what follows it.
 var readers = sync.Pool{New: func() any { return avro.NewReader(nil, 0) }}
 

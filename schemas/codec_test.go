@@ -116,7 +116,7 @@ func TestConfluentFramingDecodes(t *testing.T) {
 // TestAppendingToDecodedBytesLeavesTheRestAlone: a decoded []byte is cut
 // from the Reader's slab like the strings decoded after it (and, with the
 // Readers reused, the values of later decodes); appending to it must not
-// write over them (internal/avro patch 1: the upstream slice kept the
+// write over them (third_party/forked/avro patch 1: the upstream slice kept the
 // slab's capacity, and a stage's `append(st.Value, 'x')` changed the next
 // stage's name).
 func TestAppendingToDecodedBytesLeavesTheRestAlone(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hamba/avro/v2"
+	"github.com/offerlog/offerlog/third_party/forked/avro"
 )
 
 // samples returns one value of every current schema, used to write the

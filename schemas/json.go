@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hamba/avro/v2"
+	"github.com/offerlog/offerlog/third_party/forked/avro"
 )
 
 // EncodeJSON encodes a JSON value (as decoded by encoding/json with

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/hamba/avro/v2"
+	"github.com/offerlog/offerlog/third_party/forked/avro"
 )
 
 // RegisteredSchemaName is the schema of a schemas.registered record.

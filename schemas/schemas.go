@@ -13,9 +13,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/hamba/avro/v2"
-	"github.com/hamba/avro/v2/pkg/crc64"
-	"github.com/hamba/avro/v2/soe"
+	"github.com/offerlog/offerlog/third_party/forked/avro"
+	"github.com/offerlog/offerlog/third_party/forked/avro/pkg/crc64"
+	"github.com/offerlog/offerlog/third_party/forked/avro/soe"
 )
 
 //go:embed avro/*.avsc avro/types/*.avsc released/*/*.avsc released/*/types/*.avsc

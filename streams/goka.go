@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/lovoo/goka"
-	"github.com/lovoo/goka/storage"
+	"github.com/offerlog/offerlog/third_party/forked/goka"
+	"github.com/offerlog/offerlog/third_party/forked/goka/storage"
 
 	"github.com/offerlog/offerlog/schemas"
 )

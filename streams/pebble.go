@@ -10,7 +10,7 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
-	"github.com/lovoo/goka/storage"
+	"github.com/offerlog/offerlog/third_party/forked/goka/storage"
 )
 
 // A goka storage on Pebble, without its write-ahead log.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lovoo/goka"
+	"github.com/offerlog/offerlog/third_party/forked/goka"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"

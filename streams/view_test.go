@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lovoo/goka"
-	"github.com/lovoo/goka/codec"
+	"github.com/offerlog/offerlog/third_party/forked/goka"
+	"github.com/offerlog/offerlog/third_party/forked/goka/codec"
 
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/streams"
@@ -17,7 +17,7 @@ import (
 
 // TestAViewThatStoppedLeavesNoClient runs views with offerlog's options
 // and stops them: no sarama client of theirs is left running (goka's View
-// never closed the consumer and topic manager it made: internal/goka patch
+// never closed the consumer and topic manager it made: third_party/forked/goka patch
 // 1), so a process that restarts its views does not pile clients up.
 func TestAViewThatStoppedLeavesNoClient(t *testing.T) {
 	b := testkit.Broker(t, "")

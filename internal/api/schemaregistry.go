@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hamba/avro/v2"
+	"github.com/offerlog/offerlog/third_party/forked/avro"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/schemas"

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hamba/avro/v2"
+	"github.com/offerlog/offerlog/third_party/forked/avro"
 
 	"github.com/offerlog/offerlog/internal/api"
 	"github.com/offerlog/offerlog/internal/auth"

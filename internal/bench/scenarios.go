@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lovoo/goka"
-	"github.com/lovoo/goka/codec"
+	"github.com/offerlog/offerlog/third_party/forked/goka"
+	"github.com/offerlog/offerlog/third_party/forked/goka/codec"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 

@@ -17,7 +17,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/offerlog/offerlog/third_party/forked/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/offerlog/offerlog/internal/listener"

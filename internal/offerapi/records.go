@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/lovoo/goka"
+	"github.com/offerlog/offerlog/third_party/forked/goka"
 
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"

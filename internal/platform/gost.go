@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/lovoo/goka"
+	"github.com/offerlog/offerlog/third_party/forked/goka"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc"
 

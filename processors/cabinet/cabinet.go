@@ -12,8 +12,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/lovoo/goka"
-	"github.com/lovoo/goka/codec"
+	"github.com/offerlog/offerlog/third_party/forked/goka"
+	"github.com/offerlog/offerlog/third_party/forked/goka/codec"
 
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/processors/offers"

@@ -3,7 +3,7 @@ package cabinet
 import (
 	"context"
 
-	"github.com/lovoo/goka"
+	"github.com/offerlog/offerlog/third_party/forked/goka"
 
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/streams"
