@@ -135,6 +135,26 @@ func New(k Kind, subject string, ttl time.Duration, now time.Time) (string, *sch
 	return text, rec, nil
 }
 
+// Record returns the record of a token whose text was made before (by New,
+// kept in a secret store) for kind and subject, never expiring: what
+// offerlog deploy init appends for the tokens it keeps in Secrets.
+func Record(text string, k Kind, subject string, now time.Time) (*schemas.Token, error) {
+	id, ok := idOf(text)
+	if !ok {
+		return nil, errors.New("not an offerlog token (want olt_<16 hex digits>_<secret>)")
+	}
+	if _, err := ParseKind(string(k)); err != nil {
+		return nil, err
+	}
+	return &schemas.Token{ID: id, Hash: hash(text), Kind: string(k), Subject: subject, CreatedAt: now.UTC().Truncate(time.Millisecond)}, nil
+}
+
+// ID returns the id of a token's text ("" if it is not one).
+func ID(text string) string {
+	id, _ := idOf(text)
+	return id
+}
+
 func hash(text string) []byte {
 	h := sha256.Sum256([]byte(text))
 	return h[:]

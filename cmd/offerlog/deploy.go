@@ -1,0 +1,410 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/auth"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// The Secrets offerlog deploy init keeps: their names are the manifests'
+// contract (deploy/k8s and deploy/compose.yaml read them).
+const (
+	// secretKafka holds the SCRAM-SHA-512 user of the cluster: username,
+	// password, and kafka.properties (what --kafka-config takes).
+	secretKafka = "offerlog-kafka"
+	// secretTokens holds the first admin token (admin) and the admin token
+	// the API's reads send to the cache (cache).
+	secretTokens = "offerlog-tokens"
+	kafkaUser    = "offerlog"
+)
+
+// runDeploy is offerlog deploy init: what a cluster needs before its
+// components start, made once and kept where the manifests read it, so
+// that kubectl apply -k (or docker compose up) on an empty cluster needs no
+// hand step. It is idempotent: what exists is kept.
+//
+//  1. the Kafka user's credentials (Secret offerlog-kafka): Kafka's pods
+//     wait for it and create the user from it; every component reads its
+//     kafka.properties;
+//  2. with the cluster up (SASL with those credentials): the topic
+//     catalogue, as offerlog topics ensure;
+//  3. the first admin token and the cache's token (Secret offerlog-tokens),
+//     registered on auth.tokens unless their ids are there already (a
+//     revoked one stays revoked).
+func runDeploy(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "init" {
+		return fmt.Errorf("%w: want init", errUsage)
+	}
+	f := newFlags("deploy init", stderr)
+	brokers := f.brokers()
+	partitions := f.Int("partitions", 8, "partitions of the catalogue's partitioned topics")
+	replication := f.Int("replication", -1, "replication factor of created topics (-1: the broker's default)")
+	inputRetention := f.Duration("input-retention", 0, inputRetentionUsage)
+	namespace := f.String("namespace", "", "keep the Secrets in this Kubernetes namespace, through the API server of the pod's service account")
+	dir := f.String("secrets-dir", "", "keep the secrets as files under this directory instead (DIR/SECRET/KEY, mode 0600): for compose, or a machine without Kubernetes")
+	credentialsOnly := f.Bool("credentials-only", false, "only make the Kafka user's credentials (before Kafka starts)")
+	timeout := f.Duration("timeout", 10*time.Minute, "how long to wait for the cluster to answer")
+	if err := f.parse(args[1:]); err != nil {
+		return err
+	}
+	var store secretStore
+	switch {
+	case *dir != "" && *namespace != "":
+		return fmt.Errorf("%w: --secrets-dir or --namespace, not both", errUsage)
+	case *dir != "":
+		store = dirSecrets(*dir)
+	case *namespace != "":
+		k, err := inClusterSecrets(*namespace)
+		if err != nil {
+			return err
+		}
+		store = k
+	default:
+		return fmt.Errorf("%w: where do the secrets go? --namespace NS (Kubernetes) or --secrets-dir DIR", errUsage)
+	}
+	log := f.logger(stderr)
+
+	kafka, made, err := ensureSecret(ctx, store, secretKafka, func() (map[string][]byte, error) {
+		pw, err := randomText(24)
+		if err != nil {
+			return nil, err
+		}
+		return map[string][]byte{
+			"username":         []byte(kafkaUser),
+			"password":         []byte(pw),
+			"kafka.properties": []byte(kafkaProperties(kafkaUser, pw)),
+		}, nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "secret %s: %s\n", secretKafka, madeOrKept(made))
+	if *credentialsOnly {
+		return nil
+	}
+	if err := requireBrokers(brokers); err != nil {
+		return err
+	}
+	creds := streams.Credentials{Mechanism: "SCRAM-SHA-512", User: string(kafka["username"]), Password: string(kafka["password"])}
+	if err := streams.Authenticate(*brokers, creds); err != nil {
+		return err
+	}
+	cl, err := streams.NewClient(*brokers)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	wctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		_, err := adm.BrokerMetadata(wctx)
+		if err == nil {
+			break
+		}
+		if wctx.Err() != nil {
+			return fmt.Errorf("the cluster %s did not answer within %v: %w", strings.Join(*brokers, ","), *timeout, err)
+		}
+		log.Info("waiting for the cluster", "brokers", *brokers, "err", err)
+		select {
+		case <-wctx.Done():
+		case <-time.After(streams.DefaultBackoff.Wait(attempt + 1)):
+		}
+	}
+
+	catalogue, _, err := withClientTopics(ctx, adm, int32(*partitions))
+	if err != nil {
+		return err
+	}
+	created, err := topics.Ensure(ctx, adm, int16(*replication), topics.WithInputRetention(catalogue, *inputRetention))
+	for _, t := range created {
+		fmt.Fprintf(stdout, "created %s\n", t)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d topics ok\n", len(catalogue))
+
+	tokens, made, err := ensureSecret(ctx, store, secretTokens, func() (map[string][]byte, error) {
+		out := map[string][]byte{}
+		for _, key := range []string{"admin", "cache"} {
+			text, _, err := auth.New(auth.Admin, "", 0, time.Now())
+			if err != nil {
+				return nil, err
+			}
+			out[key] = []byte(text)
+		}
+		return out, nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "secret %s: %s\n", secretTokens, madeOrKept(made))
+	known, err := auth.ReadAll(ctx, *brokers)
+	if err != nil {
+		return fmt.Errorf("read auth.tokens: %w", err)
+	}
+	prod, err := streams.NewClient(*brokers, kgo.DefaultProduceTopic(topics.AuthTokens))
+	if err != nil {
+		return err
+	}
+	defer prod.Close()
+	for _, key := range []string{"admin", "cache"} {
+		text := strings.TrimSpace(string(tokens[key]))
+		if _, ok := known.Get(auth.ID(text)); ok {
+			fmt.Fprintf(stdout, "token %s (%s): registered already\n", auth.ID(text), key)
+			continue
+		}
+		rec, err := auth.Record(text, auth.Admin, "", time.Now())
+		if err != nil {
+			return fmt.Errorf("secret %s, key %s: %w", secretTokens, key, err)
+		}
+		if err := auth.Append(ctx, prod, rec); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "token %s (%s): registered\n", rec.ID, key)
+	}
+	return nil
+}
+
+func madeOrKept(made bool) string {
+	if made {
+		return "created"
+	}
+	return "kept"
+}
+
+// kafkaProperties is the client properties of a SCRAM-SHA-512 user, as
+// --kafka-config and kcat -F take them (bootstrap.servers comes from
+// --brokers / OFFERLOG_BROKERS).
+func kafkaProperties(user, password string) string {
+	return "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\nsasl.username=" + user + "\nsasl.password=" + password + "\n"
+}
+
+func randomText(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// secretStore keeps named secrets of keys and values.
+type secretStore interface {
+	// get returns the secret's data, or ok false if there is none.
+	get(ctx context.Context, name string) (data map[string][]byte, ok bool, err error)
+	// create makes the secret; errExists if another made it first.
+	create(ctx context.Context, name string, data map[string][]byte) error
+}
+
+var errExists = errors.New("exists already")
+
+// ensureSecret returns the secret name, made with make if there is none;
+// made reports whether this call made it. Two inits racing keep the first.
+func ensureSecret(ctx context.Context, s secretStore, name string, make func() (map[string][]byte, error)) (data map[string][]byte, made bool, err error) {
+	if data, ok, err := s.get(ctx, name); err != nil || ok {
+		return data, false, err
+	}
+	data, err = make()
+	if err != nil {
+		return nil, false, err
+	}
+	switch err := s.create(ctx, name, data); {
+	case errors.Is(err, errExists):
+		data, ok, err := s.get(ctx, name)
+		if err == nil && !ok {
+			err = fmt.Errorf("secret %s: created by another and gone again", name)
+		}
+		return data, false, err
+	case err != nil:
+		return nil, false, err
+	}
+	return data, true, nil
+}
+
+// dirSecrets keeps each secret as a directory of files, one per key.
+type dirSecrets string
+
+func (d dirSecrets) get(_ context.Context, name string) (map[string][]byte, bool, error) {
+	entries, err := os.ReadDir(filepath.Join(string(d), name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	} else if err != nil {
+		return nil, false, fmt.Errorf("secret %s: %w", name, err)
+	}
+	data := map[string][]byte{}
+	for _, e := range entries {
+		if b, err := os.ReadFile(filepath.Join(string(d), name, e.Name())); err != nil {
+			return nil, false, fmt.Errorf("secret %s: %w", name, err)
+		} else {
+			data[e.Name()] = b
+		}
+	}
+	return data, true, nil
+}
+
+// create writes the keys into a temporary directory and renames it into
+// place: a secret is there whole or not at all.
+func (d dirSecrets) create(_ context.Context, name string, data map[string][]byte) error {
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return fmt.Errorf("secret %s: %w", name, err)
+	}
+	tmp, err := os.MkdirTemp(string(d), "."+name+"-")
+	if err != nil {
+		return fmt.Errorf("secret %s: %w", name, err)
+	}
+	defer os.RemoveAll(tmp)
+	for k, v := range data {
+		if err := os.WriteFile(filepath.Join(tmp, k), v, 0o600); err != nil {
+			return fmt.Errorf("secret %s: %w", name, err)
+		}
+	}
+	// The directory is read by the components' user: 0755, files 0600 of
+	// the same user (compose runs every service as the image's user).
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(string(d), name)); err != nil {
+		if _, statErr := os.Stat(filepath.Join(string(d), name)); statErr == nil {
+			return errExists // another made it first (rename onto a non-empty directory fails)
+		}
+		return fmt.Errorf("secret %s: %w", name, err)
+	}
+	return nil
+}
+
+func firstLineOf(s string) string { line, _, _ := strings.Cut(s, "\n"); return line }
+
+// kubeSecrets keeps secrets as Kubernetes Secrets through the API server,
+// with the pod's service account (the manifests give the init Job a Role
+// that may get and create Secrets in its namespace, nothing more).
+type kubeSecrets struct {
+	api, namespace, token string
+	http                  *http.Client
+}
+
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// inClusterSecrets is the API server as a pod sees it. OFFERLOG_KUBE_API
+// and OFFERLOG_KUBE_DIR replace the in-cluster address and the service
+// account's directory (token, ca.crt): for tests, or a run from outside.
+func inClusterSecrets(namespace string) (*kubeSecrets, error) {
+	api := os.Getenv("OFFERLOG_KUBE_API")
+	if api == "" {
+		host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
+		if host == "" {
+			return nil, errors.New("--namespace: not in a Kubernetes pod (no KUBERNETES_SERVICE_HOST); use --secrets-dir")
+		}
+		api = "https://" + host + ":" + port
+		if strings.Contains(host, ":") {
+			api = "https://[" + host + "]:" + port
+		}
+	}
+	dir := serviceAccountDir
+	if d := os.Getenv("OFFERLOG_KUBE_DIR"); d != "" {
+		dir = d
+	}
+	token, err := os.ReadFile(filepath.Join(dir, "token"))
+	if err != nil {
+		return nil, fmt.Errorf("the service account's token: %w", err)
+	}
+	ca, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return nil, fmt.Errorf("the service account's CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("the service account's CA (%s): no certificate", filepath.Join(dir, "ca.crt"))
+	}
+	return &kubeSecrets{api: strings.TrimSuffix(api, "/"), namespace: namespace, token: strings.TrimSpace(string(token)),
+		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}}, nil
+}
+
+// kubeSecret is the part of a v1 Secret this command reads and writes.
+type kubeSecret struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace,omitempty"`
+		Labels    map[string]string `json:"labels,omitempty"`
+	} `json:"metadata"`
+	Type string            `json:"type,omitempty"`
+	Data map[string][]byte `json:"data"` // base64 in JSON, as the API has it
+}
+
+func (k *kubeSecrets) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, k.api+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+k.token)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := k.http.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("the Kubernetes API: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	return resp.StatusCode, b, err
+}
+
+func (k *kubeSecrets) get(ctx context.Context, name string) (map[string][]byte, bool, error) {
+	code, body, err := k.do(ctx, http.MethodGet, "/api/v1/namespaces/"+k.namespace+"/secrets/"+name, nil)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case code == http.StatusNotFound:
+		return nil, false, nil
+	case code != http.StatusOK:
+		return nil, false, fmt.Errorf("get secret %s/%s: %d %s", k.namespace, name, code, firstLineOf(string(body)))
+	}
+	var s kubeSecret
+	if err := json.Unmarshal(body, &s); err != nil {
+		return nil, false, fmt.Errorf("get secret %s/%s: %w", k.namespace, name, err)
+	}
+	return s.Data, true, nil
+}
+
+func (k *kubeSecrets) create(ctx context.Context, name string, data map[string][]byte) error {
+	s := kubeSecret{APIVersion: "v1", Kind: "Secret", Type: "Opaque", Data: data}
+	s.Metadata.Name, s.Metadata.Namespace = name, k.namespace
+	s.Metadata.Labels = map[string]string{"app.kubernetes.io/managed-by": "offerlog-deploy-init"}
+	body, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	code, resp, err := k.do(ctx, http.MethodPost, "/api/v1/namespaces/"+k.namespace+"/secrets", body)
+	switch {
+	case err != nil:
+		return err
+	case code == http.StatusConflict:
+		return errExists
+	case code != http.StatusCreated && code != http.StatusOK:
+		return fmt.Errorf("create secret %s/%s: %d %s", k.namespace, name, code, firstLineOf(string(resp)))
+	}
+	return nil
+}
