@@ -1,7 +1,9 @@
 package streams
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 
 	"github.com/IBM/sarama"
@@ -106,7 +108,34 @@ func ClientOptions() []kgo.Opt {
 // take anyway: every write is at least once, and every handler is
 // idempotent.
 func NewClient(brokers []string, opts ...kgo.Opt) (*kgo.Client, error) {
-	all := append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.AllowIdempotentProduceCancellation()}, ClientOptions()...)
+	all := append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.AllowIdempotentProduceCancellation(), kgo.WithLogger(kgoLogger{})}, ClientOptions()...)
 	all = append(all, clusterOptions(brokers)...)
 	return kgo.NewClient(append(all, opts...)...)
+}
+
+// kgoLogger hands franz-go's own warnings and errors (a broker refusing
+// SASL, a produce failing for good, a group's heartbeats failing) to the
+// process's slog default logger, with the client's key-value pairs as
+// attributes. Below warn franz-go is too chatty for a component's log: a
+// client's debugging needs --log-level debug and a client of its own.
+type kgoLogger struct{}
+
+func (kgoLogger) Level() kgo.LogLevel {
+	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
+		return kgo.LogLevelInfo
+	}
+	return kgo.LogLevelWarn
+}
+
+func (kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	l := slog.LevelWarn
+	switch level {
+	case kgo.LogLevelError:
+		l = slog.LevelError
+	case kgo.LogLevelInfo:
+		l = slog.LevelInfo
+	case kgo.LogLevelDebug:
+		l = slog.LevelDebug
+	}
+	slog.Default().Log(context.Background(), l, "kafka client: "+msg, append([]any{"source", "franz-go"}, keyvals...)...)
 }

@@ -22,7 +22,8 @@ import (
 // environment variables.
 type flags struct {
 	*flag.FlagSet
-	logLevel string
+	logLevel  string
+	logFormat string
 	client   streams.ClientSettings
 	// kafkaConfig is --kafka-config; brokerList is the command's --brokers.
 	kafkaConfig string
@@ -80,6 +81,13 @@ func newFlags(name string, stderr io.Writer) *flags {
 	f := &flags{FlagSet: fs}
 	fs.Usage = f.usage
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.Func("log-format", "log format: text (key=value lines) or json (one object a line, for a log collector) (default text)", func(s string) error {
+		if s != "text" && s != "json" {
+			return fmt.Errorf("want text or json")
+		}
+		f.logFormat = s
+		return nil
+	})
 	fs.StringVar(&f.kafkaConfig, "kafka-config", "", "librdkafka properties file of the cluster (bootstrap.servers, security.protocol, sasl.*), as kcat -F takes "+
 		"(default: DATA/kafka.properties, which offerlog dev writes, if it exists)")
 	fs.StringVar(&f.client.Compression, "compression", "none", "compression of what this process produces: none, gzip, snappy, lz4 or zstd")
@@ -180,12 +188,28 @@ func (f *flags) Arg(i int) string { return f.positional[i] }
 // Args returns the positional arguments.
 func (f *flags) Args() []string { return f.positional }
 
+// processLogger is set by main: a command's logger then becomes the
+// process's default, which the Kafka clients' own log lines go to. Tests
+// that call run in process leave the default alone (their writers are
+// theirs).
+var processLogger bool
+
+// logger returns the command's logger (--log-level, --log-format).
 func (f *flags) logger(w io.Writer) *slog.Logger {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		level = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if f.logFormat == "json" {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	l := slog.New(h)
+	if processLogger {
+		slog.SetDefault(l)
+	}
+	return l
 }
 
 // brokersFlag is a comma-separated broker list.

@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -43,14 +45,35 @@ func renderKustomize(t *testing.T, dir string) []byte {
 // kubeTypes are the Kubernetes objects the manifests hold, by apiVersion
 // and kind: each is decoded strictly into its type from k8s.io/api.
 var kubeTypes = map[string]func() any{
-	"v1/Namespace":                  func() any { return &corev1.Namespace{} },
-	"v1/ConfigMap":                  func() any { return &corev1.ConfigMap{} },
-	"v1/Service":                    func() any { return &corev1.Service{} },
-	"apps/v1/Deployment":            func() any { return &appsv1.Deployment{} },
-	"apps/v1/StatefulSet":           func() any { return &appsv1.StatefulSet{} },
-	"batch/v1/Job":                  func() any { return &batchv1.Job{} },
-	"policy/v1/PodDisruptionBudget": func() any { return &policyv1.PodDisruptionBudget{} },
-	"networking.k8s.io/v1/Ingress":  func() any { return &networkingv1.Ingress{} },
+	"v1/Namespace":                             func() any { return &corev1.Namespace{} },
+	"v1/ConfigMap":                             func() any { return &corev1.ConfigMap{} },
+	"v1/Service":                               func() any { return &corev1.Service{} },
+	"apps/v1/Deployment":                       func() any { return &appsv1.Deployment{} },
+	"apps/v1/StatefulSet":                      func() any { return &appsv1.StatefulSet{} },
+	"batch/v1/Job":                             func() any { return &batchv1.Job{} },
+	"policy/v1/PodDisruptionBudget":            func() any { return &policyv1.PodDisruptionBudget{} },
+	"networking.k8s.io/v1/Ingress":             func() any { return &networkingv1.Ingress{} },
+	"networking.k8s.io/v1/NetworkPolicy":       func() any { return &networkingv1.NetworkPolicy{} },
+	"v1/ServiceAccount":                        func() any { return &corev1.ServiceAccount{} },
+	"rbac.authorization.k8s.io/v1/Role":        func() any { return &rbacv1.Role{} },
+	"rbac.authorization.k8s.io/v1/RoleBinding": func() any { return &rbacv1.RoleBinding{} },
+	"monitoring.coreos.com/v1/PodMonitor":      func() any { return &podMonitor{} },
+}
+
+// podMonitor is the part of the Prometheus Operator's PodMonitor the
+// manifests use (its types are not a dependency of offerlog).
+type podMonitor struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       struct {
+		Selector            metav1.LabelSelector `json:"selector"`
+		PodMetricsEndpoints []struct {
+			Port     string `json:"port"`
+			Path     string `json:"path"`
+			Interval string `json:"interval"`
+		} `json:"podMetricsEndpoints"`
+	} `json:"spec"`
 }
 
 // TestKubernetesManifestsAreValid renders the overlay with kustomize and
@@ -123,11 +146,11 @@ func TestKubernetesManifestsAreValid(t *testing.T) {
 			// Every component waits for the catalogue the topics Job
 			// creates before it starts.
 			if strings.HasPrefix(c.Image, "offerlog") && len(c.Args) > 0 && c.Args[0] == "run" && !slices.Contains(waits, name) {
-				t.Errorf("%s %s: runs %s without waiting for the topics Job (an init container offerlog topics wait)", kind, name, c.Args[1])
+				t.Errorf("%s %s: runs %s without waiting for the init Job (an init container offerlog topics wait)", kind, name, c.Args[1])
 			}
 		}
 	}
 	if kinds["batch/v1/Job"] == 0 || kinds["apps/v1/Deployment"] == 0 || kinds["apps/v1/StatefulSet"] < 3 {
-		t.Errorf("rendered kinds %v: want the topics Job, the components' Deployments and StatefulSets", kinds)
+		t.Errorf("rendered kinds %v: want the init Job, the components' Deployments and StatefulSets", kinds)
 	}
 }
