@@ -61,7 +61,7 @@ func runDeploy(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	replication := f.Int("replication", -1, "replication factor of created topics (-1: the broker's default)")
 	inputRetention := f.Duration("input-retention", 0, inputRetentionUsage)
 	namespace := f.String("namespace", "", "keep the Secrets in this Kubernetes namespace, through the API server of the pod's service account")
-	dir := f.String("secrets-dir", "", "keep the secrets as files under this directory instead (DIR/SECRET/KEY, mode 0600): for compose, or a machine without Kubernetes")
+	dir := f.String("secrets-dir", "", "keep the secrets as files under this directory instead (DIR/SECRET/KEY, readable by the volume's other users): for compose, or a machine without Kubernetes")
 	credentialsOnly := f.Bool("credentials-only", false, "only make the Kafka user's credentials (before Kafka starts)")
 	timeout := f.Duration("timeout", 10*time.Minute, "how long to wait for the cluster to answer")
 	if err := f.parse(args[1:]); err != nil {
@@ -274,13 +274,14 @@ func (d dirSecrets) create(_ context.Context, name string, data map[string][]byt
 		return fmt.Errorf("secret %s: %w", name, err)
 	}
 	defer os.RemoveAll(tmp)
+	// Readable by the other users of the volume (Kafka's uid 1000, the
+	// image's 10001): compose mounts it in its own services only. Keep
+	// the directory itself where no one else reads.
 	for k, v := range data {
-		if err := os.WriteFile(filepath.Join(tmp, k), v, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(tmp, k), v, 0o644); err != nil {
 			return fmt.Errorf("secret %s: %w", name, err)
 		}
 	}
-	// The directory is read by the components' user: 0755, files 0600 of
-	// the same user (compose runs every service as the image's user).
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}

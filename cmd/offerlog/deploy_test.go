@@ -104,18 +104,33 @@ func TestComposeFile(t *testing.T) {
 		if strings.HasPrefix(s.Image, "apache/kafka") {
 			// The log on a volume (the image keeps it in /tmp by default),
 			// and a listener published for clients outside compose.
-			dir := s.Environment["KAFKA_LOG_DIRS"]
-			if dir == "" || !slices.ContainsFunc(s.Volumes, func(v string) bool { return strings.HasSuffix(v, ":"+dir) }) {
+			// deploy/k8s/base/kafka/start.sh writes log.dirs.
+			const dir = "/var/lib/kafka/data"
+			if !slices.ContainsFunc(s.Volumes, func(v string) bool { return strings.HasSuffix(v, ":"+dir) }) {
 				t.Errorf("compose %s: log dirs %q are not on a volume (%v)", name, dir, s.Volumes)
 			}
-			if len(s.Ports) == 0 || !strings.Contains(s.Environment["KAFKA_ADVERTISED_LISTENERS"], "localhost:") {
+			if len(s.Ports) == 0 || !strings.HasPrefix(s.Environment["KAFKA_EXTERNAL"], "localhost:") {
 				t.Errorf("compose %s: no listener published for clients on the host", name)
+			}
+			if s.Environment["KAFKA_PASSWORD_FILE"] == "" {
+				t.Errorf("compose %s: no SCRAM user's password (KAFKA_PASSWORD_FILE)", name)
 			}
 		}
 		if !strings.HasPrefix(s.Image, "offerlog") {
 			continue
 		}
+		for k, v := range s.Environment {
+			t.Setenv(k, v)
+		}
 		ports := commandLine(t, "compose "+name, s.Command)
+		for k := range s.Environment {
+			os.Unsetenv(k)
+		}
+		for _, flag := range listenFlags {
+			if v, ok := s.Environment["OFFERLOG_"+strings.ToUpper(strings.TrimPrefix(flag, "--"))]; ok && ports[flag] == 0 {
+				ports[flag], _ = strconv.Atoi(v[strings.LastIndexByte(v, ':')+1:])
+			}
+		}
 		if len(s.Command) > 1 && s.Command[0] == "run" {
 			components[s.Command[1]] = true
 		}
@@ -273,22 +288,33 @@ func TestComposeConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("docker compose config would refuse deploy/compose.yaml: %v", err)
 	}
-	topicsSvc, ok := project.Services["topics"]
+	initSvc, ok := project.Services["init"]
 	if !ok {
-		t.Fatal("no one-shot topics service")
+		t.Fatal("no one-shot init service (offerlog deploy init)")
 	}
-	if len(topicsSvc.DependsOn) == 0 {
-		t.Error("the topics service must wait for Kafka (depends_on with service_healthy)")
+	for _, k := range []string{"kafka-1", "kafka-2", "kafka-3"} {
+		if d, ok := initSvc.DependsOn[k]; !ok || d.Condition != "service_healthy" {
+			t.Errorf("the init service must wait for %s to be healthy", k)
+		}
+		if d, ok := project.Services[k].DependsOn["credentials"]; !ok || d.Condition != "service_completed_successfully" {
+			t.Errorf("%s must start after the credentials service made its user", k)
+		}
 	}
 	for name, svc := range project.Services {
-		if len(svc.Command) < 2 || svc.Command[0] != "run" {
-			continue
-		}
-		if d, ok := svc.DependsOn["topics"]; !ok || d.Condition != "service_completed_successfully" {
-			t.Errorf("service %s must start after the topics service completed", name)
+		if name == "init" || name == "credentials" {
+			continue // one-shots: nothing to check the health of
 		}
 		if svc.HealthCheck == nil {
 			t.Errorf("service %s has no healthcheck", name)
+		}
+		if len(svc.Command) < 2 || svc.Command[0] != "run" {
+			continue
+		}
+		if d, ok := svc.DependsOn["init"]; !ok || d.Condition != "service_completed_successfully" {
+			t.Errorf("service %s must start after the init service completed", name)
+		}
+		if !svc.ReadOnly || !slices.Contains(svc.CapDrop, "ALL") {
+			t.Errorf("service %s: want a read-only root filesystem and every capability dropped", name)
 		}
 	}
 	for _, v := range []string{"kafka-1", "kafka-2", "kafka-3"} {

@@ -345,8 +345,13 @@ func TestKubernetesManifestsAreSecure(t *testing.T) {
 			t.Errorf("Service %s: a quorum's peers must resolve before they are ready (publishNotReadyAddresses)", s.Name)
 		}
 	}
-	start := m.configMaps["kafka"].Data["start.sh"]
-	for _, want := range []string{"listeners=SASL_PLAINTEXT://:9092,", "sasl.enabled.mechanisms=SCRAM-SHA-512", "--add-scram", "allow.everyone.if.no.acl.found=false"} {
+	var start string
+	for name, cm := range m.configMaps {
+		if strings.HasPrefix(name, "kafka") {
+			start = cm.Data["start.sh"]
+		}
+	}
+	for _, want := range []string{"listeners=SASL_PLAINTEXT://:9092,CONTROLLER://:9093", "sasl.enabled.mechanisms=SCRAM-SHA-512", "--add-scram", "allow.everyone.if.no.acl.found=false"} {
 		if !strings.Contains(start, want) {
 			t.Errorf("Kafka's start.sh lacks %q: clients must authenticate", want)
 		}
