@@ -24,7 +24,7 @@ type flags struct {
 	*flag.FlagSet
 	logLevel  string
 	logFormat string
-	client   streams.ClientSettings
+	client    streams.ClientSettings
 	// kafkaConfig is --kafka-config; brokerList is the command's --brokers.
 	kafkaConfig string
 	brokerList  *brokersFlag
