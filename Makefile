@@ -53,7 +53,7 @@ vet:
 
 ## test: vet, then every test with the race detector against real parts
 test: deps tools vet
-	OFFERLOG_REQUIRE_KCAT=1 OFFERLOG_REQUIRE_ZOOKEEPER=1 $(GO) test $(TEST_FLAGS) ./...
+	OFFERLOG_REQUIRE_KCAT=1 OFFERLOG_REQUIRE_ZOOKEEPER=1 OFFERLOG_REQUIRE_PROMTOOL=1 $(GO) test $(TEST_FLAGS) ./...
 
 ## test-chaos: the kill -9 test at nightly length: 20 kills of the whole
 ## platform under load (OFFERLOG_CHAOS_KILLS=N for more, OFFERLOG_CHAOS_SEED
@@ -92,6 +92,7 @@ deps:
 KAFKAJS = internal/platform/testdata/kafkajs
 
 ## tools: Debian's kcat (the tests prove our topics are ordinary Kafka with it),
+## prometheus (promtool: the alert rules' unit tests and the scrape config),
 ## zookeeper (the tests start servers of their own for the coordinators),
 ## chromium (the console is tested in a real headless browser) and, with
 ## npm, kafkajs (a test is a kafkajs user)
@@ -100,6 +101,7 @@ tools:
 	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
 	[ -f /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
 	command -v npm >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing from Debian:$$missing"; \
