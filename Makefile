@@ -10,7 +10,7 @@ TEST_FLAGS  ?= -race -shuffle=on -timeout 20m
 PROTOC_GEN_GO_VERSION      ?= v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 
-.PHONY: run test test-chaos bench lint vet proto deps tools build release clean
+.PHONY: run test test-chaos bench lint vet proto deps tools build release deploy-version clean
 
 ## run: start the whole platform on the embedded broker (data in ./data)
 # The binary, not go run: go run exits 1 when it is interrupted, so Ctrl-C
@@ -26,11 +26,12 @@ LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 build: deps
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/offerlog ./cmd/offerlog
 
-## release: versioned static binaries in dist/ (Linux and macOS, amd64 and
-## arm64) with their SHA-256 sums, and the image offerlog:VERSION where a
-## Docker engine runs
+## release: VERSION=X.Y.Z make release: the deploy files name VERSION
+## (deploy-version), versioned static binaries in dist/ (Linux and macOS,
+## amd64 and arm64) with their SHA-256 sums, and the image offerlog:VERSION
+## where a Docker engine runs: the image and the manifests carry one version
 RELEASE_TARGETS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
-release: deps
+release: deps deploy-version
 	@rm -rf dist && mkdir -p dist
 	@for t in $(RELEASE_TARGETS); do \
 		os=$${t%/*}; arch=$${t#*/}; out=dist/offerlog-$(VERSION)-$$os-$$arch; \
@@ -50,6 +51,16 @@ release: deps
 ## avro; offerlog's own code imports unsafe only in protoc's output.
 vet:
 	$(GO) vet -unsafeptr=false ./...
+
+## deploy-version: write VERSION into the deploy files: the image tag of the
+## kustomize base and overlay and of compose, and the init Job's name (a
+## Job's template is immutable: each version's is a new Job)
+deploy-version:
+	@case "$(VERSION)" in *[!0-9A-Za-z._-]*|"") echo "VERSION=$(VERSION) is not an image tag"; exit 2;; esac
+	sed -i -E 's/^( *newTag: *).*/\1$(VERSION)/' deploy/k8s/base/kustomization.yaml deploy/k8s/overlays/example/kustomization.yaml
+	sed -i -E 's/(image: offerlog):[0-9A-Za-z._-]+$$/\1:$(VERSION)/' deploy/k8s/base/*.yaml
+	sed -i -E 's/offerlog-init-[0-9A-Za-z-]+$$/offerlog-init-$(subst .,-,$(VERSION))/' deploy/k8s/base/50-offerlog.yaml
+	sed -i -E 's/OFFERLOG_VERSION:-[^}]+/OFFERLOG_VERSION:-$(VERSION)/; s/^( *VERSION: *).*/\1$(VERSION)/' deploy/compose.yaml
 
 ## test: vet, then every test with the race detector against real parts
 test: deps tools vet

@@ -382,6 +382,23 @@ func TestKubernetesManifestsAreSecure(t *testing.T) {
 			}
 		}
 	}
+	// One version: compose's image and build argument are the base's tag
+	// too (make deploy-version writes them all).
+	compose, err := os.ReadFile("../../deploy/compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{`offerlog:\$\{OFFERLOG_VERSION:-([^}]+)\}`, `(?m)^ +VERSION: *(\S+)$`} {
+		ms := regexp.MustCompile(re).FindAllStringSubmatch(string(compose), -1)
+		if len(ms) == 0 {
+			t.Errorf("compose.yaml: nothing matches %s", re)
+		}
+		for _, mm := range ms {
+			if mm[1] != m.baseImageTag {
+				t.Errorf("compose.yaml names version %s, the k8s base %s", mm[1], m.baseImageTag)
+			}
+		}
+	}
 	if !strings.Contains(m.raw, "pod-security.kubernetes.io/enforce: restricted") {
 		t.Error("the namespace does not enforce Pod Security restricted")
 	}
