@@ -223,7 +223,7 @@ func TestTheImageBuildStageBuilds(t *testing.T) {
 			cmd := exec.Command("sh", "-c", in.args)
 			cmd.Dir = filepath.Join(root, workdir)
 			cmd.Env = os.Environ()
-			cmd.Env = append(cmd.Env, "PATH="+filepath.Join(runtime.GOROOT(), "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+			cmd.Env = append(cmd.Env, "PATH="+goBin(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
 			for k, v := range env {
 				cmd.Env = append(cmd.Env, k+"="+v)
 			}
@@ -343,6 +343,17 @@ func copyFile(t *testing.T, from, to string, mode fs.FileMode) {
 	if err := dst.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// goBin is the bin folder of the Go toolchain that runs the tests (go env
+// GOROOT), which the RUN layers find first on their PATH.
+func goBin(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "bin")
 }
 
 // goMinor is "1.26" of "go1.26.8".
