@@ -43,7 +43,7 @@ func commandLine(t *testing.T, where string, args []string) map[string]int {
 	}
 	var stderr bytes.Buffer
 	if code := run(context.Background(), append(expanded, "--help"), nil, io.Discard, &stderr); code != 0 {
-		t.Errorf("%s: offerlog %s: exit %d: %s", where, strings.Join(args, " "), code, firstLine(stderr.String()))
+		t.Errorf("%s: offerlog %s: exit %d: %s", where, strings.Join(args, " "), code, firstLineOf(stderr.String()))
 	}
 	ports := map[string]int{}
 	for i := 0; i+1 < len(args); i++ {
@@ -59,7 +59,35 @@ func commandLine(t *testing.T, where string, args []string) map[string]int {
 	return ports
 }
 
-func firstLine(s string) string { line, _, _ := strings.Cut(s, "\n"); return line }
+// commandLineIn is commandLine run in the process's environment env: its
+// OFFERLOG_<FLAG> settings are the flags' defaults, as offerlog reads them,
+// and a listening flag set only there counts among the ports.
+func commandLineIn(t *testing.T, where string, args []string, env map[string]string) map[string]int {
+	t.Helper()
+	for k, v := range env {
+		if strings.HasPrefix(k, "OFFERLOG_") {
+			t.Setenv(k, v)
+		}
+	}
+	ports := commandLine(t, where, args)
+	for k := range env {
+		if strings.HasPrefix(k, "OFFERLOG_") {
+			os.Unsetenv(k) // the next command line has its own
+		}
+	}
+	for _, flag := range listenFlags {
+		v, ok := env["OFFERLOG_"+strings.ToUpper(strings.TrimPrefix(flag, "--"))]
+		if !ok || ports[flag] != 0 {
+			continue
+		}
+		p, err := strconv.Atoi(v[strings.LastIndexByte(v, ':')+1:])
+		if err != nil {
+			t.Errorf("%s: %s=%s has no port", where, flag, v)
+		}
+		ports[flag] = p
+	}
+	return ports
+}
 
 func has(ports map[string]int, p int) bool {
 	for _, q := range ports {
@@ -119,18 +147,7 @@ func TestComposeFile(t *testing.T) {
 		if !strings.HasPrefix(s.Image, "offerlog") {
 			continue
 		}
-		for k, v := range s.Environment {
-			t.Setenv(k, v)
-		}
-		ports := commandLine(t, "compose "+name, s.Command)
-		for k := range s.Environment {
-			os.Unsetenv(k)
-		}
-		for _, flag := range listenFlags {
-			if v, ok := s.Environment["OFFERLOG_"+strings.ToUpper(strings.TrimPrefix(flag, "--"))]; ok && ports[flag] == 0 {
-				ports[flag], _ = strconv.Atoi(v[strings.LastIndexByte(v, ':')+1:])
-			}
-		}
+		ports := commandLineIn(t, "compose "+name, s.Command, s.Environment)
 		if len(s.Command) > 1 && s.Command[0] == "run" {
 			components[s.Command[1]] = true
 		}

@@ -42,6 +42,23 @@ func renderKustomize(t *testing.T, dir string) []byte {
 	return out
 }
 
+// decodeDocs returns the YAML documents of rendered, each as the generic
+// map YAML decodes to.
+func decodeDocs(t *testing.T, rendered []byte) []map[string]any {
+	t.Helper()
+	var docs []map[string]any
+	dec := yaml.NewDecoder(bytes.NewReader(rendered))
+	for {
+		var d map[string]any
+		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
+			return docs
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, d)
+	}
+}
+
 // kubeTypes are the Kubernetes objects the manifests hold, by apiVersion
 // and kind: each is decoded strictly into its type from k8s.io/api.
 var kubeTypes = map[string]func() any{
@@ -83,17 +100,9 @@ type podMonitor struct {
 // container without a name or an image. It is the check kubeconform makes
 // with the Kubernetes schemas, which this machine cannot download.
 func TestKubernetesManifestsAreValid(t *testing.T) {
-	rendered := renderKustomize(t, overlay)
-	dec := yaml.NewDecoder(bytes.NewReader(rendered))
 	kinds := map[string]int{}
 	var waits []string
-	for {
-		var d map[string]any
-		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range decodeDocs(t, renderKustomize(t, overlay)) {
 		kind := fmt.Sprintf("%v/%v", d["apiVersion"], d["kind"])
 		name, _ := d["metadata"].(map[string]any)["name"].(string)
 		newObj, ok := kubeTypes[kind]

@@ -1,20 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -53,14 +48,7 @@ func loadManifests(t *testing.T) *manifests {
 	t.Helper()
 	rendered := renderKustomize(t, overlay)
 	m := &manifests{raw: string(rendered), configMaps: map[string]*corev1.ConfigMap{}}
-	dec := yaml.NewDecoder(bytes.NewReader(rendered))
-	for {
-		var d map[string]any
-		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range decodeDocs(t, rendered) {
 		js, _ := json.Marshal(d)
 		into := func(v any) {
 			if err := json.Unmarshal(js, v); err != nil {
@@ -174,27 +162,8 @@ func TestKubernetesManifests(t *testing.T) {
 				})
 			}
 			// The command line as the process sees it: the environment's
-			// settings as flags (offerlog reads OFFERLOG_<FLAG>), then args.
-			for k, v := range env {
-				if strings.HasPrefix(k, "OFFERLOG_") && k != "OFFERLOG_CACHE_TOKEN" {
-					t.Setenv(k, v)
-				}
-			}
-			ports := commandLine(t, where, args)
-			for k := range env {
-				if strings.HasPrefix(k, "OFFERLOG_") {
-					os.Unsetenv(k)
-				}
-			}
-			for _, flag := range listenFlags {
-				if v, ok := env["OFFERLOG_"+strings.ToUpper(strings.TrimPrefix(flag, "--"))]; ok && ports[flag] == 0 {
-					p, err := strconv.Atoi(v[strings.LastIndexByte(v, ':')+1:])
-					if err != nil {
-						t.Errorf("%s: %s=%s has no port", where, flag, v)
-					}
-					ports[flag] = p
-				}
-			}
+			// settings (offerlog reads OFFERLOG_<FLAG>), then args.
+			ports := commandLineIn(t, where, args, env)
 			if len(args) > 1 && args[0] == "run" && c.Name == "offerlog" {
 				components[args[1]] = true
 				for _, pr := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
@@ -314,8 +283,7 @@ func TestKubernetesManifestsAreSecure(t *testing.T) {
 			t.Errorf("%s: shares a host namespace", w)
 		}
 		if w.kind != "Job" && w.replicas > 1 && !slices.ContainsFunc(m.pdbs, func(p *policyv1.PodDisruptionBudget) bool {
-			sel, err := metav1LabelSelector(p)
-			return err == nil && sel.Matches(labels.Set(w.pod.Labels))
+			return p.Spec.Selector != nil && labels.SelectorFromSet(p.Spec.Selector.MatchLabels).Matches(labels.Set(w.pod.Labels))
 		}) {
 			t.Errorf("%s: %d replicas and no PodDisruptionBudget", w, w.replicas)
 		}
@@ -402,11 +370,4 @@ func TestKubernetesManifestsAreSecure(t *testing.T) {
 	if !strings.Contains(m.raw, "pod-security.kubernetes.io/enforce: restricted") {
 		t.Error("the namespace does not enforce Pod Security restricted")
 	}
-}
-
-func metav1LabelSelector(p *policyv1.PodDisruptionBudget) (labels.Selector, error) {
-	if p.Spec.Selector == nil {
-		return labels.Nothing(), nil
-	}
-	return labels.SelectorFromSet(p.Spec.Selector.MatchLabels), nil
 }

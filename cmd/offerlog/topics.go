@@ -48,15 +48,7 @@ func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return waitTopics(ctx, adm, catalogue, *timeout, stdout)
 	}
 	if verb == "ensure" {
-		created, err := topics.Ensure(ctx, adm, int16(*replication), catalogue)
-		for _, t := range created {
-			fmt.Fprintf(stdout, "created %s\n", t)
-		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%d topics ok\n", len(catalogue))
-		return nil
+		return ensureCatalogue(ctx, adm, int16(*replication), catalogue, stdout)
 	}
 	statuses, err := topics.List(ctx, adm, append(catalogue, others...))
 	if err != nil {
@@ -109,6 +101,20 @@ func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if problems > 0 {
 		return fmt.Errorf("%d topic(s) missing or different from the catalogue (run: offerlog topics ensure)", problems)
 	}
+	return nil
+}
+
+// ensureCatalogue creates what the catalogue lacks and says what it
+// created (offerlog topics ensure, offerlog deploy init).
+func ensureCatalogue(ctx context.Context, adm *kadm.Client, replication int16, catalogue []topics.Topic, stdout io.Writer) error {
+	created, err := topics.Ensure(ctx, adm, replication, catalogue)
+	for _, t := range created {
+		fmt.Fprintf(stdout, "created %s\n", t)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d topics ok\n", len(catalogue))
 	return nil
 }
 
