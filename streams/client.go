@@ -108,7 +108,7 @@ func ClientOptions() []kgo.Opt {
 // take anyway: every write is at least once, and every handler is
 // idempotent.
 func NewClient(brokers []string, opts ...kgo.Opt) (*kgo.Client, error) {
-	all := append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.AllowIdempotentProduceCancellation(), kgo.WithLogger(kgoLogger{})}, ClientOptions()...)
+	all := append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.AllowIdempotentProduceCancellation(), kgo.WithLogger(newKgoLogger())}, ClientOptions()...)
 	all = append(all, clusterOptions(brokers)...)
 	return kgo.NewClient(append(all, opts...)...)
 }
@@ -118,14 +118,18 @@ func NewClient(brokers []string, opts ...kgo.Opt) (*kgo.Client, error) {
 // process's slog default logger, with the client's key-value pairs as
 // attributes. Below warn franz-go is too chatty for a component's log: a
 // client's debugging needs --log-level debug and a client of its own.
-type kgoLogger struct{}
+// The level is read once, when the client is made: franz-go asks for it
+// on its hot paths.
+type kgoLogger struct{ level kgo.LogLevel }
 
-func (kgoLogger) Level() kgo.LogLevel {
+func newKgoLogger() kgoLogger {
 	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
-		return kgo.LogLevelInfo
+		return kgoLogger{kgo.LogLevelInfo}
 	}
-	return kgo.LogLevelWarn
+	return kgoLogger{kgo.LogLevelWarn}
 }
+
+func (l kgoLogger) Level() kgo.LogLevel { return l.level }
 
 func (kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	l := slog.LevelWarn

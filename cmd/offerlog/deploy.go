@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -136,14 +137,9 @@ func runDeploy(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	created, err := topics.Ensure(ctx, adm, int16(*replication), topics.WithInputRetention(catalogue, *inputRetention))
-	for _, t := range created {
-		fmt.Fprintf(stdout, "created %s\n", t)
-	}
-	if err != nil {
+	if err := ensureCatalogue(ctx, adm, int16(*replication), topics.WithInputRetention(catalogue, *inputRetention), stdout); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d topics ok\n", len(catalogue))
 
 	tokens, made, err := ensureSecret(ctx, store, secretTokens, func() (map[string][]byte, error) {
 		out := map[string][]byte{}
@@ -316,10 +312,7 @@ func inClusterSecrets(namespace string) (*kubeSecrets, error) {
 		if host == "" {
 			return nil, errors.New("--namespace: not in a Kubernetes pod (no KUBERNETES_SERVICE_HOST); use --secrets-dir")
 		}
-		api = "https://" + host + ":" + port
-		if strings.Contains(host, ":") {
-			api = "https://[" + host + "]:" + port
-		}
+		api = "https://" + net.JoinHostPort(host, port)
 	}
 	dir := serviceAccountDir
 	if d := os.Getenv("OFFERLOG_KUBE_DIR"); d != "" {
