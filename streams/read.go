@@ -197,3 +197,29 @@ func WaitView(ctx context.Context, adm *kadm.Client, view *goka.View) error {
 		}
 	}
 }
+
+// RunView runs view for as long as readers runs, and stops it only once
+// readers has returned: goka's View.Get races with the close that ends
+// View.Run, so a view must outlive every goroutine that reads it. readers'
+// context ends with ctx, or when the view fails; RunView returns both
+// errors.
+func RunView(ctx context.Context, view *goka.View, readers func(context.Context) error) error {
+	vctx, stopView := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopView()
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	viewErr := make(chan error, 1)
+	go func() {
+		err := view.Run(vctx)
+		if vctx.Err() != nil {
+			err = nil // stopped by RunView
+		} else if err != nil {
+			err = fmt.Errorf("view of %s: %w", view.Topic(), err)
+			cancel()
+		}
+		viewErr <- err
+	}()
+	err := readers(rctx)
+	stopView()
+	return errors.Join(err, <-viewErr)
+}

@@ -90,34 +90,36 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("numerator: %w", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errs := make([]error, 3)
-	run := func(i int, fn func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if errs[i] = fn(ctx); errs[i] != nil {
-				cancel()
-			}
-		}()
-	}
-	run(0, group.Run)
-	run(1, view.Run)
-	run(2, func(ctx context.Context) error {
-		select {
-		case <-view.WaitRunning():
-		case <-ctx.Done():
-			return nil
+	// The view outlives the sealer, which reads it.
+	return streams.RunView(ctx, view, func(ctx context.Context) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		run := func(i int, fn func(context.Context) error) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if errs[i] = fn(ctx); errs[i] != nil {
+					cancel()
+				}
+			}()
 		}
-		return RunSealer(ctx, SealerConfig{Brokers: cfg.Streams.Brokers, Cluster: cfg.Cluster, View: view,
-			Coordinator: cfg.Coordinator, Holder: cfg.Holder, LockTimeout: cfg.LockTimeout, RetryEvery: cfg.RetryEvery,
-			Type: cfg.Type, Scheme: cfg.Scheme, TTL: cfg.TTL, RebuildShare: cfg.RebuildShare,
-			Metrics: cfg.Metrics, Logger: cfg.Logger})
+		run(0, group.Run)
+		run(1, func(ctx context.Context) error {
+			select {
+			case <-view.WaitRunning():
+			case <-ctx.Done():
+				return nil
+			}
+			return RunSealer(ctx, SealerConfig{Brokers: cfg.Streams.Brokers, Cluster: cfg.Cluster, View: view,
+				Coordinator: cfg.Coordinator, Holder: cfg.Holder, LockTimeout: cfg.LockTimeout, RetryEvery: cfg.RetryEvery,
+				Type: cfg.Type, Scheme: cfg.Scheme, TTL: cfg.TTL, RebuildShare: cfg.RebuildShare,
+				Metrics: cfg.Metrics, Logger: cfg.Logger})
+		})
+		wg.Wait()
+		return errors.Join(errs...)
 	})
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // Replay rebuilds the numerator group's table and outputs from its inputs

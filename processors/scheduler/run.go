@@ -87,57 +87,59 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	}
 	client := offers.NewClient(prod, results, cfg.Timeout)
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	goRun := func(name string, fn func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fn(ctx); err != nil && ctx.Err() == nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("scheduler %s: %w", name, err))
-				mu.Unlock()
-				cancel()
+	// The view outlives its readers (routers, workers, pushers, re-crawls).
+	return streams.RunView(ctx, view, func(ctx context.Context) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var errs []error
+		goRun := func(name string, fn func(context.Context) error) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := fn(ctx); err != nil && ctx.Err() == nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("scheduler %s: %w", name, err))
+					mu.Unlock()
+					cancel()
+				}
+			}()
+		}
+		goRun("answers", func(ctx context.Context) error { return results.Run(ctx, brokers) })
+		select {
+		case <-view.WaitRunning():
+		case <-ctx.Done():
+		}
+		select {
+		case <-results.Ready():
+		case <-ctx.Done():
+		}
+		for _, sc := range cfg.Stages.Stages {
+			r := &router{view: view, stages: []StageConfig{sc}, impls: impls, prod: prod, m: cfg.Metrics, log: cfg.Logger}
+			goRun("router "+sc.Name, func(ctx context.Context) error { return r.run(ctx, brokers) })
+		}
+		for _, s := range cfg.Stages.Stages {
+			w := newWorker(s, impls[s.Name], view, client, prod, cfg.Metrics, cfg.Logger)
+			goRun("stage "+s.Name, func(ctx context.Context) error { return w.run(ctx, brokers) })
+			if p := newPusher(s, view, prod, cfg.Logger); p != nil {
+				goRun("push "+s.Name, func(ctx context.Context) error { return p.run(ctx, brokers, prod, cfg.Metrics) })
 			}
-		}()
-	}
-	goRun("view", view.Run)
-	goRun("answers", func(ctx context.Context) error { return results.Run(ctx, brokers) })
-	select {
-	case <-view.WaitRunning():
-	case <-ctx.Done():
-	}
-	select {
-	case <-results.Ready():
-	case <-ctx.Done():
-	}
-	for _, sc := range cfg.Stages.Stages {
-		r := &router{view: view, stages: []StageConfig{sc}, impls: impls, prod: prod, m: cfg.Metrics, log: cfg.Logger}
-		goRun("router "+sc.Name, func(ctx context.Context) error { return r.run(ctx, brokers) })
-	}
-	for _, s := range cfg.Stages.Stages {
-		w := newWorker(s, impls[s.Name], view, client, prod, cfg.Metrics, cfg.Logger)
-		goRun("stage "+s.Name, func(ctx context.Context) error { return w.run(ctx, brokers) })
-		if p := newPusher(s, view, prod, cfg.Logger); p != nil {
-			goRun("push "+s.Name, func(ctx context.Context) error { return p.run(ctx, brokers, prod, cfg.Metrics) })
+			if s.RecrawlEvery > 0 {
+				goRun("recrawl "+s.Name, func(ctx context.Context) error {
+					return recrawlEvery(ctx, s, impls[s.Name], view, prod, cfg.Logger)
+				})
+			}
 		}
-		if s.RecrawlEvery > 0 {
-			goRun("recrawl "+s.Name, func(ctx context.Context) error {
-				return recrawlEvery(ctx, s, impls[s.Name], view, prod, cfg.Logger)
-			})
+		t := &Timers{Brokers: brokers, Dir: filepath.Join(cfg.Streams.StateDir, "timers"), Memory: cfg.TimerMemory, Prod: prod,
+			Metrics: cfg.Metrics, Logger: cfg.Logger}
+		goRun("timers", t.Run)
+		if ctx.Err() == nil && cfg.OnReady != nil {
+			cfg.OnReady()
 		}
-	}
-	t := &Timers{Brokers: brokers, Dir: filepath.Join(cfg.Streams.StateDir, "timers"), Memory: cfg.TimerMemory, Prod: prod,
-		Metrics: cfg.Metrics, Logger: cfg.Logger}
-	goRun("timers", t.Run)
-	if ctx.Err() == nil && cfg.OnReady != nil {
-		cfg.OnReady()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+		wg.Wait()
+		return errors.Join(errs...)
+	})
 }
 
 // Recrawl walks every offer of the aggregate's table topic (as it is now),
