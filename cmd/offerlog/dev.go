@@ -146,7 +146,8 @@ func runComponent(ctx context.Context, args []string, _ io.Reader, stdout, stder
 			platform.ComponentNumerator: "127.0.0.1:8083", platform.ComponentOffers: "127.0.0.1:8084",
 			platform.ComponentDrafts: "127.0.0.1:8085", platform.ComponentCabinet: "127.0.0.1:8086",
 			platform.ComponentFeeds: "127.0.0.1:8087", platform.ComponentCache: "127.0.0.1:8088",
-			platform.ComponentSinkYDB: "127.0.0.1:8089", platform.ComponentScheduler: "127.0.0.1:8090"}[component]
+			platform.ComponentSinkYDB: "127.0.0.1:8089", platform.ComponentScheduler: "127.0.0.1:8090",
+			platform.ComponentLag: "127.0.0.1:8091"}[component]
 	}
 	cfg.Logger = f.logger(stderr)
 	cfg.Started = func(info platform.Info) { printInfo(stdout, info) }

@@ -94,6 +94,7 @@ var components = []component{
 		}
 		return runSinks(ctx, p.sup, p.cfg, p.brokers, p.reg, p.log)
 	}},
+	{name: ComponentLag, user: true, start: startLag},
 	{name: componentHTTP, start: startHTTP},
 }
 

@@ -259,7 +259,6 @@ func Run(ctx context.Context, cfg Config) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer p.sup.Wait()
 	defer cancel()
-	p.sup.Go(runCtx, "lag", false, p.lag.run)
 	startSchemas(runCtx, p)
 	if cfg.PprofAddr != "" {
 		if err := servePprof(runCtx, p, cfg.PprofAddr); err != nil {
@@ -320,7 +319,6 @@ type process struct {
 	reg     *metrics.Registry
 	scfg    streams.Config
 	sup     *supervisor
-	lag     *lagWatcher
 	// ready collects a channel per component, closed when it is ready.
 	ready []<-chan struct{}
 	// closers run when every component has stopped, last added first.
@@ -410,7 +408,6 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 		// store, counted as one table more (timerMemory).
 		p.scfg.StoreMemory = streams.StoreMemoryOf(cfg.Memory/2, storeTables+1, int(cfg.Partitions))
 	}
-	p.lag = newLagWatcher(p.reg, p.adm, cfg.Stages.Names())
 	p.sup = &supervisor{log: log, restarts: p.reg.Counter("offerlog_component_restarts_total", "Restarts of a component after it failed, by component.", "component")}
 	return p, nil
 }

@@ -141,11 +141,13 @@ func TestAPIEndToEndAndRestart(t *testing.T) {
 	expect(t, "read a missing document", s, b, http.StatusNotFound, "no document")
 	s, b = call(t, "GET", p.url("/metrics"), "")
 	expect(t, "metrics", s, b, http.StatusOK, `offerlog_registry_verdicts_total{verdict="ACCEPTED"}`)
-	// The lag, computed in the background, is one series per group, topic
-	// and partition, and concurrent scrapes are served.
+	// The lag, computed in the background by the lag component, is one
+	// series per group, topic and partition, and concurrent scrapes are
+	// served.
 	testkit.Eventually(t, 30*time.Second, "the registry's lag on /metrics", func() bool {
 		_, b := call(t, "GET", p.url("/metrics"), "")
-		return strings.Contains(b, `offerlog_consumer_lag{group="registry",partition="0",topic="documents.ingest"}`)
+		return strings.Contains(b, `offerlog_kafka_consumer_group_topic_partition_lag{group_id="registry",partition_id="0",topic_name="documents.ingest"}`) &&
+			strings.Contains(b, `offerlog_kafka_consumer_group_topic_lag_seconds{group_id="registry",topic_name="documents.ingest"}`)
 	})
 	var scrapes sync.WaitGroup
 	for range 8 {
@@ -161,7 +163,7 @@ func TestAPIEndToEndAndRestart(t *testing.T) {
 			seen := map[string]bool{}
 			for _, line := range strings.Split(b, "\n") {
 				series, _, _ := strings.Cut(line, " ")
-				if strings.HasPrefix(line, "offerlog_consumer_lag{") && seen[series] {
+				if strings.HasPrefix(line, "offerlog_kafka_consumer_group_") && seen[series] {
 					t.Errorf("lag series %s listed twice", series)
 				}
 				seen[series] = true
