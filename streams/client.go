@@ -22,6 +22,13 @@ type ClientSettings struct {
 	// that nothing offerlog writes is refused by its own broker
 	// (default DefaultMaxRecordBytes).
 	MaxRecordBytes int32
+	// InstanceID is this process's stable name (a pod's name): every
+	// consumer group it joins knows it by this group.instance.id (KIP-345
+	// static membership), so a process that restarts within its session
+	// takes its partitions back without a rebalance. Empty: dynamic
+	// members, as Kafka's default. Two live processes must never share
+	// one: the later fences the earlier.
+	InstanceID string
 }
 
 // DefaultMaxRecordBytes is the default largest record: 1 MiB.

@@ -89,6 +89,11 @@ func (c Config) Sarama(clientID string) *sarama.Config {
 	// i/o timeout and starts over (sarama's default is 60 s).
 	cfg.Consumer.Group.Session.Timeout = 10 * time.Second
 	cfg.Consumer.Group.Rebalance.Timeout = 20 * time.Second
+	if id := Settings().InstanceID; id != "" {
+		// Static membership needs JoinGroup v5 (Kafka 2.3).
+		cfg.Version = sarama.V2_3_0_0
+		cfg.Consumer.Group.InstanceId = id
+	}
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Compression = saramaCodec(Settings().Compression)
 	cfg.Producer.MaxMessageBytes = int(Settings().MaxRecordBytes)

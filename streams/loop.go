@@ -282,6 +282,9 @@ func (l *Loop) clientOptions() []kgo.Opt {
 			kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(time.Second), kgo.RebalanceTimeout(30*time.Second),
 			kgo.BlockRebalanceOnPoll(), kgo.AutoCommitMarks(), kgo.AutoCommitInterval(l.cfg.CommitInterval),
 			kgo.OnPartitionsAssigned(l.assigned), kgo.OnPartitionsRevoked(l.revoked), kgo.OnPartitionsLost(l.lost))
+		if id := Settings().InstanceID; id != "" {
+			opts = append(opts, kgo.InstanceID(id))
+		}
 	case len(l.cfg.Partitions) > 0:
 		opts = append(opts, kgo.ConsumePartitions(l.cfg.Partitions))
 	default:

@@ -255,6 +255,8 @@ func (f *flags) platform() *platform.Config {
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM key of --tls-cert")
 	f.StringVar(&cfg.TLSCA, "tls-ca", "", "PEM file clients trust --tls-cert by (default: --tls-cert itself)")
 	f.DurationVar(&cfg.InputRetention, "input-retention", 0, inputRetentionUsage)
+	f.StringVar(&f.client.InstanceID, "instance-id", "", "this process's stable name in its consumer groups (static membership, KIP-345: a restart within the session "+
+		"takes its partitions back without a rebalance), e.g. the pod's name; unique per process (empty: dynamic members)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "turn authentication off: every caller may do everything (for experiments only)")
 	cfg.Memory = defaultMemory
 	f.Func("memory", fmt.Sprintf("memory budget of the process, e.g. 512MiB or 2GiB: half for the local table stores (Pebble, outside the Go heap), shared out evenly, the other half the Go runtime's soft limit (all of it for the cache and the sinks, which keep no stores) (default %s)",

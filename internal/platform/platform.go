@@ -290,6 +290,7 @@ func Run(ctx context.Context, cfg Config) error {
 	p.log.Info("shutting down")
 	cancel()
 	p.sup.Wait()
+	p.leaveGroups(ctx)
 	return p.sup.Err()
 }
 
