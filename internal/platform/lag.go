@@ -156,7 +156,10 @@ func (w *lagWatcher) compute(ctx context.Context) {
 				seen[tp] = true
 				w.ends[tp] = recordEnd(w.ends[tp], endSample{now, ml.End.Offset}, now.Add(-lagHistory))
 			}
-			rows = append(rows, lagRow{group: g, tp: tp, records: ml.Lag, seconds: lagSeconds(w.ends[tp], ml.Commit.At, now)})
+			// The first record not consumed: kadm counts a partition the
+			// group never committed from its start, not from -1.
+			next := ml.End.Offset - ml.Lag
+			rows = append(rows, lagRow{group: g, tp: tp, records: ml.Lag, seconds: lagSeconds(w.ends[tp], next, now)})
 		}
 	}
 	w.last = lagFamilies(rows)
@@ -217,7 +220,7 @@ func recordEnd(h []endSample, s endSample, since time.Time) []endSample {
 // older than the history is as old as its oldest sample; a caught-up group
 // is 0 behind.
 func lagSeconds(h []endSample, commit int64, now time.Time) float64 {
-	if len(h) == 0 || commit >= h[len(h)-1].end {
+	if len(h) == 0 || commit >= h[len(h)-1].end || commit < 0 {
 		return 0
 	}
 	i, _ := slices.BinarySearchFunc(h, commit, func(s endSample, c int64) int {

@@ -30,7 +30,8 @@ func TestLagSeconds(t *testing.T) {
 	if got := lagSeconds(h, 200, now); got != 20 {
 		t.Errorf("commit 200: %v s, want 20 (half-way from 10 s to 30 s)", got)
 	}
-	for _, c := range []int64{300, 400} {
+	for _, c := range []int64{300, 400, -1} { // -1: no commit, nothing behind
+
 		if got := lagSeconds(h, c, now); got != 0 {
 			t.Errorf("commit %d: %v s behind, want 0 (caught up)", c, got)
 		}

@@ -19,6 +19,13 @@ import (
 // OFFERLOG_REQUIRE_ZOOKEEPER is set (as `make test` sets it).
 func ZooKeeper(t testing.TB) string {
 	t.Helper()
+	return ZooKeeperOn(t, "127.0.0.1")
+}
+
+// ZooKeeperOn is ZooKeeper listening on the address host (an address other
+// network namespaces reach).
+func ZooKeeperOn(t testing.TB, host string) string {
+	t.Helper()
 	java, err := exec.LookPath("java")
 	if err == nil {
 		_, err = os.Stat("/usr/share/java/zookeeper.jar")
@@ -29,7 +36,7 @@ func ZooKeeper(t testing.TB) string {
 		}
 		t.Skipf("ZooKeeper is not installed (make test installs Debian's zookeeper): %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +47,7 @@ func ZooKeeper(t testing.TB) string {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "zoo.cfg")
 	conf := fmt.Sprintf("tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nclientPort=%s\n"+
-		"clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=ruok\n", filepath.Join(dir, "data"), port)
+		"clientPortAddress=%s\nadmin.enableServer=false\n4lw.commands.whitelist=ruok\n", filepath.Join(dir, "data"), port, host)
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
