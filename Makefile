@@ -10,7 +10,7 @@ TEST_FLAGS  ?= -race -shuffle=on -timeout 20m
 PROTOC_GEN_GO_VERSION      ?= v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 
-.PHONY: run test test-chaos bench lint vet proto deps tools build release deploy-version clean
+.PHONY: run test test-chaos test-topology bench lint vet proto deps tools build release deploy-version clean
 
 ## run: start the whole platform on the embedded broker (data in ./data)
 # The binary, not go run: go run exits 1 when it is interrupted, so Ctrl-C
@@ -72,6 +72,15 @@ test: deps tools vet
 test-chaos: deps tools
 	OFFERLOG_CHAOS_KILLS=$${OFFERLOG_CHAOS_KILLS:-20} OFFERLOG_REQUIRE_ZOOKEEPER=1 \
 		$(GO) test -race -count=1 -timeout 90m -v -run '^TestKill9AnywhereUnderLoad$$' ./internal/platform/
+
+## test-topology: the production topology at full length: every process the
+## rendered manifests define, under load, every fault of the nemesis
+## (OFFERLOG_TOPOLOGY_SEED repeats a run, OFFERLOG_TOPOLOGY_STATIC=0 runs
+## dynamic group members); make test runs its short form. Figures in
+## docs/RELIABILITY.md
+test-topology: deps tools
+	OFFERLOG_TOPOLOGY=full OFFERLOG_REQUIRE_ZOOKEEPER=1 \
+		$(GO) test -count=1 -timeout 60m -v -run '^TestTopology$$' ./cmd/offerlog/
 
 ## bench: the benchmarks, figures and ratios to the ceilings of the same run
 bench: deps

@@ -21,6 +21,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
 )
 
 // topologyHTTP is the load's and the probes' client: a request that takes
@@ -42,9 +50,12 @@ type topologyLoad struct {
 	ok      map[int64]int // successful writes per second
 	errs    []loadError
 	docs    map[string]int64  // acknowledged version per document pk
+	current map[string]int64  // the registry's version per document pk, after the load
 	offers  map[string]int64  // acknowledged version per offer id
 	drafts  map[string]string // offer id → the draft it was published from
 	sellers map[string]int    // offers published per seller
+	tasks   []int64           // feed tasks whose end was acknowledged
+	marked  int64             // the last numerator generation whose seal was sent
 }
 
 type loadError struct {
@@ -150,6 +161,8 @@ func (l *topologyLoad) run(ctx context.Context) <-chan struct{} {
 		wg.Go(func() { l.offerWrites(ctx, w) })
 	}
 	wg.Go(func() { l.reads(ctx) })
+	wg.Go(func() { l.feeds(ctx) })
+	wg.Go(func() { l.numerator(ctx) })
 	go func() { wg.Wait(); close(done) }()
 	return done
 }
@@ -240,6 +253,119 @@ func (l *topologyLoad) publish(ctx context.Context, seller string) (string, bool
 	l.drafts[a.Offer.ID] = d.ID
 	l.offers[a.Offer.ID] = max(l.offers[a.Offer.ID], a.Version)
 	return a.Offer.ID, true
+}
+
+// feedSeller uploads the load's feeds: each task the same feedItems
+// external ids, so the seller has that many offers, all active, whatever
+// task was loaded last.
+const (
+	feedSeller = "feed-seller"
+	feedItems  = 5
+)
+
+// feeds uploads a feed task, then ends it, one after another.
+func (l *topologyLoad) feeds(ctx context.Context) {
+	for task := int64(1); ctx.Err() == nil; task++ {
+		var body strings.Builder
+		for i := range feedItems {
+			fmt.Fprintf(&body, `{"external_id":"vin-%d","offer":{"category":"cars","title":"feed car %d","price":%d,"currency":"RUB"}}`+"\n", i, i, task)
+		}
+		path := fmt.Sprintf("/v1/sellers/%s/feeds/%d", feedSeller, task)
+		s, _, err := l.call(ctx, "POST", path, body.String())
+		if ctx.Err() != nil || !l.record("feed upload", s, err, 202) {
+			time.Sleep(time.Second)
+			continue
+		}
+		s, _, err = l.call(ctx, "POST", path+"/finish", fmt.Sprintf(`{"items":%d}`, feedItems))
+		if ctx.Err() != nil {
+			return
+		}
+		if l.record("feed end", s, err, 202) {
+			l.mu.Lock()
+			l.tasks = append(l.tasks, task)
+			l.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// numerator shows the numerator generation after generation and seals
+// each, waiting for its state before the next, one a second at most.
+func (l *topologyLoad) numerator(ctx context.Context) {
+	cl, err := streams.NewClient(l.c.brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		l.t.Error(err)
+		return
+	}
+	defer cl.Close()
+	for g := int64(1); ctx.Err() == nil; g++ {
+		// The broker is not faulted: a generation is sent whole.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		err := testkit.SendGeneration(pctx, cl, g)
+		cancel()
+		if err != nil {
+			l.t.Errorf("numerator load: generation %d: %v", g, err)
+			return
+		}
+		l.mu.Lock()
+		l.marked = g
+		l.mu.Unlock()
+		if testkit.WaitSealed(ctx, l.c.brokers, g) != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// checkNumerator checks that every generation sent was sealed, with one
+// state per generation, and gave the ids and the table of a numerator
+// never interrupted.
+func (l *topologyLoad) checkNumerator(t *testing.T, partitions int32) {
+	l.mu.Lock()
+	marked := l.marked
+	l.mu.Unlock()
+	if marked == 0 {
+		t.Fatal("no numerator generation was sent")
+	}
+	brokers := l.c.brokers
+	if err := testkit.WaitSealed(testkit.Context(t, 2*time.Minute), brokers, marked); err != nil {
+		t.Fatal(err)
+	}
+	states := map[int64]string{}
+	for _, r := range testkit.ReadAll(t, brokers, topics.NumeratorStates) {
+		var st schemas.NumeratorState
+		if err := schemas.NumeratorStates.Decode(r.Value, &st); err != nil {
+			t.Fatal(err)
+		}
+		shards, _ := json.Marshal(st.Shards)
+		if was, ok := states[st.Generation]; ok && was != string(shards) {
+			t.Errorf("generation %d has two different states (the second by %s, ticket %d)", st.Generation, st.Holder, st.Ticket)
+		}
+		states[st.Generation] = string(shards)
+	}
+	table := testkit.Table(t, brokers, topics.NumeratorTable)
+	got := testkit.Assignments(t, brokers)
+	want, wantTable := testkit.StraightNumerator(t, platform.DefaultConfig().Numerator, partitions, marked, len(table))
+	if len(got) != len(want) {
+		t.Errorf("the numerator gave %d ids under the faults, %d uninterrupted", len(got), len(want))
+	}
+	for k, a := range want {
+		if got[k] != a {
+			t.Errorf("numerator: %s is %v under the faults, %v uninterrupted", k, got[k], a)
+		}
+	}
+	for k, v := range wantTable {
+		if !bytes.Equal(table[k], v) {
+			t.Errorf("numerator-table[%s] differs from an uninterrupted run's", k)
+		}
+	}
+	t.Logf("topology: %d numerator generations sealed, %d states, %d ids as an uninterrupted run's", marked, len(states), len(got))
 }
 
 // reads reads offers by id through the API (which reads the serving
@@ -341,22 +467,90 @@ func (l *topologyLoad) check(t *testing.T, ctx context.Context) {
 			}
 		}
 	}
+	l.mu.Lock()
+	l.current = map[string]int64{}
+	l.mu.Unlock()
+	for _, p := range l.c.podsOf("api") {
+		for pk := range docs {
+			_, b, _ := l.callPod(ctx, p, "GET", "/v1/clients/shop/documents/"+pk, "")
+			var d struct{ Version int64 }
+			if json.Unmarshal(b, &d) == nil {
+				l.mu.Lock()
+				l.current[pk] = max(l.current[pk], d.Version)
+				l.mu.Unlock()
+			}
+		}
+	}
+	// Every feed task whose end was acknowledged is loaded whole.
+	l.mu.Lock()
+	tasks := slices.Clone(l.tasks)
+	l.mu.Unlock()
+	if len(tasks) == 0 {
+		t.Errorf("no feed task was acknowledged")
+	}
+	for _, task := range tasks {
+		var last string
+		deadline := time.Now().Add(time.Minute)
+		for {
+			s, b, err := l.call(ctx, "GET", fmt.Sprintf("/v1/sellers/%s/feeds/%d", feedSeller, task), "")
+			var st struct{ State string }
+			if err == nil && s == 200 && json.Unmarshal(b, &st) == nil && st.State == "DONE" {
+				break
+			}
+			last = fmt.Sprintf("%d %s %v", s, b, err)
+			if time.Now().After(deadline) {
+				t.Errorf("feed task %d, its end acknowledged, is not DONE: %s", task, last)
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	// Every publication a client was answered is counted (one whose answer
+	// was lost may be too: the recount of the tables, after the run, is
+	// exact); the feed's seller has the feed's offers.
+	sellers[feedSeller] = feedItems
 	for seller, n := range sellers {
 		var last string
 		deadline := time.Now().Add(time.Minute)
 		for {
 			s, b, err := l.call(ctx, "GET", "/v1/sellers/"+seller+"/counters", "")
 			var cnt struct{ Active int64 }
-			if err == nil && s == 200 && json.Unmarshal(b, &cnt) == nil && cnt.Active == int64(n) {
+			if err == nil && s == 200 && json.Unmarshal(b, &cnt) == nil && (cnt.Active >= int64(n) && seller != feedSeller || cnt.Active == int64(n)) {
 				break
 			}
 			last = fmt.Sprintf("%d %s %v", s, b, err)
 			if time.Now().After(deadline) {
-				t.Errorf("seller %s published %d offers, all active; its counters say %s", seller, n, last)
+				t.Errorf("seller %s was answered %d publications, all active; its counters say %s", seller, n, last)
 				break
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
+	}
+}
+
+// checkSearchFeed checks that the search feed (saas.shop, the indexer's
+// export) ends with the registry's records: each document's last change
+// in it is the registry's version.
+func (l *topologyLoad) checkSearchFeed(t *testing.T, brokers []string) {
+	var last string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		feed := testkit.LastSaas(t, brokers, "shop")
+		var behind []string
+		for pk, v := range l.current {
+			if got := feed["shop/"+pk].Version; got != v { // keyed client/pk
+				behind = append(behind, fmt.Sprintf("%s: %d in the feed, %d in the registry", pk, got, v))
+			}
+		}
+		if len(behind) == 0 {
+			return
+		}
+		last = strings.Join(behind[:min(5, len(behind))], "; ")
+		if time.Now().After(deadline) {
+			t.Errorf("the search feed does not end with the registry's records (%d documents): %s", len(behind), last)
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 

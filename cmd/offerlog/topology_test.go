@@ -53,6 +53,7 @@ type cluster struct {
 	net      *hostNet
 	m        *manifests
 	secrets  string
+	brokers  []string // the broker's address, as the test's clients reach it
 	settings map[string]string // the ConfigMap's settings
 	local    map[string]string // those of them rewritten to local ones
 	static   bool
@@ -106,6 +107,16 @@ func TestTopology(t *testing.T) {
 	// broker, then the init Job proper.
 	c.runOnce(t, "credentials", "deploy", "init", "--credentials-only", "--secrets-dir", c.secrets)
 	brokerAddr := c.startBroker(t)
+	// The test's own clients log in as the user deploy init made.
+	kc, err := streams.LoadKafkaConfig(filepath.Join(c.secrets, "offerlog-kafka", "kafka.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := streams.Authenticate([]string{brokerAddr}, *kc.Credentials); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { streams.Forget([]string{brokerAddr}) })
+	c.brokers = []string{brokerAddr}
 	zk := testkit.ZooKeeperOn(t, c.net.hostIP)
 	for name, cm := range c.m.configMaps {
 		if strings.HasPrefix(name, "offerlog-settings") { // with kustomize's hash
@@ -149,15 +160,17 @@ func TestTopology(t *testing.T) {
 
 	n := newNemesis(c, l, rng)
 	n.killPod(ctx, "offers")
-	n.killPod(ctx, "")
 	n.stopPod(ctx, "indexer", 15*time.Second)
 	if c.net.netns {
 		n.isolate(ctx, "registry", 15*time.Second)
 	}
 	n.roll(ctx, "offerlog-offers")
 	n.scale(ctx, "offerlog-offers", 3)
-	n.scale(ctx, "offerlog-offers", 1)
 	if full {
+		n.scale(ctx, "offerlog-offers", 1)
+		n.killPod(ctx, "")
+		n.killPod(ctx, "numerator")
+		n.killPod(ctx, "cache")
 		n.killPod(ctx, "registry")
 		n.killPod(ctx, "api")
 		n.stopPod(ctx, "offers", 15*time.Second)
@@ -179,6 +192,9 @@ func TestTopology(t *testing.T) {
 
 	c.checkAllReady(t)
 	l.check(t, ctx)
+	l.checkSearchFeed(t, c.brokers)
+	parts, _ := strconv.Atoi(partitions)
+	l.checkNumerator(t, int32(parts))
 	c.checkCaches(t, l)
 	c.checkLagOnce(t)
 	n.report(t)
@@ -208,15 +224,7 @@ func (c *cluster) checkReplay(t *testing.T, brokerAddr string) {
 	}
 	wg.Wait()
 	props := filepath.Join(c.secrets, "offerlog-kafka", "kafka.properties")
-	kc, err := streams.LoadKafkaConfig(props)
-	if err != nil {
-		t.Fatal(err)
-	}
 	brokers := []string{brokerAddr}
-	if err := streams.Authenticate(brokers, *kc.Credentials); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { streams.Forget(brokers) })
 	adm := testkit.Admin(t, brokers)
 	testkit.Eventually(t, time.Minute, "every group empty (its members left)", func() bool {
 		described, err := adm.DescribeGroups(t.Context(), "registry", "numerator", "offers", "drafts", "cabinet")
@@ -234,6 +242,8 @@ func (c *cluster) checkReplay(t *testing.T, brokerAddr string) {
 	for _, r := range replayTables {
 		live[r.table] = testkit.Table(t, brokers, r.table)
 	}
+	sellers := testkit.Recount(t, live["offers-table"], live["cabinet-table"])
+	t.Logf("topology: the cabinet of %d sellers equals a recount of %d offers", sellers, len(live["offers-table"]))
 	records := 0
 	for _, r := range replayTables {
 		cmd := exec.Command(c.bin, "replay", r.group)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/offerapi"
 	"github.com/offerlog/offerlog/internal/testkit"
@@ -20,7 +19,6 @@ import (
 	"github.com/offerlog/offerlog/processors/drafts"
 	"github.com/offerlog/offerlog/processors/indexer"
 	"github.com/offerlog/offerlog/processors/numerator"
-	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
@@ -105,7 +103,7 @@ func TestKill9AnywhereUnderLoad(t *testing.T) {
 	num.mu.Lock()
 	marked := num.marked
 	num.mu.Unlock()
-	if err := waitSealed(testkit.Context(t, 3*time.Minute), brokers, marked); err != nil {
+	if err := testkit.WaitSealed(testkit.Context(t, 3*time.Minute), brokers, marked); err != nil {
 		t.Fatal(err)
 	}
 	c.scheduled()
@@ -273,28 +271,7 @@ func (c *chaosCheck) get(ctx context.Context, path string, out any) {
 // recount checks the cabinet against a count from scratch over the offers.
 func (c *chaosCheck) recount(live map[string]map[string][]byte) {
 	c.t.Helper()
-	var recs []*schemas.OfferRecord
-	for _, v := range live[topics.OffersTable] {
-		var r schemas.OfferRecord
-		if err := schemas.OfferRecords.Decode(v, &r); err != nil {
-			c.t.Fatal(err)
-		}
-		recs = append(recs, &r)
-	}
-	want := cabinet.Recount(recs)
-	if len(want) != len(live[topics.CabinetTable]) {
-		c.t.Errorf("%d sellers in the cabinet, %d in the offers", len(live[topics.CabinetTable]), len(want))
-	}
-	for seller, w := range want {
-		c.records++
-		var got schemas.SellerCabinet
-		if err := schemas.SellerCabinets.Decode(live[topics.CabinetTable][seller], &got); err != nil {
-			c.t.Fatalf("%s: %v", seller, err)
-		}
-		if ok, diff := cabinet.Equal(&got, w); !ok {
-			c.t.Errorf("cabinet != recount: %s", diff)
-		}
-	}
+	c.records += testkit.Recount(c.t, live[topics.OffersTable], live[topics.CabinetTable])
 }
 
 // membersGone waits until the killed process's members of every group
@@ -365,33 +342,9 @@ func (c *chaosCheck) replay() {
 // one's.
 func (c *chaosCheck) straightNumerator(last int64, table map[string][]byte) {
 	c.t.Helper()
-	brokers := testkit.Broker(c.t, "").Addrs()
 	cfg := c.p.child.config()
-	testkit.EnsureTopics(c.t, brokers, topics.Catalogue(cfg.Partitions))
-	ncfg := cfg.Numerator
-	ncfg.Streams = streams.Config{Brokers: brokers, StateDir: c.t.TempDir(), Replication: 1, Logger: testkit.Logger()}
-	ncfg.Coordinator, ncfg.Logger = &coordinator.Local{}, testkit.Logger()
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- numerator.Run(ctx, ncfg) }()
-	defer func() {
-		cancel()
-		if err := <-errc; err != nil {
-			c.t.Error(err)
-		}
-	}()
-	cl := testkit.Client(c.t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
-	wctx := testkit.Context(c.t, 5*time.Minute)
-	for g := int64(1); g <= last; g++ {
-		if err := sendGeneration(wctx, cl, g); err != nil {
-			c.t.Fatal(err)
-		}
-		if err := waitSealed(wctx, brokers, g); err != nil {
-			c.t.Fatal(err)
-		}
-	}
-	straight := assignments(c.t, brokers)
-	killed := assignments(c.t, c.brokers)
+	straight, straightTable := testkit.StraightNumerator(c.t, cfg.Numerator, cfg.Partitions, last, len(table))
+	killed := testkit.Assignments(c.t, c.brokers)
 	if len(straight) != len(killed) {
 		c.t.Errorf("%d ids given after the kills, %d without", len(killed), len(straight))
 	}
@@ -401,28 +354,7 @@ func (c *chaosCheck) straightNumerator(last int64, table map[string][]byte) {
 			c.t.Errorf("%s: %v after the kills, %v without", k, killed[k], a)
 		}
 	}
-	testkit.Eventually(c.t, time.Minute, "the straight numerator applied its results", func() bool {
-		return len(testkit.Table(c.t, brokers, topics.NumeratorTable)) == len(table)
-	})
-	c.records += sameTable(c.t, "straight run", topics.NumeratorTable, table, testkit.Table(c.t, brokers, topics.NumeratorTable))
-}
-
-type placed struct {
-	shard int32
-	doc   int64
-}
-
-func assignments(t *testing.T, brokers []string) map[string]placed {
-	t.Helper()
-	out := map[string]placed{}
-	for _, r := range testkit.ReadAll(t, brokers, topics.NumeratorAssignments) {
-		var a schemas.Assignment
-		if err := schemas.Assignments.Decode(r.Value, &a); err != nil {
-			t.Fatal(err)
-		}
-		out[string(r.Key)] = placed{a.Shard, a.DocID}
-	}
-	return out
+	c.records += sameTable(c.t, "straight run", topics.NumeratorTable, table, straightTable)
 }
 
 // logLag logs every group's state and lag, to show which one is stuck.

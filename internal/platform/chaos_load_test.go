@@ -13,10 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/offerapi"
-	"github.com/offerlog/offerlog/processors/numerator/sharding"
+	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
-	"github.com/offerlog/offerlog/topics"
 )
 
 // A load is what the users of one part of the platform do while it is
@@ -236,61 +235,6 @@ type numeratorLoad struct {
 	sealed int64 // the last generation whose state was published
 }
 
-// numeratorKey is the i-th offer the numerator is shown.
-func numeratorKey(i int) sharding.Key {
-	return sharding.Key{BusinessID: uint64(1 + i%7), OfferID: fmt.Sprintf("sku-%04d", i), ShopID: 10, WarehouseID: 1}
-}
-
-// numeratorGeneration is what generation g shows the numerator: a window of
-// 60 keys moving by 10 per generation, so keys come and go.
-func numeratorGeneration(g int64) []*kgo.Record {
-	var recs []*kgo.Record
-	for i := int(10 * g); i < int(10*g)+60; i++ {
-		k := numeratorKey(i)
-		data, _ := schemas.OffersSeen.Encode(&schemas.OfferSeen{BusinessID: int64(k.BusinessID), OfferID: k.OfferID,
-			ShopID: int64(k.ShopID), WarehouseID: int64(k.WarehouseID), Generation: g})
-		recs = append(recs, &kgo.Record{Topic: topics.NumeratorOffers, Key: []byte(k.String()), Value: data})
-	}
-	m, _ := schemas.GenerationMarkers.Encode(&schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: g, Scheme: -1})
-	return append(recs, &kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: m})
-}
-
-// sendGeneration produces generation g's offers, then its seal.
-func sendGeneration(ctx context.Context, cl *kgo.Client, g int64) error {
-	recs := numeratorGeneration(g)
-	if err := cl.ProduceSync(ctx, recs[:len(recs)-1]...).FirstErr(); err != nil {
-		return err
-	}
-	return cl.ProduceSync(ctx, recs[len(recs)-1]).FirstErr()
-}
-
-// sealedGeneration returns the newest generation of the numerator's states.
-func sealedGeneration(ctx context.Context, brokers []string) (int64, error) {
-	var g int64
-	err := streams.ReadToEnd(ctx, brokers, topics.NumeratorStates, func(r *kgo.Record) {
-		var st schemas.NumeratorState
-		if schemas.NumeratorStates.Decode(r.Value, &st) == nil {
-			g = max(g, st.Generation)
-		}
-	})
-	return g, err
-}
-
-// waitSealed waits until generation g is sealed.
-func waitSealed(ctx context.Context, brokers []string, g int64) error {
-	for {
-		got, err := sealedGeneration(ctx, brokers)
-		if err == nil && got >= g {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("generation %d not sealed (last %d, %v): %w", g, got, err, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 func (l *numeratorLoad) run(ctx context.Context) {
 	cl, err := streams.NewClient(l.brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
@@ -301,7 +245,7 @@ func (l *numeratorLoad) run(ctx context.Context) {
 	for g := int64(1); ctx.Err() == nil; g++ {
 		// The broker is not killed: a generation is sent whole.
 		pctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		err := sendGeneration(pctx, cl, g)
+		err := testkit.SendGeneration(pctx, cl, g)
 		cancel()
 		if err != nil {
 			l.v.add("numerator load: generation %d: %v", g, err)
@@ -310,7 +254,7 @@ func (l *numeratorLoad) run(ctx context.Context) {
 		l.mu.Lock()
 		l.marked = g
 		l.mu.Unlock()
-		if waitSealed(ctx, l.brokers, g) != nil {
+		if testkit.WaitSealed(ctx, l.brokers, g) != nil {
 			return
 		}
 		l.mu.Lock()

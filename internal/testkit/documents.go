@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/processors/cabinet"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/topics"
@@ -106,4 +107,33 @@ func LastSaas(t testing.TB, brokers []string, client string) map[string]schemas.
 		out[string(r.Key)] = d
 	}
 	return out
+}
+
+// Recount checks the cabinet's table against a recount of the offers'
+// table (cabinet.Recount): every seller's counters and presets are what
+// its offers imply. It returns how many sellers it compared.
+func Recount(t testing.TB, offersTable, cabinetTable map[string][]byte) int {
+	t.Helper()
+	var recs []*schemas.OfferRecord
+	for _, v := range offersTable {
+		var r schemas.OfferRecord
+		if err := schemas.OfferRecords.Decode(v, &r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, &r)
+	}
+	want := cabinet.Recount(recs)
+	if len(want) != len(cabinetTable) {
+		t.Errorf("%d sellers in the cabinet, %d in the offers", len(cabinetTable), len(want))
+	}
+	for seller, w := range want {
+		var got schemas.SellerCabinet
+		if err := schemas.SellerCabinets.Decode(cabinetTable[seller], &got); err != nil {
+			t.Fatalf("%s: %v", seller, err)
+		}
+		if ok, diff := cabinet.Equal(&got, w); !ok {
+			t.Errorf("cabinet != recount: %s", diff)
+		}
+	}
+	return len(want)
 }
