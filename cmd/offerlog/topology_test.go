@@ -53,7 +53,7 @@ type cluster struct {
 	net      *hostNet
 	m        *manifests
 	secrets  string
-	brokers  []string // the broker's address, as the test's clients reach it
+	brokers  []string          // the broker's address, as the test's clients reach it
 	settings map[string]string // the ConfigMap's settings
 	local    map[string]string // those of them rewritten to local ones
 	static   bool
