@@ -31,6 +31,14 @@ type consumed struct {
 	Undecodable string `json:"undecodable,omitempty"`
 }
 
+// consumedMembers are consumed's JSON members, key and value first: what
+// produce takes back.
+var consumedMembers = []string{"key", "value", "partition", "offset", "timestamp", "schema", "undecodable"}
+
+// base64Note ends the undecodable reason of a value consume shows in
+// base64 (it was not UTF-8).
+const base64Note = " (value shown in base64)"
+
 func runConsume(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	f := newFlags("consume", stderr)
 	brokers := f.brokers()
@@ -129,7 +137,7 @@ func consumedOf(r *kgo.Record) consumed {
 		c.Value = string(r.Value)
 	} else {
 		c.Value = base64.StdEncoding.EncodeToString(r.Value)
-		c.Undecodable += " (value shown in base64)"
+		c.Undecodable += base64Note
 	}
 	return c
 }
