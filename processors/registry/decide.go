@@ -380,12 +380,16 @@ func Validate(doc *schemas.RawDocument, schema *schemas.EpochSchema) error {
 	return nil
 }
 
-// MaxRecentVerdicts is how many verdicts a record remembers. A message is
-// decided again after a crash only if it came after the input's last commit
-// (streams commits every 250 ms); within that window a key rarely gets more
-// messages than this. One that does is decided again against the current
-// record and counted in offerlog_registry_redelivered_total.
-const MaxRecentVerdicts = 16
+// MaxRecentVerdicts bounds the verdicts a record remembers. A message is
+// decided again after a crash only if its batch's mark was lost (the table
+// group skips what its marks name as applied), so a record needs the
+// verdicts of its key's messages after the input's applied offset, no
+// more (Remember): one batch's worth. The bound holds a record's size if a
+// key gets more messages than this in one batch; one of those decided
+// again after a crash is counted in offerlog_registry_redelivered_total.
+// (It was 16 verdicts of any age: a key with more messages in one batch
+// than that was answered differently after a crash.)
+const MaxRecentVerdicts = 1024
 
 // Recall looks for the verdict the registry gave before on message
 // (partition, offset) of the record's key. found is true if the record
@@ -408,19 +412,25 @@ func Recall(r *schemas.RegistryRecord, partition int32, offset int64) (v schemas
 	return v, false, seen
 }
 
-// Remember returns a copy of next that remembers the verdicts prev did and
-// the verdict on message (partition, offset), the last MaxRecentVerdicts.
-func Remember(prev, next *schemas.RegistryRecord, partition int32, offset int64, verdict schemas.Decision, reason string) *schemas.RegistryRecord {
+// Remember returns a copy of next that remembers the verdicts prev did on
+// messages after applied (the input partition's applied offset,
+// streams.TableBatch.Applied: those at or before it are never delivered
+// again), and the verdict on message (partition, offset); at most
+// MaxRecentVerdicts, the last.
+func Remember(prev, next *schemas.RegistryRecord, partition int32, offset int64, verdict schemas.Decision, reason string, applied int64) *schemas.RegistryRecord {
 	out := *next
 	var history []schemas.RecentVerdict
 	if prev != nil {
-		history = prev.RecentVerdicts
+		for _, rv := range prev.RecentVerdicts {
+			if rv.Partition != partition || rv.Offset > applied {
+				history = append(history, rv)
+			}
+		}
 	}
 	if len(history) >= MaxRecentVerdicts {
 		history = history[len(history)-MaxRecentVerdicts+1:]
 	}
-	out.RecentVerdicts = append(append(make([]schemas.RecentVerdict, 0, len(history)+1), history...),
-		schemas.RecentVerdict{Partition: partition, Offset: offset, Verdict: verdict, Reason: reason})
+	out.RecentVerdicts = append(history, schemas.RecentVerdict{Partition: partition, Offset: offset, Verdict: verdict, Reason: reason})
 	return &out
 }
 

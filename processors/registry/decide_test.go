@@ -226,19 +226,40 @@ func TestRecallAndRemember(t *testing.T) {
 	if _, found, seen := Recall(rec, 1, 5); found || seen {
 		t.Fatal("another partition's offset compared")
 	}
+	// Every verdict after the applied offset is remembered, however many.
 	r := rec
-	for o := int64(11); o < 11+MaxRecentVerdicts+3; o++ {
-		r = Remember(r, r, 2, o, schemas.Stale, fmt.Sprint("older ", o))
+	for o := int64(11); o < 11+40; o++ {
+		r = Remember(r, r, 2, o, schemas.Stale, fmt.Sprint("older ", o), 10)
+	}
+	if len(r.RecentVerdicts) != 40 {
+		t.Fatalf("%d verdicts remembered, want the 40 after the applied offset", len(r.RecentVerdicts))
+	}
+	if v, found, _ := Recall(r, 2, 11); !found || v.Reason != "older 11" {
+		t.Fatalf("the first verdict after the applied offset: %+v %v", v, found)
+	}
+	// Once the input's mark names offset 30 applied, what is at or before
+	// it is forgotten: it is never delivered again.
+	r = Remember(r, r, 2, 51, schemas.Stale, "older 51", 30)
+	if len(r.RecentVerdicts) != 21 {
+		t.Fatalf("%d verdicts remembered, want 31..51", len(r.RecentVerdicts))
+	}
+	if _, found, seen := Recall(r, 2, 30); found || !seen {
+		t.Fatal("a verdict at the applied offset is kept, or its message not seen")
+	}
+	if v, found, _ := Recall(r, 2, 31); !found || v.Reason != "older 31" {
+		t.Fatalf("the verdict after the applied offset: %+v %v", v, found)
+	}
+	// Another partition's verdicts are not the applied offset's to drop.
+	r = Remember(r, r, 3, 5, schemas.Stale, "other", 30)
+	if _, found, _ := Recall(r, 2, 31); !found {
+		t.Fatal("partition 3's applied offset dropped partition 2's verdicts")
+	}
+	// A bound holds a record's size.
+	for o := int64(100); o < 100+MaxRecentVerdicts+3; o++ {
+		r = Remember(r, r, 2, o, schemas.Stale, "many", 30)
 	}
 	if len(r.RecentVerdicts) != MaxRecentVerdicts {
-		t.Fatalf("%d verdicts remembered", len(r.RecentVerdicts))
-	}
-	last := int64(11 + MaxRecentVerdicts + 2)
-	if v, found, _ := Recall(r, 2, last); !found || v.Reason != fmt.Sprint("older ", last) {
-		t.Fatalf("the last verdict: %+v %v", v, found)
-	}
-	if _, found, seen := Recall(r, 2, 11); found || !seen {
-		t.Fatal("a forgotten verdict is found, or its message not seen")
+		t.Fatalf("%d verdicts remembered, bound %d", len(r.RecentVerdicts), MaxRecentVerdicts)
 	}
 	if len(rec.RecentVerdicts) != 0 {
 		t.Fatal("Remember changed its input")
