@@ -34,7 +34,7 @@ func checkTopic(ctx context.Context, brokers []string, topic string, timeout tim
 	case err != nil:
 		return fmt.Errorf("cannot reach the brokers %s: %w", strings.Join(brokers, ","), err)
 	case !listed.Has(topic):
-		return fmt.Errorf("topic %q does not exist on %s (offerlog topics list shows the catalogue)", topic, strings.Join(brokers, ","))
+		return fmt.Errorf("topic %q does not exist on %s: offerlog topics ensure creates the catalogue (offerlog topics list shows it)", topic, strings.Join(brokers, ","))
 	}
 	if d := listed[topic]; d.Err != nil {
 		return fmt.Errorf("topic %q on %s: %w", topic, strings.Join(brokers, ","), d.Err)

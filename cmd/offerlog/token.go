@@ -12,12 +12,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
 )
 
 // tokenFlag is how a CLI command that calls offerlog's servers finds its
@@ -95,6 +97,13 @@ func runToken(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		if err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
+		// A cluster whose catalogue was never made still takes a token:
+		// its topic is the one the token needs.
+		if created, err := ensureTokenTopic(ctx, *brokers); err != nil {
+			return err
+		} else if created {
+			fmt.Fprintf(stderr, "created %s (the rest of the catalogue: offerlog topics ensure)\n", topics.AuthTokens)
+		}
 		if err := appendToken(ctx, *brokers, rec); err != nil {
 			return err
 		}
@@ -104,6 +113,9 @@ func runToken(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	case "revoke":
 		if f.NArg() != 1 {
 			return fmt.Errorf("%w: revoke takes one token id", errUsage)
+		}
+		if err := checkTopic(ctx, *brokers, topics.AuthTokens, *timeout); err != nil {
+			return err
 		}
 		store, err := auth.ReadAll(ctx, *brokers)
 		if err != nil {
@@ -123,6 +135,9 @@ func runToken(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		fmt.Fprintf(stdout, "token %s revoked\n", rec.ID)
 		return nil
 	case "list":
+		if err := checkTopic(ctx, *brokers, topics.AuthTokens, *timeout); err != nil {
+			return err
+		}
 		store, err := auth.ReadAll(ctx, *brokers)
 		if err != nil {
 			return err
@@ -164,4 +179,19 @@ func appendToken(ctx context.Context, brokers []string, rec *schemas.Token) erro
 	}
 	defer p.Close()
 	return auth.Append(ctx, p, rec)
+}
+
+// ensureTokenTopic creates auth.tokens as the catalogue says if the
+// cluster lacks it, and reports whether it did.
+func ensureTokenTopic(ctx context.Context, brokers []string) (bool, error) {
+	cl, err := streams.NewClient(brokers)
+	if err != nil {
+		return false, err
+	}
+	defer cl.Close()
+	created, err := topics.Ensure(ctx, kadm.NewClient(cl), -1, []topics.Topic{topics.Find(topics.AuthTokens, 1)})
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", topics.AuthTokens, err)
+	}
+	return len(created) > 0, nil
 }

@@ -15,12 +15,17 @@ import (
 func TestTokenCreateListRevoke(t *testing.T) {
 	b := testkit.Broker(t, "")
 	addr := b.Addrs()[0]
-	if code, _, stderr := offerlog(t, "", "topics", "ensure", "--brokers", addr, "--partitions", "2"); code != 0 {
-		t.Fatalf("topics ensure: %d %s", code, stderr)
+	// Before the catalogue: list says which command makes it; create makes
+	// the one topic a token needs.
+	if code, _, stderr := offerlog(t, "", "token", "list", "--brokers", addr); code != 1 || !strings.Contains(stderr, "offerlog topics ensure") {
+		t.Fatalf("token list without auth.tokens: %d %s", code, stderr)
 	}
 	code, out, stderr := offerlog(t, "", "token", "create", "--seller", "s1", "--ttl", "1h", "--brokers", addr)
-	if code != 0 {
-		t.Fatalf("token create: %d %s", code, stderr)
+	if code != 0 || !strings.Contains(stderr, "created auth.tokens") {
+		t.Fatalf("token create on a cluster without the catalogue: %d %s", code, stderr)
+	}
+	if code, _, stderr := offerlog(t, "", "topics", "ensure", "--brokers", addr, "--partitions", "2"); code != 0 {
+		t.Fatalf("topics ensure: %d %s", code, stderr)
 	}
 	text := strings.TrimSpace(out)
 	if !strings.HasPrefix(text, "olt_") || strings.Contains(text, "\n") {

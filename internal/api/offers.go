@@ -234,6 +234,21 @@ func taskOf(w http.ResponseWriter, r *http.Request) (int64, bool) {
 // feedCollectEvery is how much of an upload is decoded between collections.
 const feedCollectEvery = 16 << 20
 
+// maxFeedLine bounds one item (one line) of a feed upload.
+const maxFeedLine = 2 << 20
+
+// tooLarge is a part of a request over its limit: a 413 that says the
+// limit.
+type tooLarge struct {
+	what  string
+	limit int
+	unit  string
+}
+
+func (e *tooLarge) Error() string {
+	return fmt.Sprintf("%s is longer than %d bytes (%d MiB), the most %s may take", e.what, e.limit, e.limit>>20, e.unit)
+}
+
 // maxFeedBody bounds one upload request; bigger feeds come in several.
 const maxFeedBody = 64 << 20
 
@@ -269,9 +284,9 @@ func (s *Server) feedItems(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		sc := bufio.NewScanner(spool)
-		sc.Buffer(make([]byte, 0, 1<<16), 2<<20)
-		read := 0
-		for n := 1; sc.Scan(); n++ {
+		sc.Buffer(make([]byte, 0, 1<<16), maxFeedLine)
+		read, n := 0, 1
+		for ; sc.Scan(); n++ {
 			// Decoding makes garbage in proportion to the upload; collect
 			// it every 16 MiB rather than let a large upload grow the heap
 			// by the collector's slack (+150 MiB for 60 MB, measured).
@@ -296,14 +311,20 @@ func (s *Server) feedItems(w http.ResponseWriter, r *http.Request) {
 				return err
 			}
 		}
-		if err := sc.Err(); err != nil {
-			return fieldErr("body", "a line is longer than 2 MiB: %v", err)
+		if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+			return &tooLarge{what: fmt.Sprintf("line %d", n), limit: maxFeedLine, unit: "one item"}
+		} else if err != nil {
+			return fmt.Errorf("read the items: %w", err)
 		}
 		return nil
 	}
 	n, err := s.cfg.Offers.FeedItems(r.Context(), r.PathValue("seller"), task, src)
 	var fe *FieldError
+	var tl *tooLarge
 	switch {
+	case errors.As(err, &tl):
+		writeError(w, http.StatusRequestEntityTooLarge, &FieldError{Field: tl.what, Reason: tl.Error()})
+		return
 	case errors.As(err, &fe):
 		writeError(w, http.StatusBadRequest, fe)
 		return

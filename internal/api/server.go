@@ -491,6 +491,12 @@ func (s *Server) getDocument(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	client, pk := r.PathValue("client"), r.PathValue("pk")
+	// A key no document can have is the caller's mistake, said as such,
+	// as a write of it is: not a 404 of a document that might come.
+	if err := schemas.CheckKey(pk); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, fieldErr("pk", "%v", err))
+		return
+	}
 	minVersion, ok := minVersion(w, r)
 	if !ok {
 		return

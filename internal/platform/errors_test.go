@@ -1,0 +1,48 @@
+package platform_test
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/offerlog/offerlog/internal/platform/platformtest"
+)
+
+// goInternals are words of Go's own error texts that no answer of offerlog
+// should pass on to a client: they say where the code failed, not what
+// the caller sent.
+var goInternals = regexp.MustCompile(`bufio|runtime|json: |Go struct|Go value|unexpected EOF|strconv\.|\*[a-z]+\.[A-Z]`)
+
+// TestErrorsSayWhy sends what a client gets wrong to a running platform,
+// through its HTTP listener, and checks each answer names the cause and
+// the part at fault with the right status, in words, not Go's.
+func TestErrorsSayWhy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	r := platformtest.Start(t, platformtest.Config(t.TempDir()))
+	base := "http://" + r.Info.HTTPAddr
+	s, body := call(t, "PUT", base+"/v1/clients/shop/epochs/1", epochBody)
+	expect(t, "register epoch", s, body, http.StatusCreated, `"epoch":1`)
+
+	for _, c := range []struct {
+		what, method, path, body string
+		status                   int
+		want                     string
+	}{
+		{"a pk over 1 KiB", "GET", "/v1/clients/shop/documents/" + strings.Repeat("k", 1025), "", 422, `"field":"pk"`},
+		{"a pk not UTF-8", "GET", "/v1/clients/shop/documents/a%FFb", "", 422, `not valid UTF-8`},
+		{"a pk with a control character", "GET", "/v1/clients/shop/documents/a%01b", "", 422, `control character`},
+		{"a feed line over the limit", "POST", "/v1/sellers/s1/feeds/1",
+			`{"external_id":"e1","offer":{"title":"` + strings.Repeat("x", 3<<20) + `"}}` + "\n", 413, `"field":"line 1"`},
+	} {
+		s, body := call(t, c.method, base+c.path, c.body)
+		expect(t, c.what, s, body, c.status, c.want)
+		if goInternals.MatchString(body) {
+			t.Errorf("%s: the answer passes on Go's own words: %s", c.what, body)
+		}
+	}
+	s, body = call(t, "POST", base+"/v1/sellers/s1/feeds/1", `{"external_id":"e1","offer":{"title":"`+strings.Repeat("x", 3<<20)+`"}}`+"\n")
+	expect(t, "the feed line's limit in its answer", s, body, 413, "2097152 bytes")
+}
