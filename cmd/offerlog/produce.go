@@ -52,7 +52,7 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	opts := []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond), kgo.RecordDeliveryTimeout(*timeout)}
+		kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5 * time.Millisecond), kgo.RecordDeliveryTimeout(*timeout)}
 	if keep.partition {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
