@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -262,6 +264,42 @@ func (c *Client) route(keys []string) (map[string][]string, []string) {
 	return out, orphans
 }
 
+// noShard is ErrNoShard for orphans, naming the partitions nobody holds
+// and what the servers known hold, so that the answer says which shard is
+// missing and not only that time ran out (cause, if the wait was cut).
+func (c *Client) noShard(orphans []string, cause error) error {
+	c.mu.Lock()
+	var held []string
+	partitions := int32(0)
+	for _, h := range slices.Sorted(maps.Keys(c.shards)) {
+		if sh := c.shards[h]; sh != nil && sh.Partitions > 0 {
+			partitions = sh.Partitions
+			held = append(held, fmt.Sprintf("%s holds partitions [%d, %d)", h, sh.Lo, sh.Hi))
+		}
+	}
+	c.mu.Unlock()
+	var missing []string
+	for _, k := range orphans[:min(len(orphans), 5)] {
+		if partitions > 0 {
+			missing = append(missing, fmt.Sprintf("%q (partition %d of %d)", k, streams.Partition(k, partitions), partitions))
+		} else {
+			missing = append(missing, fmt.Sprintf("%q", k))
+		}
+	}
+	if len(orphans) > 5 {
+		missing = append(missing, fmt.Sprintf("and %d more", len(orphans)-5))
+	}
+	known := "no server answered yet"
+	if len(held) > 0 {
+		known = strings.Join(held, "; ")
+	}
+	err := fmt.Errorf("%w: keys %s; %s", ErrNoShard, strings.Join(missing, ", "), known)
+	if cause != nil {
+		err = fmt.Errorf("%w (waited until %w)", err, cause)
+	}
+	return err
+}
+
 // Get returns the values of keys (a key the table does not hold has no
 // entry). It waits up to NoShardWait for shards of keys no known server
 // holds, and fails only when some key has no shard or every replica of its
@@ -312,11 +350,11 @@ func (c *Client) get(ctx context.Context, keys []string, after map[int32]int64) 
 			return nil, refused
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w: %v", ErrNoShard, orphans)
+			return nil, c.noShard(orphans, nil)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, c.noShard(orphans, ctx.Err())
 		case <-pinged:
 		case <-time.After(c.cfg.PingPeriod):
 		}

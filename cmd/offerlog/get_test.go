@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/serving"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -52,5 +54,45 @@ func TestGetWaitsForAShardOwner(t *testing.T) {
 	r := <-done
 	if r.code != 0 || !strings.Contains(r.out, "k1\t") || !strings.Contains(r.out, "djE=") { // base64 of v1
 		t.Fatalf("get: %d %q %s", r.code, r.out, r.stderr)
+	}
+}
+
+// TestGetNamesTheShardNobodyHolds: with one server of a table's two
+// shards, get of a key of the other shard fails saying which partition
+// nobody holds and what the server known holds, not only that its time ran
+// out.
+func TestGetNamesTheShardNobodyHolds(t *testing.T) {
+	b := testkit.Broker(t, "")
+	testkit.EnsureTopics(t, b.Addrs(), []topics.Topic{{Name: "tbl2", Partitions: 2, Compacted: true}})
+	srv, err := serving.NewServer(serving.ServerConfig{Brokers: b.Addrs(), Table: "tbl2", Shards: 2, DC: "dc1", Host: "h1",
+		Owner: serving.Static{Shard: 0}, Logger: testkit.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-served })
+	key, other := "", ""
+	for i := 0; key == "" || other == ""; i++ {
+		if k := fmt.Sprint("k", i); streams.Partition(k, 2) == 1 {
+			key = k
+		} else {
+			other = k
+		}
+	}
+	// The server holds its shard: a key of it is answered (none).
+	if code, out, stderr := offerlog(t, "", "get", "--hosts", ln.Addr().String(), "--table", "tbl2", "--timeout", "60s", other); code != 0 ||
+		!strings.Contains(out, other+"\tnull") {
+		t.Fatalf("get of a key of the shard held: %d %q %s", code, out, stderr)
+	}
+	code, _, stderr := offerlog(t, "", "get", "--hosts", ln.Addr().String(), "--table", "tbl2", "--timeout", "2s", key)
+	if code != 1 || !strings.Contains(stderr, "no server holds the shard") || !strings.Contains(stderr, "(partition 1 of 2)") ||
+		!strings.Contains(stderr, "holds partitions [0, 1)") {
+		t.Fatalf("get of a key of a shard nobody holds: %d %s", code, stderr)
 	}
 }
