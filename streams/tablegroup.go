@@ -444,20 +444,6 @@ func (b *TableBatch) Set(key string, value []byte) {
 	b.sets[key] = value
 }
 
-// Applied is the offset of the last record of the batch's input partition
-// that the table had applied, its batch's mark written, before this batch
-// (-1: none). Records at or before it are never handed to the handler
-// again; records after it may have been handled before a crash that lost
-// their batch's mark, their table values and outputs written: what a
-// handler remembers to answer them the same way may forget what is at or
-// before it.
-func (b *TableBatch) Applied() int64 {
-	if o, ok := b.st.applied[b.Topic]; ok {
-		return o
-	}
-	return -1
-}
-
 // Emit writes out, an output of the input record in, with the batch: to the
 // partition its key hashes to, as a goka emit does. A replay drops (or
 // marks) the outputs of input records the group had processed before it.

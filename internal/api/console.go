@@ -187,15 +187,22 @@ func (s *Server) consoleAdmin(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// sameOrigin reports whether a form was posted from this site: a browser
-// sends Origin with every POST (the cookie is SameSite=Strict too).
-func sameOrigin(r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true // not a browser's cross-site form
-	}
-	u, err := url.Parse(origin)
-	return err == nil && u.Host == r.Host
+// crossOrigin is Go's check of cross-site requests (Sec-Fetch-Site, else
+// Origin against Host): a form the console takes must come from its own
+// pages. Requests of clients that are not browsers carry neither header
+// and pass (they send tokens, which a cross-site form cannot).
+var crossOrigin = http.NewCrossOriginProtection()
+
+// sameOrigin reports whether a form was posted from this site (the cookie
+// is SameSite=Strict too).
+func sameOrigin(r *http.Request) bool { return crossOrigin.Check(r) == nil }
+
+// viaHTTPS reports whether the client reached the console over HTTPS:
+// this listener's TLS, or a TLS-terminating proxy in front of it (the
+// shipped Ingress) that says so. Believing the header only ever makes the
+// cookie stricter: a browser sends a Secure cookie over HTTPS alone.
+func viaHTTPS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 func (s *Server) consoleLogin(w http.ResponseWriter, r *http.Request) {
@@ -218,7 +225,7 @@ func (s *Server) consoleLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: consoleCookie, Value: token, Path: "/console", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int((12 * time.Hour).Seconds())})
+		Secure: viaHTTPS(r), SameSite: http.SameSiteStrictMode, MaxAge: int((12 * time.Hour).Seconds())})
 	http.Redirect(w, r, "/console", http.StatusSeeOther)
 }
 

@@ -145,4 +145,29 @@ func TestConsoleInABrowser(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("a cross-site re-drive: %v %v, want 400", resp, err)
 	}
+	// So is one a browser marks cross-site without an Origin.
+	req, _ = http.NewRequest("POST", base+"/console/logout", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a cross-site sign-out: %v %v, want 403", resp, err)
+	}
+	// The session cookie is Secure whenever the browser came over HTTPS:
+	// behind the shipped TLS-terminating Ingress too.
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for proto, secure := range map[string]bool{"": false, "https": true} {
+		req, _ := http.NewRequest("POST", base+"/console/login", strings.NewReader("token="+s.admin))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if proto != "" {
+			req.Header.Set("X-Forwarded-Proto", proto)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		cookie := resp.Header.Get("Set-Cookie")
+		if resp.StatusCode != http.StatusSeeOther || strings.Contains(cookie, "; Secure") != secure {
+			t.Errorf("sign-in with X-Forwarded-Proto %q: %d, cookie %q, want Secure %v", proto, resp.StatusCode, cookie, secure)
+		}
+	}
 }

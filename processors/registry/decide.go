@@ -380,16 +380,20 @@ func Validate(doc *schemas.RawDocument, schema *schemas.EpochSchema) error {
 	return nil
 }
 
-// MaxRecentVerdicts bounds the verdicts a record remembers. A message is
-// decided again after a crash only if its batch's mark was lost (the table
-// group skips what its marks name as applied), so a record needs the
-// verdicts of its key's messages after the input's applied offset, no
-// more (Remember): one batch's worth. The bound holds a record's size if a
-// key gets more messages than this in one batch; one of those decided
-// again after a crash is counted in offerlog_registry_redelivered_total.
-// (It was 16 verdicts of any age: a key with more messages in one batch
-// than that was answered differently after a crash.)
-const MaxRecentVerdicts = 1024
+// A message is decided again after a crash only if its batch's mark was
+// lost (the table group skips what its marks name as applied): the
+// messages of one batch, at most a poll's (streams' MaxPollRecords, 10 000)
+// of one partition. A record remembers the verdicts of its key's messages
+// within RememberWindow offsets of the newest, which holds any batch; what
+// it keeps is a function of the log alone, so a replay writes the same
+// record. (It kept the last 16 verdicts: a key with more messages than that
+// in one batch was answered differently after a crash.)
+const RememberWindow = 40_000
+
+// MaxRecentVerdicts bounds a record's size should one key get more
+// messages than this within RememberWindow; one of those decided again
+// after a crash is counted in offerlog_registry_redelivered_total.
+const MaxRecentVerdicts = 256
 
 // Recall looks for the verdict the registry gave before on message
 // (partition, offset) of the record's key. found is true if the record
@@ -413,16 +417,15 @@ func Recall(r *schemas.RegistryRecord, partition int32, offset int64) (v schemas
 }
 
 // Remember returns a copy of next that remembers the verdicts prev did on
-// messages after applied (the input partition's applied offset,
-// streams.TableBatch.Applied: those at or before it are never delivered
-// again), and the verdict on message (partition, offset); at most
-// MaxRecentVerdicts, the last.
-func Remember(prev, next *schemas.RegistryRecord, partition int32, offset int64, verdict schemas.Decision, reason string, applied int64) *schemas.RegistryRecord {
+// messages of partition within RememberWindow offsets before offset, and
+// the verdict on message (partition, offset); at most MaxRecentVerdicts,
+// the last.
+func Remember(prev, next *schemas.RegistryRecord, partition int32, offset int64, verdict schemas.Decision, reason string) *schemas.RegistryRecord {
 	out := *next
 	var history []schemas.RecentVerdict
 	if prev != nil {
 		for _, rv := range prev.RecentVerdicts {
-			if rv.Partition != partition || rv.Offset > applied {
+			if rv.Partition != partition || rv.Offset > offset-RememberWindow {
 				history = append(history, rv)
 			}
 		}

@@ -226,37 +226,37 @@ func TestRecallAndRemember(t *testing.T) {
 	if _, found, seen := Recall(rec, 1, 5); found || seen {
 		t.Fatal("another partition's offset compared")
 	}
-	// Every verdict after the applied offset is remembered, however many.
+	// Every verdict of the window is remembered, however many: more than
+	// the 16 it once kept.
 	r := rec
 	for o := int64(11); o < 11+40; o++ {
-		r = Remember(r, r, 2, o, schemas.Stale, fmt.Sprint("older ", o), 10)
+		r = Remember(r, r, 2, o, schemas.Stale, fmt.Sprint("older ", o))
 	}
 	if len(r.RecentVerdicts) != 40 {
-		t.Fatalf("%d verdicts remembered, want the 40 after the applied offset", len(r.RecentVerdicts))
+		t.Fatalf("%d verdicts remembered, want all 40 of the window", len(r.RecentVerdicts))
 	}
 	if v, found, _ := Recall(r, 2, 11); !found || v.Reason != "older 11" {
-		t.Fatalf("the first verdict after the applied offset: %+v %v", v, found)
+		t.Fatalf("the first verdict of the window: %+v %v", v, found)
 	}
-	// Once the input's mark names offset 30 applied, what is at or before
-	// it is forgotten: it is never delivered again.
-	r = Remember(r, r, 2, 51, schemas.Stale, "older 51", 30)
-	if len(r.RecentVerdicts) != 21 {
-		t.Fatalf("%d verdicts remembered, want 31..51", len(r.RecentVerdicts))
-	}
+	// A message RememberWindow offsets on, the old ones are forgotten: no
+	// batch reaches back so far.
+	far := int64(30 + RememberWindow)
+	r = Remember(r, r, 2, far, schemas.Stale, "far")
 	if _, found, seen := Recall(r, 2, 30); found || !seen {
-		t.Fatal("a verdict at the applied offset is kept, or its message not seen")
+		t.Fatal("a verdict a window back is kept, or its message not seen")
 	}
 	if v, found, _ := Recall(r, 2, 31); !found || v.Reason != "older 31" {
-		t.Fatalf("the verdict after the applied offset: %+v %v", v, found)
+		t.Fatalf("the verdict just within the window: %+v %v", v, found)
 	}
-	// Another partition's verdicts are not the applied offset's to drop.
-	r = Remember(r, r, 3, 5, schemas.Stale, "other", 30)
-	if _, found, _ := Recall(r, 2, 31); !found {
-		t.Fatal("partition 3's applied offset dropped partition 2's verdicts")
+	// Another partition's verdicts are not this one's offsets to drop.
+	r = Remember(r, r, 3, 5, schemas.Stale, "other")
+	r = Remember(r, r, 2, far+RememberWindow, schemas.Stale, "later")
+	if _, found, _ := Recall(r, 3, 5); !found {
+		t.Fatal("partition 2's offsets dropped partition 3's verdict")
 	}
 	// A bound holds a record's size.
-	for o := int64(100); o < 100+MaxRecentVerdicts+3; o++ {
-		r = Remember(r, r, 2, o, schemas.Stale, "many", 30)
+	for o := far; o < far+MaxRecentVerdicts+3; o++ {
+		r = Remember(r, r, 4, o, schemas.Stale, "many")
 	}
 	if len(r.RecentVerdicts) != MaxRecentVerdicts {
 		t.Fatalf("%d verdicts remembered, bound %d", len(r.RecentVerdicts), MaxRecentVerdicts)

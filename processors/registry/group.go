@@ -173,7 +173,7 @@ func (h *handler) ingest(ctx context.Context, b *streams.TableBatch, records *st
 		next = out.Record
 	}
 	if next != nil && (out.Verdict == schemas.Accepted || out.Verdict == schemas.Stale) {
-		out.Write, out.Record = true, Remember(cur, next, r.Partition, r.Offset, out.Verdict, out.Reason, b.Applied())
+		out.Write, out.Record = true, Remember(cur, next, r.Partition, r.Offset, out.Verdict, out.Reason)
 	}
 	h.apply(b, records, r, out)
 	verdict.Verdict, verdict.Reason = out.Verdict, out.Reason

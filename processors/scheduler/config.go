@@ -1,10 +1,13 @@
 package scheduler
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"time"
 
@@ -67,6 +70,10 @@ func DefaultConfig() Config {
 	return Config{Stages: []StageConfig{{Name: "expiry", Builtin: "expiry", Days: DefaultExpiryDays, MaxParallelism: 4}}}
 }
 
+// yamlTypes is the Go type names in the YAML decoder's errors, which say
+// nothing to whoever wrote the file.
+var yamlTypes = regexp.MustCompile(` in type [\w.]+| into [\w.\[\]]+`)
+
 // LoadConfig reads a YAML stages file.
 func LoadConfig(path string) (Config, error) {
 	raw, err := os.ReadFile(path)
@@ -74,8 +81,12 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, fmt.Errorf("stages: %w", err)
 	}
 	var c Config
-	if err := yaml.Unmarshal(raw, &c); err != nil {
-		return Config{}, fmt.Errorf("stages %s: %w", path, err)
+	// Strict: a misspelt key (rate_limt:) is an error naming its line, not
+	// a stage silently left unlimited.
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("stages %s: %s", path, yamlTypes.ReplaceAllString(err.Error(), ""))
 	}
 	return c, c.Validate()
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -221,6 +222,21 @@ func TestLoadConfig(t *testing.T) {
 	}
 	if _, err := LoadConfig(path); err == nil {
 		t.Error("a stage without builtin or address loaded")
+	}
+	// A misspelt key is an error naming its line, in the file's words.
+	if err := os.WriteFile(path, []byte("stages:\n  - name: price\n    address: price:9000\n    rate_limt: 50\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadConfig(path)
+	if err == nil || !strings.Contains(err.Error(), "line 4: field rate_limt not found") || strings.Contains(err.Error(), "StageConfig") {
+		t.Errorf("a misspelt key: %v", err)
+	}
+	// An empty file is no stages, not an error.
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(path); err != nil {
+		t.Errorf("an empty stages file: %v", err)
 	}
 }
 
