@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime/debug"
 	"time"
 
@@ -90,15 +91,26 @@ func (b Backoff) withDefaults() Backoff {
 	return b
 }
 
-// Wait returns the wait before call number attempt+1, after attempt calls
-// failed (attempt ≥ 1).
-func (b Backoff) Wait(attempt int) time.Duration {
+// Ceiling returns the longest wait before call number attempt+1, after
+// attempt calls failed (attempt ≥ 1): Initial doubled attempt-1 times, at
+// most Max. Something due at a time computed again later (the indexer's
+// retry queue) waits this, the same every time.
+func (b Backoff) Ceiling(attempt int) time.Duration {
 	b = b.withDefaults()
 	d := b.Initial
 	for i := 1; i < attempt && d < b.Max; i++ {
 		d *= 2
 	}
 	return min(d, b.Max)
+}
+
+// Wait returns the wait before call number attempt+1: a random point of
+// the upper half of Ceiling(attempt) ("equal jitter"), so that replicas
+// failing together (against one YDB, one stage) do not retry in step, and
+// every wait is still at least half the ceiling.
+func (b Backoff) Wait(attempt int) time.Duration {
+	c := b.Ceiling(attempt)
+	return c/2 + rand.N(c/2+1)
 }
 
 // GaveUpError is what Retry returns when every attempt failed.

@@ -46,3 +46,24 @@ func TestMiddleware(t *testing.T) {
 		t.Fatalf("panics: %v", err)
 	}
 }
+
+func TestBackoffJitters(t *testing.T) {
+	b := Backoff{Initial: 100 * time.Millisecond, Max: time.Second}
+	if got := b.Ceiling(3); got != 400*time.Millisecond {
+		t.Fatalf("ceiling of the third wait: %v, want 400ms", got)
+	}
+	if got := b.Ceiling(10); got != time.Second {
+		t.Fatalf("ceiling past Max: %v", got)
+	}
+	seen := map[time.Duration]bool{}
+	for range 200 {
+		w := b.Wait(3)
+		if w < 200*time.Millisecond || w > 400*time.Millisecond {
+			t.Fatalf("wait %v outside the upper half of 400ms", w)
+		}
+		seen[w] = true
+	}
+	if len(seen) < 50 {
+		t.Errorf("200 waits took %d values: replicas would retry in step", len(seen))
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/streams"
 )
 
 // supervisor starts every background goroutine of the platform, so that
@@ -80,13 +81,14 @@ func (s *supervisor) Err() error {
 }
 
 // Go runs fn until ctx is done. With restart, an error is logged and fn runs
-// again after a backoff of 1 s doubling to 30 s; without, it stops the
-// platform.
+// again after a backoff of 1 s doubling to 30 s, jittered; without, it
+// stops the platform.
 func (s *supervisor) Go(ctx context.Context, name string, restart bool, fn func(context.Context) error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		backoff := time.Second
+		restarts := streams.Backoff{Initial: time.Second, Max: 30 * time.Second}
+		attempt := 0
 		for {
 			start := time.Now()
 			err := fn(ctx)
@@ -102,8 +104,10 @@ func (s *supervisor) Go(ctx context.Context, name string, restart bool, fn func(
 				return
 			}
 			if time.Since(start) > time.Minute {
-				backoff = time.Second
+				attempt = 0 // it ran a while: start the waits over
 			}
+			attempt++
+			backoff := restarts.Wait(attempt)
 			s.log.Error("component failed, restarting", "component", name, "in", backoff, "err", err)
 			if s.restarts != nil {
 				s.restarts.With(name).Inc()
@@ -115,7 +119,6 @@ func (s *supervisor) Go(ctx context.Context, name string, restart bool, fn func(
 			case <-time.After(backoff):
 			}
 			s.setDown(name, nil)
-			backoff = min(2*backoff, 30*time.Second)
 		}
 	}()
 }

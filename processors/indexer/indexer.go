@@ -249,7 +249,7 @@ func Replay(ctx context.Context, cfg Config) error {
 // Backoff returns the wait before retry number attempts: min doubled per
 // earlier attempt, at most max (streams.Backoff's rule).
 func Backoff(attempts int, min, max time.Duration) time.Duration {
-	return streams.Backoff{Initial: min, Max: max}.Wait(attempts)
+	return streams.Backoff{Initial: min, Max: max}.Ceiling(attempts)
 }
 
 type job struct {

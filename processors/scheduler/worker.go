@@ -168,9 +168,9 @@ func (w *worker) giveUp(ctx context.Context, r *kgo.Record, rec *schemas.OfferRe
 // failures; a stage that answers with an error is tried max_failures
 // times. It returns the last error once it gives up.
 func (w *worker) call(ctx context.Context, rec *schemas.OfferRecord, st schemas.StageState, queued time.Time) (Result, error) {
-	backoff := w.backoff
+	retries := streams.Backoff{Initial: w.backoff, Max: 10 * time.Second}
 	var away time.Time // since when the stage is away, zero while it answers
-	for failures := 0; ; {
+	for failures, attempt := 0, 1; ; attempt++ {
 		if err := w.limit.wait(ctx); err != nil {
 			return Result{}, err
 		}
@@ -206,9 +206,8 @@ func (w *worker) call(ctx context.Context, rec *schemas.OfferRecord, st schemas.
 		select {
 		case <-ctx.Done():
 			return Result{}, ctx.Err()
-		case <-time.After(backoff):
+		case <-time.After(retries.Wait(attempt)):
 		}
-		backoff = min(2*backoff, 10*time.Second)
 	}
 }
 
