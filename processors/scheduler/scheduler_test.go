@@ -192,7 +192,7 @@ func TestLimiterPaces(t *testing.T) {
 	l := newLimiter(50)
 	start := time.Now()
 	for range 11 {
-		if err := l.wait(context.Background()); err != nil {
+		if err := l.Wait(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}

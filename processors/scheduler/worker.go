@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/offerlog/offerlog/third_party/forked/goka"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/time/rate"
 
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
@@ -26,40 +26,13 @@ func Group(stage string, low bool) string {
 	return "scheduler-" + stage
 }
 
-// limiter paces calls: at most rate per second (0: unlimited).
-type limiter struct {
-	mu   sync.Mutex
-	next time.Time
-	gap  time.Duration
-}
-
-func newLimiter(rate float64) *limiter {
-	l := &limiter{}
-	if rate > 0 {
-		l.gap = time.Duration(float64(time.Second) / rate)
+// newLimiter bounds a stage's calls to rate a second (0: unbounded), one at
+// a time: x/time/rate's token bucket with a burst of one.
+func newLimiter(r float64) *rate.Limiter {
+	if r <= 0 {
+		return rate.NewLimiter(rate.Inf, 1)
 	}
-	return l
-}
-
-// wait returns when the next call may start.
-func (l *limiter) wait(ctx context.Context) error {
-	if l.gap == 0 {
-		return nil
-	}
-	l.mu.Lock()
-	now := time.Now()
-	at := l.next
-	if at.Before(now) {
-		at = now
-	}
-	l.next = at.Add(l.gap)
-	l.mu.Unlock()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(time.Until(at)):
-		return nil
-	}
+	return rate.NewLimiter(rate.Limit(r), 1)
 }
 
 type worker struct {
@@ -70,7 +43,7 @@ type worker struct {
 	prod    *kgo.Client
 	m       *Metrics
 	log     *slog.Logger
-	limit   *limiter
+	limit   *rate.Limiter
 	backoff time.Duration
 }
 
@@ -171,7 +144,7 @@ func (w *worker) call(ctx context.Context, rec *schemas.OfferRecord, st schemas.
 	retries := streams.Backoff{Initial: w.backoff, Max: 10 * time.Second}
 	var away time.Time // since when the stage is away, zero while it answers
 	for failures, attempt := 0, 1; ; attempt++ {
-		if err := w.limit.wait(ctx); err != nil {
+		if err := w.limit.Wait(ctx); err != nil {
 			return Result{}, err
 		}
 		cctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
