@@ -76,7 +76,7 @@ type Replay struct {
 	Outputs ReplayOutputs
 	// run is shared with the processor For configured.
 	run *replayRun
-	// Logger receives the replay's progress (every 5 s), warnings and its
+	// Logger receives the replay's progress (every second), warnings and its
 	// report at the end.
 	Logger *slog.Logger
 }
@@ -279,21 +279,29 @@ func (r Replay) Run(ctx context.Context, adm *kadm.Client, run func(context.Cont
 	}
 }
 
-// progress logs, every 5 s until ctx ends, how many of the input records
-// the replay must reach the group has committed, at what rate, and when
-// at that rate it will be done.
+// progress logs, every second until ctx ends, how many of the input
+// records the replay must reach (the end offsets recorded at its start) the
+// group has committed, at what rate, and when at that rate it will be done;
+// once, why it cannot tell.
 func (r Replay) progress(ctx context.Context, adm *kadm.Client, ends kadm.Offsets) {
 	start := time.Now()
-	t := time.NewTicker(5 * time.Second)
+	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	told := false
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
 		}
 		done, total, err := r.committed(ctx, adm, ends)
 		if err != nil {
+			if !told && ctx.Err() == nil {
+				told = true
+				r.log().Warn("replay: progress unknown (the group's offsets cannot be read)", "group", r.Group, "err", err)
+			}
 			continue
 		}
 		elapsed := time.Since(start)

@@ -552,3 +552,29 @@ func TestFeedsStatus(t *testing.T) {
 		t.Fatalf("feeds status x: %d, want 2", code)
 	}
 }
+
+// TestReplayTellsItsProgress: replay says on stderr, from its start, how
+// many of the input records it must reach it has done, and ends with a
+// summary.
+func TestReplayTellsItsProgress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	b := testkit.Broker(t, "")
+	addr := strings.Join(b.Addrs(), ",")
+	if code, _, stderr := offerlog(t, "", "topics", "ensure", "--brokers", addr, "--partitions", "2"); code != 0 {
+		t.Fatalf("ensure: %d %s", code, stderr)
+	}
+	var docs strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&docs, `{"key":"shop/%d","value":{"pk":"%d","version":1,"epoch":1,"action":"UPSERT","timestamp":"2026-11-01T10:00:00Z","fields":[{"name":"title","string":"bike"}]}}`+"\n", i, i)
+	}
+	if code, _, stderr := offerlog(t, docs.String(), "produce", "--brokers", addr, topics.DocumentsIngest); code != 0 {
+		t.Fatalf("produce: %d %s", code, stderr)
+	}
+	code, out, stderr := offerlog(t, "", "replay", "--brokers", addr, "--partitions", "2", "--data", t.TempDir(), "registry")
+	if code != 0 || !regexp.MustCompile(`msg="replay: progress" group=registry records=\d+ of=500 percent=[\d.]+ rate=\d+/s eta=\S+`).MatchString(stderr) ||
+		!strings.Contains(stderr, `msg="replay: done" group=registry input_records=500`) || !strings.Contains(out, "replayed registry") {
+		t.Fatalf("replay: %d %s\n%s", code, out, stderr)
+	}
+}
