@@ -221,6 +221,14 @@ func TestReadmeTour(t *testing.T) {
 		if len(lines) == 0 {
 			continue
 		}
+		if strings.HasPrefix(lines[0], "# restart:") {
+			// A restart as the newcomer makes it: the platform stopped and
+			// started again on its data, then the block's commands.
+			stop()
+			startDev()
+			run(lines[1:])
+			continue
+		}
 		if strings.Contains(strings.Join(lines, "\n"), "bin/offerlog broker --data") {
 			// The replay section runs alone: stop the platform, run it
 			// with the broker by itself, start the platform again.
