@@ -334,3 +334,44 @@ func TestDocLinksResolve(t *testing.T) {
 		t.Error("no link checked")
 	}
 }
+
+// TestReadmeLayoutListsEveryFolder: every folder of the repository is in
+// the README's layout table, by its path, or by its name in its parent's
+// row (test data, the forks' insides and the schemas' released copies
+// aside).
+func TestReadmeLayoutListsEveryFolder(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, layout, ok := strings.Cut(string(readme), "\n## Layout\n")
+	if !ok {
+		t.Fatal("the README has no Layout section")
+	}
+	layout, _, _ = strings.Cut(layout, "\n## ")
+	out, err := exec.Command("git", "-C", "../..", "ls-files").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	dirs := map[string]bool{}
+	for _, f := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		for d := filepath.Dir(f); d != "." && !dirs[d]; d = filepath.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	for d := range dirs {
+		skip := strings.Contains(d, "testdata") || strings.HasPrefix(d, "schemas/avro") || strings.HasPrefix(d, "schemas/released") ||
+			strings.HasPrefix(d, "schemas/proto/") || strings.Count(d, "/") > 2 && strings.HasPrefix(d, "third_party/forked/") ||
+			d == "third_party" || d == "processors" || d == "internal" || d == "sinks" || d == "cmd" || d == "docs"
+		listed := false
+		// By any tail of its path: `deploy/k8s`, `base/kafka`, `.../goka`.
+		parts := strings.Split(d, "/")
+		for i := range parts {
+			tail := strings.Join(parts[i:], "/")
+			listed = listed || strings.Contains(layout, "`"+tail+"`") || strings.Contains(layout, "`"+tail+"/") || strings.Contains(layout, "/"+tail+"`")
+		}
+		if !skip && !listed {
+			t.Errorf("the README's layout table does not list %s", d)
+		}
+	}
+}
