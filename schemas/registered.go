@@ -16,9 +16,62 @@ const RegisteredSchemaName = "offerlog.schemas.RegisteredSchema"
 
 // RegisteredSchema is a record of schemas.registered: a schema registered
 // through the schema registry API, under its subject.
+//
+// A record whose Schema is empty sets a subject's compatibility level
+// instead (its key config/<subject>; the subject "" sets the default).
 type RegisteredSchema struct {
-	Subject string `avro:"subject" json:"subject"`
-	Schema  string `avro:"schema" json:"schema"`
+	Subject       string `avro:"subject" json:"subject"`
+	Schema        string `avro:"schema" json:"schema"`
+	Compatibility string `avro:"compatibility" json:"compatibility,omitempty"`
+}
+
+// The compatibility levels of the schema registry API, as Confluent's: what
+// a new version of a subject must be to its earlier ones. BACKWARD, the
+// default: it reads the latest version's data; FORWARD: the latest reads
+// its data; FULL: both; the _TRANSITIVE levels: against every version;
+// NONE: nothing. Whatever the level, offerlog's own processors must read
+// the data it writes (the registry API checks that too).
+var CompatibilityLevels = []string{"BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE", "NONE"}
+
+// DefaultCompatibility is the level of a subject no record set.
+const DefaultCompatibility = "BACKWARD"
+
+var compatibility struct {
+	sync.RWMutex
+	levels map[string]string // subject ("" the default) → level
+}
+
+// SetCompatibility sets subject's level ("" the default of every subject);
+// level "" removes it.
+func SetCompatibility(subject, level string) error {
+	if level != "" && !slices.Contains(CompatibilityLevels, level) {
+		return fmt.Errorf("schemas: no compatibility level %q (want one of %v)", level, CompatibilityLevels)
+	}
+	compatibility.Lock()
+	defer compatibility.Unlock()
+	if compatibility.levels == nil {
+		compatibility.levels = map[string]string{}
+	}
+	if level == "" {
+		delete(compatibility.levels, subject)
+	} else {
+		compatibility.levels[subject] = level
+	}
+	return nil
+}
+
+// CompatibilityOf returns subject's level: its own, else the default set
+// for every subject, else DefaultCompatibility.
+func CompatibilityOf(subject string) string {
+	compatibility.RLock()
+	defer compatibility.RUnlock()
+	if l, ok := compatibility.levels[subject]; ok {
+		return l
+	}
+	if l, ok := compatibility.levels[""]; ok {
+		return l
+	}
+	return DefaultCompatibility
 }
 
 // RegisteredSchemas is the codec of RegisteredSchema.

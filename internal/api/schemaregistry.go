@@ -50,8 +50,10 @@ const (
 	codeVersionNotFound = 40402
 	codeSchemaNotFound  = 40403
 	codeIncompatible    = 409
-	codeInvalidSchema   = 42201
-	codeInvalidVersion  = 42202
+	// codeInvalidCompatibility is Confluent's code of an unknown level.
+	codeInvalidCompatibility = 42203
+	codeInvalidSchema        = 42201
+	codeInvalidVersion       = 42202
 )
 
 // subjectIndex is the registry's view of the catalogue, built once.
@@ -202,22 +204,35 @@ func parseSubmitted(text string) (avro.Schema, *RegistryError) {
 // offerlog's processors read with can read its data (else they would
 // dead-letter every record written with it). It returns 0 and no error for
 // a new schema to register.
-func registerable(vs []*schemas.Schema, s avro.Schema) (int, *RegistryError) {
+func registerable(vs []*schemas.Schema, s avro.Schema, level string) (int, *RegistryError) {
 	if v := lookup(vs, s); v > 0 {
 		return v, nil
 	}
-	latest := vs[len(vs)-1]
 	incompatible := func(what string, err error) *RegistryError {
 		return &RegistryError{Code: codeIncompatible, Message: fmt.Sprintf(
-			"Schema being registered is incompatible with an earlier schema for subject: %s: %v", what, err)}
+			"Schema being registered is incompatible with an earlier schema for subject (compatibility %s): %s: %v", level, what, err)}
 	}
-	if err := schemas.Compatible(s, latest.Avro); err != nil {
-		return 0, incompatible("it cannot read the latest version's data (backward)", err)
+	against := vs[len(vs)-1:]
+	if strings.HasSuffix(level, "_TRANSITIVE") {
+		against = vs
 	}
-	if err := schemas.Compatible(latest.Avro, s); err != nil {
-		return 0, incompatible("the latest version cannot read its data (forward)", err)
+	backward := strings.HasPrefix(level, "BACKWARD") || strings.HasPrefix(level, "FULL")
+	forward := strings.HasPrefix(level, "FORWARD") || strings.HasPrefix(level, "FULL")
+	for i := len(against) - 1; i >= 0; i-- {
+		v := against[i]
+		if backward {
+			if err := schemas.Compatible(s, v.Avro); err != nil {
+				return 0, incompatible(fmt.Sprintf("it cannot read the data of version %d (backward)", slices.Index(vs, v)+1), err)
+			}
+		}
+		if forward {
+			if err := schemas.Compatible(v.Avro, s); err != nil {
+				return 0, incompatible(fmt.Sprintf("version %d cannot read its data (forward)", slices.Index(vs, v)+1), err)
+			}
+		}
 	}
-	if cur, err := schemas.Current(latest.Name); err == nil {
+	// Whatever the level: offerlog's processors read the topic.
+	if cur, err := schemas.Current(vs[len(vs)-1].Name); err == nil {
 		if err := schemas.Compatible(cur.Avro, s); err != nil {
 			return 0, incompatible("offerlog's processors cannot read its data", err)
 		}
@@ -246,8 +261,10 @@ func (s *Server) routeSchemaRegistry() {
 		writeRegistry(w, http.StatusOK, []string{"AVRO"})
 	})
 	s.route("GET "+root+"/config", anyToken, func(w http.ResponseWriter, _ *http.Request) {
-		writeRegistry(w, http.StatusOK, map[string]string{"compatibilityLevel": "FULL"})
+		writeRegistry(w, http.StatusOK, map[string]string{"compatibilityLevel": schemas.CompatibilityOf("")})
 	})
+	s.route("PUT "+root+"/config", adminOnly, s.srSetConfig)
+	s.route("PUT "+root+"/config/{subject}", adminOnly, s.srSetConfig)
 	s.route("GET "+root+"/config/{subject}", anyToken, s.srConfig)
 	s.route("POST "+root+"/subjects/{subject}", anyToken, s.srLookup)
 	s.route("POST "+root+"/subjects/{subject}/versions", adminOnly, s.srRegister)
@@ -388,8 +405,45 @@ func (s *Server) srSchemaVersions(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) srConfig(w http.ResponseWriter, r *http.Request) {
 	if srSubjectOf(w, r) != nil {
-		writeRegistry(w, http.StatusOK, map[string]string{"compatibilityLevel": "FULL"})
+		writeRegistry(w, http.StatusOK, map[string]string{"compatibilityLevel": schemas.CompatibilityOf(r.PathValue("subject"))})
 	}
+}
+
+// srSetConfig sets the compatibility level of a subject (PUT
+// /config/{subject}) or of every subject without one (PUT /config): a
+// record on schemas.registered, whence every process learns it.
+func (s *Server) srSetConfig(w http.ResponseWriter, r *http.Request) {
+	subject := r.PathValue("subject")
+	if subject != "" && srSubjectOf(w, r) == nil {
+		return
+	}
+	var body struct {
+		Compatibility string `json:"compatibility"`
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		registryErr(w, http.StatusBadRequest, &RegistryError{Code: 400, Message: `malformed JSON: want {"compatibility": LEVEL}`})
+		return
+	}
+	level := strings.ToUpper(body.Compatibility)
+	if !slices.Contains(schemas.CompatibilityLevels, level) {
+		registryErr(w, http.StatusUnprocessableEntity, &RegistryError{Code: codeInvalidCompatibility,
+			Message: fmt.Sprintf("Invalid compatibility level %q: one of %s", body.Compatibility, strings.Join(schemas.CompatibilityLevels, ", "))})
+		return
+	}
+	value, err := schemas.RegisteredSchemas.Encode(&schemas.RegisteredSchema{Subject: subject, Compatibility: level})
+	if err == nil {
+		rec := &kgo.Record{Topic: topics.SchemasRegistered, Key: []byte("config/" + subject), Value: value}
+		err = s.cfg.Producer.ProduceSync(r.Context(), rec).FirstErr()
+	}
+	if err == nil {
+		err = schemas.SetCompatibility(subject, level)
+	}
+	if err != nil {
+		registryErr(w, http.StatusInternalServerError, &RegistryError{Code: 50001, Message: "Error in the backend data store: " + err.Error()})
+		return
+	}
+	writeRegistry(w, http.StatusOK, map[string]string{"compatibility": level})
 }
 
 // registryRequest is the body of a lookup or a registration.
@@ -452,7 +506,7 @@ func (s *Server) srRegister(w http.ResponseWriter, r *http.Request) {
 	if sch == nil {
 		return
 	}
-	v, rerr := registerable(vs, sch)
+	v, rerr := registerable(vs, sch, schemas.CompatibilityOf(r.PathValue("subject")))
 	switch {
 	case rerr != nil:
 		registryErr(w, http.StatusConflict, rerr)

@@ -26,6 +26,7 @@ import (
 func registryServer(t *testing.T) string {
 	t.Helper()
 	brokers := testkit.Broker(t, "").Addrs()
+	testkit.EnsureTopics(t, brokers, topics.Catalogue(1))
 	srv, err := api.New(api.Config{Auth: auth.Off(testkit.Logger()), Producer: testkit.Client(t, brokers), Epochs: registry.NewCatalogue(registry.DefaultEpochGrace),
 		Partitions: 1, Logger: testkit.Logger()})
 	if err != nil {
@@ -165,6 +166,47 @@ func TestSchemaRegistryAnswersAsConfluentClientsExpect(t *testing.T) {
 		t.Fatalf("register: %d %s", code, body)
 	}
 
+	// A writer's schema with a field of its own (no default): offerlog's
+	// processors read its data, but it cannot read the latest's, so the
+	// default level (BACKWARD, as Confluent's) refuses it; FORWARD, set on
+	// the subject, takes it.
+	var latestSchema map[string]any
+	if err := json.Unmarshal([]byte(latest.Schema), &latestSchema); err != nil {
+		t.Fatal(err)
+	}
+	latestSchema["fields"] = append(latestSchema["fields"].([]any), map[string]any{"name": "producer_note", "type": "string"})
+	writer, _ := json.Marshal(latestSchema)
+	writerReq, _ := json.Marshal(map[string]string{"schema": string(writer)})
+	var level map[string]string
+	if code, body := call(t, "GET", sr+"/config/"+subject, "", &level); code != 200 || level["compatibilityLevel"] != "BACKWARD" {
+		t.Fatalf("config of %s: %d %s", subject, code, body)
+	}
+	var e api.RegistryError
+	if code, body := call(t, "POST", sr+"/subjects/"+subject+"/versions", string(writerReq), &e); code != 409 || e.Code != 409 || !strings.Contains(e.Message, "BACKWARD") {
+		t.Fatalf("a writer's schema under BACKWARD: %d %s", code, body)
+	}
+	if code, body := call(t, "PUT", sr+"/config/"+subject, `{"compatibility":"SIDEWAYS"}`, &e); code != 422 || e.Code != 42203 {
+		t.Fatalf("an unknown level: %d %s", code, body)
+	}
+	t.Cleanup(func() { _ = schemas.SetCompatibility(subject, "") })
+	if code, body := call(t, "PUT", sr+"/config/"+subject, `{"compatibility":"FORWARD"}`, &level); code != 200 || level["compatibility"] != "FORWARD" {
+		t.Fatalf("set FORWARD: %d %s", code, body)
+	}
+	if code, body := call(t, "GET", sr+"/config/"+subject, "", &level); code != 200 || level["compatibilityLevel"] != "FORWARD" {
+		t.Fatalf("config after setting it: %d %s", code, body)
+	}
+	if code, body := call(t, "POST", sr+"/subjects/"+subject+"/versions", string(writerReq), &registered); code != 200 || registered.ID == latest.ID || registered.ID == 0 {
+		t.Fatalf("a writer's schema under FORWARD: %d %s", code, body)
+	}
+	// One offerlog cannot read is refused whatever the level.
+	if code, body := call(t, "PUT", sr+"/config/"+subject, `{"compatibility":"NONE"}`, &level); code != 200 {
+		t.Fatalf("set NONE: %d %s", code, body)
+	}
+	if code, body := call(t, "POST", sr+"/subjects/"+subject+"/versions",
+		`{"schema":"{\"type\":\"record\",\"name\":\"X\",\"fields\":[{\"name\":\"extra\",\"type\":\"string\"}]}"}`, &e); code != 409 || !strings.Contains(e.Message, "offerlog's processors") {
+		t.Fatalf("a schema offerlog cannot read, under NONE: %d %s", code, body)
+	}
+
 	// A single-object header's fingerprint names its schema, the legacy
 	// ones too.
 	frame, err := schemas.Verdicts.Encode(&schemas.Verdict{Verdict: schemas.Accepted})
@@ -182,9 +224,9 @@ func TestSchemaRegistryAnswersAsConfluentClientsExpect(t *testing.T) {
 			t.Fatalf("fingerprint %s: %d %s", q, code, body)
 		}
 	}
-	var e api.Error
-	if code, _ := call(t, "GET", base+"/v1/schemas/0000000000000001", "", &e); code != 404 || e.Error == "" {
-		t.Fatalf("unknown fingerprint: %d %+v", code, e)
+	var apiErr api.Error
+	if code, _ := call(t, "GET", base+"/v1/schemas/0000000000000001", "", &apiErr); code != 404 || apiErr.Error == "" {
+		t.Fatalf("unknown fingerprint: %d %+v", code, apiErr)
 	}
 }
 

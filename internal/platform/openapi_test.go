@@ -114,6 +114,9 @@ func TestAnswersFitTheOpenAPIDescription(t *testing.T) {
 	check("GET", "/schema-registry/schemas/types", "", seller)
 	check("GET", "/schema-registry/config", "", seller)
 	check("GET", "/schema-registry/config/offers.events-value", "", seller)
+	check("PUT", "/schema-registry/config/offers.events-value", `{"compatibility":"FULL"}`, admin)
+	check("PUT", "/schema-registry/config/offers.events-value", `{"compatibility":"SIDEWAYS"}`, admin) // 422
+	check("PUT", "/schema-registry/config", `{"compatibility":"BACKWARD"}`, admin)
 	sch, _ := schemas.Current(schemas.OfferEventName)
 	id := strings.TrimSpace(string(must(json.Marshal(sch.ID))))
 	check("GET", "/schema-registry/schemas/ids/"+id, "", seller)

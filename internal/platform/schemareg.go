@@ -69,6 +69,9 @@ func registerRecord(value []byte) error {
 	if err := schemas.RegisteredSchemas.Decode(value, &rs); err != nil {
 		return fmt.Errorf("not a registered schema: %w", err)
 	}
+	if rs.Schema == "" {
+		return schemas.SetCompatibility(rs.Subject, rs.Compatibility)
+	}
 	_, err := schemas.Register(rs.Schema)
 	return err
 }
