@@ -3,6 +3,7 @@ package platform_test
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,6 +85,29 @@ func TestAKafkajsUser(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The writer's schema: offerlog's with a field of its own, which the
+	// default BACKWARD level refuses; the subject is set FORWARD as its
+	// owner would.
+	const subject = topics.DocumentsIngest + "-value"
+	cur, err := schemas.Current(schemas.RawDocumentName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writer map[string]any
+	if err := json.Unmarshal([]byte(cur.Text), &writer); err != nil {
+		t.Fatal(err)
+	}
+	writer["fields"] = append(writer["fields"].([]any), map[string]any{"name": "producer_note", "type": "string"})
+	writerSchema, _ := json.Marshal(writer)
+	req, _ := http.NewRequest("PUT", "http://"+r.Info.HTTPAddr+"/schema-registry/config/"+subject, strings.NewReader(`{"compatibility":"FORWARD"}`))
+	req.SetBasicAuth("offerlog", strings.TrimSpace(string(token)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("set %s FORWARD: %v %v", subject, resp, err)
+	}
+	resp.Body.Close()
+	t.Cleanup(func() { _ = schemas.SetCompatibility(subject, "") })
+
 	cmd := exec.CommandContext(testkit.Context(t, 2*time.Minute), node, "check.js")
 	cmd.Dir = kafkajsDir
 	cmd.Env = append(os.Environ(),
@@ -91,22 +115,23 @@ func TestAKafkajsUser(t *testing.T) {
 		"SASL_USER="+kc.Credentials.User, "SASL_PASS="+kc.Credentials.Password,
 		"REGISTRY=http://"+r.Info.HTTPAddr+"/schema-registry",
 		"TOKEN="+strings.TrimSpace(string(token)),
-		"PK=js-1", "CODEC_TOPICS="+strings.Join(codecTopics, ","), "EXPECT="+expect)
+		"PK=js-1", "WRITER_SCHEMA="+string(writerSchema), "CODEC_TOPICS="+strings.Join(codecTopics, ","), "EXPECT="+expect)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("the kafkajs user: %v\n%s%s", err, stdout.String(), stderr.String())
 	}
 	var out struct {
-		SchemaID int             `json:"schemaId"`
-		Verdict  map[string]any  `json:"verdict"`
-		Codecs   map[string]bool `json:"codecs"`
+		SchemaID     int             `json:"schemaId"`
+		RegisteredID int             `json:"registeredId"`
+		Verdict      map[string]any  `json:"verdict"`
+		Codecs       map[string]bool `json:"codecs"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
 		t.Fatalf("%v: %s", err, stdout.String())
 	}
-	if out.SchemaID == 0 || out.Verdict["verdict"] != string(schemas.Accepted) || out.Verdict["client"] != "shop" {
-		t.Errorf("the kafkajs user's document: schema id %d, verdict %v", out.SchemaID, out.Verdict)
+	if out.SchemaID == 0 || out.RegisteredID == 0 || out.RegisteredID == out.SchemaID || out.Verdict["verdict"] != string(schemas.Accepted) || out.Verdict["client"] != "shop" {
+		t.Errorf("the kafkajs user's document: latest schema id %d, its own registered as %d, verdict %v", out.SchemaID, out.RegisteredID, out.Verdict)
 	}
 	for _, topic := range codecTopics {
 		if !out.Codecs[topic] {

@@ -7,10 +7,11 @@
 // Environment: BROKERS (host:port,...), SASL_USER and SASL_PASS
 // (SCRAM-SHA-512), REGISTRY (http://host:port/schema-registry), TOKEN (an
 // offerlog token, sent as the registry client sends credentials: HTTP basic
-// auth), PK (the document's key), CODEC_TOPICS (topic,...) and EXPECT (the
+// auth), PK (the document's key), WRITER_SCHEMA (the writer's schema it
+// registers and writes with), CODEC_TOPICS (topic,...) and EXPECT (the
 // value every record of those holds).
 const { Kafka, CompressionTypes, CompressionCodecs, logLevel } = require('kafkajs')
-const { SchemaRegistry } = require('@kafkajs/confluent-schema-registry')
+const { SchemaRegistry, SchemaType, COMPATIBILITY } = require('@kafkajs/confluent-schema-registry')
 const SnappyCodec = require('kafkajs-snappy')
 const lz4 = require('lz4js')
 const fzstd = require('fzstd')
@@ -44,8 +45,14 @@ async function main () {
   const registry = new SchemaRegistry({ host: env('REGISTRY'), auth: { username: 'offerlog', password: env('TOKEN') } })
   const out = { codecs: {} }
 
-  const id = await registry.getLatestSchemaId('documents.ingest-value')
-  out.schemaId = id
+  out.schemaId = await registry.getLatestSchemaId('documents.ingest-value')
+  // The writer's own schema (a field of its own), registered as most
+  // serializers do before they write: the subject is FORWARD (the client
+  // checks the subject's level is the one it expects), so offerlog, which
+  // reads with its own schema, takes it.
+  const { id } = await registry.register({ type: SchemaType.AVRO, schema: env('WRITER_SCHEMA') },
+    { subject: 'documents.ingest-value', compatibility: COMPATIBILITY.FORWARD })
+  out.registeredId = id
   const pk = env('PK')
   const value = await registry.encode(id, {
     pk,
@@ -55,7 +62,8 @@ async function main () {
     timestamp: Date.now(),
     ttl_seconds: 0,
     fields: [{ name: 'title', string: 'written by kafkajs' }],
-    embeddings: []
+    embeddings: [],
+    producer_note: 'kafkajs'
   })
   const producer = kafka.producer()
   await producer.connect()
