@@ -11,7 +11,7 @@ import (
 )
 
 func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	f := newFlags("bench", stderr)
+	f := newFlags("bench", stderr).produces()
 	docs := f.Int("docs", 200_000, "documents per scenario")
 	keys := f.Int("keys", 1_000_000, "offer keys of the numerator scenario")
 	offerCount := f.Int("offers", 1_000_000, "offers of the offers scenario")

@@ -36,7 +36,7 @@ type deadLine struct {
 }
 
 func runDeadLetters(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	f := newFlags("deadletters", stderr)
+	f := newFlags("deadletters", stderr).produces()
 	brokers := f.brokers()
 	offset := f.Int64("offset", -1, "redrive: only the dead letter at this offset of the dead-letter topic")
 	partition := f.Int("partition", -1, "redrive: with --offset, the dead-letter topic's partition (needed when several hold the offset)")

@@ -56,7 +56,7 @@ func runDeploy(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if len(args) == 0 || args[0] != "init" {
 		return fmt.Errorf("%w: want init", errUsage)
 	}
-	f := newFlags("deploy init", stderr)
+	f := newFlags("deploy init", stderr).produces()
 	brokers := f.brokers()
 	partitions := f.Int("partitions", 8, "partitions of the catalogue's partitioned topics")
 	replication := f.Int("replication", -1, "replication factor of created topics (-1: the broker's default)")

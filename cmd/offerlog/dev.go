@@ -16,7 +16,7 @@ import (
 )
 
 func runDev(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	f := newFlags("dev", stderr)
+	f := newFlags("dev", stderr).produces()
 	cfg := f.platform()
 	f.StringVar(&cfg.KafkaAddr, "kafka-addr", cfg.KafkaAddr, "address of the embedded Kafka-protocol broker")
 	f.BoolVar(&cfg.Fsync, "fsync", false, fsyncUsage)
@@ -88,7 +88,7 @@ func printInfo(w io.Writer, info platform.Info) {
 const fsyncUsage = "fsync every batch before acknowledging it (survives a power loss; without it an acknowledged batch is in its file, which survives kill -9)"
 
 func runBroker(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	f := newFlags("broker", stderr)
+	f := newFlags("broker", stderr).recordLimit()
 	data := f.String("data", "./data", "data directory")
 	addr := f.String("kafka-addr", "127.0.0.1:9092", "address to listen on")
 	fsync := f.Bool("fsync", false, fsyncUsage)
@@ -116,7 +116,7 @@ func runComponent(ctx context.Context, args []string, _ io.Reader, stdout, stder
 		return fmt.Errorf("%w: which component? one of %v", errUsage, platform.AllComponents)
 	}
 	component := args[0]
-	f := newFlags("run "+component, stderr)
+	f := newFlags("run "+component, stderr).produces()
 	f.component = component
 	cfg := f.platform()
 	brokers := f.brokers()

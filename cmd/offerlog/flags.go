@@ -90,8 +90,20 @@ func newFlags(name string, stderr io.Writer) *flags {
 	})
 	fs.StringVar(&f.kafkaConfig, "kafka-config", "", "librdkafka properties file of the cluster (bootstrap.servers, security.protocol, sasl.*), as kcat -F takes "+
 		"(default: DATA/kafka.properties, which offerlog dev writes, if it exists)")
-	fs.StringVar(&f.client.Compression, "compression", "none", "compression of what this process produces: none, gzip, snappy, lz4 or zstd")
-	fs.Func("max-record-bytes", fmt.Sprintf("largest record batch this process produces, and the embedded broker takes (default %d)",
+	return f
+}
+
+// produces adds the flags of a command that writes records: their
+// compression and their largest batch.
+func (f *flags) produces() *flags {
+	f.StringVar(&f.client.Compression, "compression", "none", "compression of what this process produces: none, gzip, snappy, lz4 or zstd")
+	return f.recordLimit()
+}
+
+// recordLimit adds --max-record-bytes: the largest batch a command writes,
+// and the one the embedded broker takes.
+func (f *flags) recordLimit() *flags {
+	f.Func("max-record-bytes", fmt.Sprintf("largest record batch this process produces, and the embedded broker takes (default %d)",
 		streams.DefaultMaxRecordBytes), func(s string) error {
 		var n int32
 		if _, err := fmt.Sscan(s, &n); err != nil || n < 1024 {

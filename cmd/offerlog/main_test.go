@@ -76,6 +76,16 @@ func TestUsage(t *testing.T) {
 			}
 		}
 	}
+	// A command that writes nothing takes no producer's flags, nor lists them.
+	for _, args := range [][]string{{"consume", "--help"}, {"get", "--help"}, {"lag", "--help"}, {"topics", "list", "--help"}} {
+		code, out, _ := offerlog(t, "", args...)
+		if code != 0 || strings.Contains(out, "-compression") || strings.Contains(out, "-max-record-bytes") || !strings.Contains(out, "-kafka-config") {
+			t.Errorf("%v lists a producer's flags, or not its own:\n%s", args, out)
+		}
+	}
+	if code, out, _ := offerlog(t, "", "produce", "--help"); code != 0 || !strings.Contains(out, "-compression") {
+		t.Errorf("produce --help lacks --compression:\n%s", out)
+	}
 	if code, out, _ := offerlog(t, "", "dev", "--help"); code != 0 || !strings.Contains(out, "-ydb") || !strings.Contains(out, "-kafka-addr") {
 		t.Fatalf("dev --help lists every flag: %d\n%s", code, out)
 	}

@@ -21,7 +21,7 @@ func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stder
 		return fmt.Errorf("%w: want seal, rebuild or reshard", errUsage)
 	}
 	verb := args[0]
-	f := newFlags("numerator "+verb, stderr)
+	f := newFlags("numerator "+verb, stderr).produces()
 	brokers := f.brokers()
 	force := f.Bool("force", false, "rebuild: rebuild now (rebuilds also happen by themselves when holes exceed the share)")
 	scheme := f.Int64("scheme", -1, "reshard: the sharding scheme to move to")

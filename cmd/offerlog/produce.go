@@ -20,7 +20,7 @@ import (
 )
 
 func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	f := newFlags("produce", stderr)
+	f := newFlags("produce", stderr).produces()
 	brokers := f.brokers()
 	raw := f.Bool("raw", false, "write each value as given (a JSON string's text, or the JSON), without a schema")
 	keep := keepMembers{}

@@ -19,7 +19,7 @@ import (
 const groups = "registry, indexer, numerator, offers, drafts or cabinet; replay offers before cabinet"
 
 func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	f := newFlags("replay", stderr)
+	f := newFlags("replay", stderr).produces()
 	cfg := f.rules()
 	brokers := f.brokers()
 	gaps := f.Bool("allow-gaps", false, "replay what retention left of the inputs (without it, a replay refuses to rebuild from a part of the history)")

@@ -16,7 +16,7 @@ func runScheduler(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	if len(args) == 0 || args[0] != "recrawl" {
 		return fmt.Errorf("%w: want recrawl or redrive STAGE", errUsage)
 	}
-	f := newFlags("scheduler recrawl", stderr)
+	f := newFlags("scheduler recrawl", stderr).produces()
 	cfg := f.platform()
 	brokers := f.brokers()
 	stage := f.String("stage", "", "the stage to re-crawl for")
@@ -57,7 +57,7 @@ func runScheduler(ctx context.Context, args []string, stdin io.Reader, stdout, s
 
 // runRedrive queues again the offers of a stage's dead letters.
 func runRedrive(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	f := newFlags("scheduler redrive", stderr)
+	f := newFlags("scheduler redrive", stderr).produces()
 	brokers := f.brokers()
 	if err := f.parse(args); err != nil {
 		return err

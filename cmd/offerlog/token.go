@@ -65,7 +65,7 @@ func runToken(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		return fmt.Errorf("%w: create, revoke or list?", errUsage)
 	}
 	sub := args[0]
-	f := newFlags("token "+sub, stderr)
+	f := newFlags("token "+sub, stderr).produces()
 	brokers := f.brokers()
 	timeout := f.Duration("timeout", 10*time.Second, "how long to wait for the broker")
 	var kind auth.Kind
