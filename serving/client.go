@@ -58,7 +58,10 @@ type Client struct {
 	// refused is the last refusal of the client's credentials by a server.
 	refused error
 	shards  map[string]*servingv1.Shard // by host address, the newest heard of
-	pinged  chan struct{}               // closed and replaced after every ping round
+	// answered is every host's last shard, kept when the host is forgotten:
+	// what an error about keys nobody holds tells.
+	answered map[string]*servingv1.Shard
+	pinged   chan struct{} // closed and replaced after every ping round
 }
 
 // ErrNoShard is returned when keys belong to no shard any known server
@@ -87,7 +90,8 @@ func NewClient(cfg ClientConfig) *Client {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Client{cfg: cfg, conns: map[string]*grpc.ClientConn{}, shards: map[string]*servingv1.Shard{}, pinged: make(chan struct{})}
+	return &Client{cfg: cfg, conns: map[string]*grpc.ClientConn{}, shards: map[string]*servingv1.Shard{},
+		answered: map[string]*servingv1.Shard{}, pinged: make(chan struct{})}
 }
 
 // StaticHosts returns a Hosts function of a fixed list.
@@ -218,6 +222,7 @@ func (c *Client) learn(host string, s *servingv1.Shard) {
 		return
 	}
 	c.shards[host] = s
+	c.answered[host] = s
 }
 
 func (c *Client) forget(host string) {
@@ -271,10 +276,14 @@ func (c *Client) noShard(orphans []string, cause error) error {
 	c.mu.Lock()
 	var held []string
 	partitions := int32(0)
-	for _, h := range slices.Sorted(maps.Keys(c.shards)) {
-		if sh := c.shards[h]; sh != nil && sh.Partitions > 0 {
+	for _, h := range slices.Sorted(maps.Keys(c.answered)) {
+		if sh := c.answered[h]; sh != nil && sh.Partitions > 0 {
 			partitions = sh.Partitions
-			held = append(held, fmt.Sprintf("%s holds partitions [%d, %d)", h, sh.Lo, sh.Hi))
+			now := "holds"
+			if _, ok := c.shards[h]; !ok {
+				now = "held, when it last answered,"
+			}
+			held = append(held, fmt.Sprintf("%s %s partitions [%d, %d)", h, now, sh.Lo, sh.Hi))
 		}
 	}
 	c.mu.Unlock()

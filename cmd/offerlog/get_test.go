@@ -92,7 +92,7 @@ func TestGetNamesTheShardNobodyHolds(t *testing.T) {
 	}
 	code, _, stderr := offerlog(t, "", "get", "--hosts", ln.Addr().String(), "--table", "tbl2", "--timeout", "10s", key)
 	if code != 1 || !strings.Contains(stderr, "no server holds the shard") || !strings.Contains(stderr, "(partition 1 of 2)") ||
-		!strings.Contains(stderr, "holds partitions [0, 1)") {
+		!strings.Contains(stderr, "partitions [0, 1)") {
 		t.Fatalf("get of a key of a shard nobody holds: %d %s", code, stderr)
 	}
 }
