@@ -63,6 +63,19 @@ func errorf(k Kind, field, format string, args ...any) *Error {
 	return &Error{Kind: k, Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
+// checkID answers an id a client names: malformed as any key (over 1 KiB,
+// not UTF-8, a control character) is the caller's mistake, Invalid naming
+// field; well formed but no id offerlog gives, nothing it could find.
+func checkID(id, field, what string) *Error {
+	if err := schemas.CheckKey(id); err != nil {
+		return errorf(Invalid, field, "%v", err)
+	}
+	if !offers.ValidID(id) {
+		return errorf(NotFound, field, "%q is not %s", id, what)
+	}
+	return nil
+}
+
 // actAs returns the seller a call acts for, by the caller's scope
 // (auth.FromContext): a seller token acts for its own seller, whatever the
 // call names (naming another is Forbidden, never believed); an admin for
@@ -188,8 +201,8 @@ func (s *Service) Offer(ctx context.Context, id string, minVersion int64) (*Offe
 
 // record returns the aggregate's record of a live offer id.
 func (s *Service) record(ctx context.Context, id string) (*schemas.OfferRecord, error) {
-	if !offers.ValidID(id) {
-		return nil, errorf(NotFound, "id", "%q is not an offer id", id)
+	if e := checkID(id, "id", "an offer id"); e != nil {
+		return nil, e
 	}
 	r, err := recordOf(ctx, s.cfg.Records, id)
 	if err != nil {
@@ -266,8 +279,8 @@ func (s *Service) await(ctx context.Context, id string, version int64) *OfferVer
 // Update replaces the content of offer id of seller if it is at expected
 // (any version when expected is negative).
 func (s *Service) Update(ctx context.Context, seller, id string, expected int64, o *schemas.Offer) (*OfferVersion, error) {
-	if !offers.ValidID(id) {
-		return nil, errorf(NotFound, "id", "%q is not an offer id", id)
+	if e := checkID(id, "id", "an offer id"); e != nil {
+		return nil, e
 	}
 	seller, err := actAs(ctx, seller)
 	if err != nil {
@@ -295,8 +308,8 @@ func (s *Service) Update(ctx context.Context, seller, id string, expected int64,
 // Delete deletes offer id of seller if it is at expected (any version when
 // negative) and returns its last version.
 func (s *Service) Delete(ctx context.Context, seller, id string, expected int64) (int64, error) {
-	if !offers.ValidID(id) {
-		return 0, errorf(NotFound, "id", "%q is not an offer id", id)
+	if e := checkID(id, "id", "an offer id"); e != nil {
+		return 0, e
 	}
 	seller, err := actAs(ctx, seller)
 	if err != nil {
@@ -417,8 +430,8 @@ func (s *Service) PublishDraft(ctx context.Context, user, id string, _ int64) (*
 	if fe := offers.ValidSeller(user); fe != nil {
 		return nil, &Error{Kind: Invalid, Field: "user", Reason: fe.Reason}
 	}
-	if !offers.ValidID(id) {
-		return nil, errorf(NotFound, "draft_id", "%q is not a draft id", id)
+	if e := checkID(id, "draft_id", "a draft id"); e != nil {
+		return nil, e
 	}
 	owner := drafts.UserKey(user)
 	_, err = s.draftCommand(ctx, &schemas.DraftCommand{Kind: schemas.DraftPublish, User: user, ExpectedID: id})

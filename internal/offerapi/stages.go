@@ -39,8 +39,8 @@ func (s *Service) UpdateStageState(ctx context.Context, id, stage string, st *sc
 	if err := auth.FromContext(ctx).Check(auth.Stage, stage); err != nil {
 		return false, 0, &Error{Kind: Forbidden, Field: "stage", Reason: err.Error()}
 	}
-	if !offers.ValidID(id) {
-		return false, 0, errorf(NotFound, "offer_id", "%q is not an offer id", id)
+	if e := checkID(id, "offer_id", "an offer id"); e != nil {
+		return false, 0, e
 	}
 	res, err := s.cfg.Offers.Do(ctx, &schemas.OfferCommand{Kind: schemas.CommandStateCAS, OfferID: id, ExpectedVersion: -1,
 		ReadVersion: -1, Stage: stage, State: st})

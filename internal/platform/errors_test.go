@@ -34,6 +34,10 @@ func TestErrorsSayWhy(t *testing.T) {
 		{"a pk over 1 KiB", "GET", "/v1/clients/shop/documents/" + strings.Repeat("k", 1025), "", 422, `"field":"pk"`},
 		{"a pk not UTF-8", "GET", "/v1/clients/shop/documents/a%FFb", "", 422, `not valid UTF-8`},
 		{"a pk with a control character", "GET", "/v1/clients/shop/documents/a%01b", "", 422, `control character`},
+		{"an offer id over 1 KiB", "GET", "/v1/offers/" + strings.Repeat("1", 1025), "", 422, `"field":"id"`},
+		{"an offer id with a control character", "GET", "/v1/offers/1%012", "", 422, `control character`},
+		{"a well-formed id offerlog never gave", "GET", "/v1/offers/abc", "", 404, `"field":"id"`},
+		{"a seller not UTF-8", "GET", "/v1/sellers/a%FFb/counters", "", 422, `"field":"seller_id"`},
 		{"a feed line over the limit", "POST", "/v1/sellers/s1/feeds/1",
 			`{"external_id":"e1","offer":{"title":"` + strings.Repeat("x", 3<<20) + `"}}` + "\n", 413, `"field":"line 1"`},
 	} {
