@@ -56,7 +56,7 @@ func toRawDocument(d *DocumentJSON, schema *schemas.EpochSchema) (*schemas.RawDo
 	}
 	ts, err := time.Parse(time.RFC3339Nano, d.Timestamp)
 	if err != nil {
-		return nil, fieldErr("timestamp", "want an RFC 3339 time: %v", err)
+		return nil, fieldErr("timestamp", "want an RFC 3339 time such as 2026-11-01T10:00:00Z, got %q", truncate(d.Timestamp, 40))
 	}
 	doc := &schemas.RawDocument{PK: d.PK, Version: *d.Version, Epoch: *d.Epoch, Action: action,
 		Timestamp: ts.UTC().Truncate(time.Millisecond), TTLSeconds: d.TTLSeconds,

@@ -305,7 +305,7 @@ func (s *Server) feedItems(w http.ResponseWriter, r *http.Request) {
 			dec := json.NewDecoder(bytes.NewReader(line))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&it); err != nil {
-				return fieldErr(fmt.Sprintf("line %d", n), "malformed JSON: %v", err)
+				return fieldErr(fmt.Sprintf("line %d", n), "%v", jsonError(err))
 			}
 			if err := fn(&schemas.FeedItem{ExternalID: it.ExternalID, Offer: it.Offer}); err != nil {
 				return err

@@ -463,7 +463,7 @@ func srSubmitted(w http.ResponseWriter, r *http.Request) avro.Schema {
 			registryErr(w, http.StatusRequestEntityTooLarge, &RegistryError{Code: 41301, Message: "schema larger than 1 MiB"})
 			return nil
 		}
-		registryErr(w, http.StatusBadRequest, &RegistryError{Code: 400, Message: "malformed JSON: " + err.Error()})
+		registryErr(w, http.StatusBadRequest, &RegistryError{Code: 400, Message: jsonError(err).Error()})
 		return nil
 	}
 	if body.SchemaType != "" && body.SchemaType != "AVRO" {

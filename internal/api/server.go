@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -268,6 +270,60 @@ func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
+// validClient answers a malformed client name 422, naming the field, and
+// reports whether the name is well formed.
+func validClient(w http.ResponseWriter, client string) bool {
+	if err := topics.ValidateClient(client); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, &FieldError{Field: "client", Reason: err.Error()})
+		return false
+	}
+	return true
+}
+
+// jsonError says what encoding/json found wrong in a body in the body's
+// terms (a member, a JSON type, a byte offset), not Go's (struct fields,
+// Go types): a FieldError where a member is at fault.
+func jsonError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "body"
+		}
+		return fieldErr(field, "want %s, got a JSON %s", jsonKind(typeErr.Type), typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fmt.Errorf("malformed JSON at byte %d", syntaxErr.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("malformed JSON: the body ends inside a value")
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		return fieldErr(name, "unknown member")
+	}
+	return errors.New("malformed JSON")
+}
+
+// jsonKind names a Go type as the JSON value it decodes.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct, reflect.Pointer:
+		return "an object"
+	}
+	return "another JSON value"
+}
+
 // errEmptyBody is decodeBody's error for a body with no JSON value.
 var errEmptyBody = errors.New("malformed JSON: empty body")
 
@@ -284,7 +340,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) (int
 		if errors.As(err, &tooBig) {
 			return http.StatusRequestEntityTooLarge, fmt.Errorf("body is larger than %d bytes", limit)
 		}
-		return http.StatusBadRequest, fmt.Errorf("malformed JSON: %w", err)
+		return http.StatusBadRequest, jsonError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return http.StatusBadRequest, errors.New("malformed JSON: trailing data after the object")
@@ -294,8 +350,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) (int
 
 func (s *Server) putEpoch(w http.ResponseWriter, r *http.Request) {
 	client := r.PathValue("client")
-	if err := topics.ValidateClient(client); err != nil {
-		writeError(w, http.StatusBadRequest, &FieldError{Field: "client", Reason: err.Error()})
+	if !validClient(w, client) {
 		return
 	}
 	epoch, err := strconv.ParseInt(r.PathValue("epoch"), 10, 64)
@@ -369,6 +424,9 @@ func (s *Server) newestEpoch(client string) (int64, bool) {
 
 func (s *Server) listEpochs(w http.ResponseWriter, r *http.Request) {
 	client := r.PathValue("client")
+	if !validClient(w, client) {
+		return
+	}
 	out := s.cfg.Epochs.List(client)
 	if len(out) == 0 {
 		writeError(w, http.StatusNotFound, fmt.Errorf("client %q has no epochs", client))
@@ -387,8 +445,7 @@ type PostResult struct {
 
 func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
 	client := r.PathValue("client")
-	if err := topics.ValidateClient(client); err != nil {
-		writeError(w, http.StatusBadRequest, &FieldError{Field: "client", Reason: err.Error()})
+	if !validClient(w, client) {
 		return
 	}
 	wait := r.URL.Query().Get("wait") == "true"
@@ -493,6 +550,9 @@ func (s *Server) getDocument(w http.ResponseWriter, r *http.Request) {
 	client, pk := r.PathValue("client"), r.PathValue("pk")
 	// A key no document can have is the caller's mistake, said as such,
 	// as a write of it is: not a 404 of a document that might come.
+	if !validClient(w, client) {
+		return
+	}
 	if err := schemas.CheckKey(pk); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, fieldErr("pk", "%v", err))
 		return

@@ -88,7 +88,7 @@ func TestAPIEndToEndAndRestart(t *testing.T) {
 	s, b = call(t, "PUT", p.url("/v1/clients/shop/epochs/2"), `{"fields":[{"name":"title","type":"text"}]}`)
 	expect(t, "unknown field type", s, b, http.StatusUnprocessableEntity, `"field":"fields[0].type"`)
 	s, b = call(t, "PUT", p.url("/v1/clients/Bad!/epochs/1"), epochBody)
-	expect(t, "bad client name", s, b, http.StatusBadRequest, `"field":"client"`)
+	expect(t, "bad client name", s, b, http.StatusUnprocessableEntity, `"field":"client"`)
 
 	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?wait=true"), docBody("1", 2, ""))
 	expect(t, "post a document", s, b, http.StatusOK, `"verdict":"ACCEPTED"`)
