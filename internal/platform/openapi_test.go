@@ -66,6 +66,9 @@ func TestAnswersFitTheOpenAPIDescription(t *testing.T) {
 			t.Errorf("%s %s answered %d %s, which the description does not allow: %v", method, path, resp.StatusCode, got, err)
 		}
 		validated[route.Method+" "+route.Path] = true
+		if resp.StatusCode >= 400 && goInternals.Match(got) {
+			t.Errorf("%s %s answered %d with Go's own words: %s", method, path, resp.StatusCode, got)
+		}
 		return string(got)
 	}
 	admin := s.admin
