@@ -54,6 +54,10 @@ func runDeadLetters(ctx context.Context, args []string, _ io.Reader, stdout, std
 	if verb == "redrive" && (*offset < 0) == !*all {
 		return fmt.Errorf("%w: redrive wants --offset N or --all", errUsage)
 	}
+	// A topic that does not exist has no end to read to: say so at once.
+	if err := checkTopic(ctx, *brokers, topic, defaultTimeout); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	type letter struct {
