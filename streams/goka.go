@@ -304,16 +304,33 @@ func Reassert[T any](ctx goka.Context, v *T) {
 	}
 }
 
-// Remembered is how many answers a table value keeps (Remember): enough
-// for every message of a key that can follow the input's last commit.
-const Remembered = 16
+// RememberWindow is how far back in its input partition a table value
+// remembers answers (Remember): a message processed again after a crash
+// came after its input's last commit (goka commits every 250 ms), far less
+// than this many offsets back. What a value keeps is a function of the log
+// alone, so a replay writes the same value.
+const RememberWindow = 40_000
 
-// Remember returns recent with the answer r to the message at (r.Partition,
-// r.Offset) appended, keeping the last Remembered. A callback that writes a
-// value remembers in it the answer it gives, so that the answer to a message
-// processed again after a crash (Recall) comes from, and is persisted with,
-// the value: it is the answer given the first time.
+// Remembered bounds the answers a value keeps, should one key get more
+// messages than this within RememberWindow. (It was the whole rule, at
+// 16: a key with more messages than that after the last commit was
+// answered differently after a kill, as the registry's was.)
+const Remembered = 256
+
+// Remember returns recent with the answer r to the message at (r.Topic,
+// r.Partition, r.Offset) appended, without the answers to messages of that
+// partition more than RememberWindow offsets before it, and at most
+// Remembered. A callback that writes a value remembers in it the answer it
+// gives, so that the answer to a message processed again after a crash
+// (Recall) comes from, and is persisted with, the value: it is the answer
+// given the first time.
 func Remember(recent []schemas.RecentResult, r schemas.RecentResult) []schemas.RecentResult {
+	stale := func(x schemas.RecentResult) bool {
+		return x.Topic == r.Topic && x.Partition == r.Partition && x.Offset <= r.Offset-RememberWindow
+	}
+	if slices.ContainsFunc(recent, stale) {
+		recent = slices.DeleteFunc(slices.Clone(recent), stale)
+	}
 	recent = append(recent, r)
 	if len(recent) > Remembered {
 		recent = slices.Clone(recent[len(recent)-Remembered:])

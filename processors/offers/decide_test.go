@@ -319,19 +319,29 @@ func TestDecidePhotosAndModeration(t *testing.T) {
 	}
 }
 
-func TestRememberKeepsTheLast(t *testing.T) {
+func TestRememberKeepsTheWindow(t *testing.T) {
+	// More answers than the 16 once kept, all of the window: remembered.
 	r := &schemas.OfferRecord{}
 	for i := int64(0); i < 40; i++ {
 		Remember(r, 1, i, Decision{Outcome: schemas.OutcomeOK, Version: i})
 	}
+	if _, ok := Recall(r, 1, 0); !ok || len(r.Recent) != 40 {
+		t.Fatalf("%d remembered, the first forgotten: want all 40 of the window", len(r.Recent))
+	}
+	// A command a window later: the old ones go.
+	Remember(r, 1, 20+streams.RememberWindow, Decision{Outcome: schemas.OutcomeOK, Version: 41})
+	if _, ok := Recall(r, 1, 20); ok {
+		t.Error("an answer a window back is kept")
+	}
+	if _, ok := Recall(r, 1, 21); !ok {
+		t.Error("an answer within the window is forgotten")
+	}
+	// A bound holds the value's size.
+	for i := int64(0); i < streams.Remembered+5; i++ {
+		Remember(r, 1, 100_000+i, Decision{Outcome: schemas.OutcomeOK, Version: i})
+	}
 	if len(r.Recent) != streams.Remembered {
-		t.Fatalf("%d streams.Remembered", len(r.Recent))
-	}
-	if _, ok := Recall(r, 1, 39); !ok {
-		t.Error("last forgotten")
-	}
-	if _, ok := Recall(r, 1, 39-streams.Remembered); ok {
-		t.Error("too old streams.Remembered")
+		t.Fatalf("%d remembered, bound %d", len(r.Recent), streams.Remembered)
 	}
 }
 
