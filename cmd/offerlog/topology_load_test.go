@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/time/rate"
 
 	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/testkit"
@@ -45,6 +46,11 @@ type topologyLoad struct {
 	t     *testing.T
 	c     *cluster
 	token string
+	// docWorkers write documents, each at most once per pace (0: as fast
+	// as answered); the short form paces its load, which shares 2 cores
+	// with the rest of the suite.
+	docWorkers int
+	pace       *rate.Limiter
 
 	mu      sync.Mutex
 	ok      map[int64]int // successful writes per second
@@ -70,7 +76,8 @@ func newTopologyLoad(t *testing.T, c *cluster) *topologyLoad {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &topologyLoad{t: t, c: c, token: strings.TrimSpace(string(tok)), ok: map[int64]int{}, docs: map[string]int64{},
+	l := &topologyLoad{t: t, c: c, token: strings.TrimSpace(string(tok)), docWorkers: 4, pace: rate.NewLimiter(rate.Inf, 1),
+		ok: map[int64]int{}, docs: map[string]int64{},
 		offers: map[string]int64{}, drafts: map[string]string{}, sellers: map[string]int{}}
 	if s, b, err := l.call(context.Background(), "PUT", "/v1/clients/shop/epochs/1", topologyEpoch); err != nil || s/100 != 2 {
 		t.Fatalf("register the epoch: %d %s %v", s, b, err)
@@ -154,7 +161,7 @@ func errorKind(err error) string {
 func (l *topologyLoad) run(ctx context.Context) <-chan struct{} {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	for w := range 4 {
+	for w := range l.docWorkers {
 		wg.Go(func() { l.documents(ctx, w) })
 	}
 	for w := range 2 {
@@ -171,6 +178,9 @@ func (l *topologyLoad) documents(ctx context.Context, w int) {
 	versions := map[string]int64{}
 	ts := time.Now().UTC().Format(time.RFC3339Nano)
 	for i := 0; ctx.Err() == nil; i++ {
+		if l.pace.Wait(ctx) != nil {
+			return
+		}
 		pk := fmt.Sprintf("w%d-%d", w, i%25)
 		versions[pk]++
 		v := versions[pk]
@@ -201,6 +211,9 @@ func (l *topologyLoad) offerWrites(ctx context.Context, w int) {
 	seller := fmt.Sprintf("seller-%d", w)
 	var mine []string
 	for i := 0; ctx.Err() == nil; i++ {
+		if l.pace.Wait(ctx) != nil {
+			return
+		}
 		if len(mine) == 0 || i%10 == 0 {
 			if id, ok := l.publish(ctx, seller); ok {
 				mine = append(mine, id)
@@ -372,6 +385,9 @@ func (l *topologyLoad) checkNumerator(t *testing.T, partitions int32) {
 // cache).
 func (l *topologyLoad) reads(ctx context.Context) {
 	for ctx.Err() == nil {
+		if l.pace.Wait(ctx) != nil {
+			return
+		}
 		l.mu.Lock()
 		var id string
 		for k := range l.offers {

@@ -24,6 +24,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"golang.org/x/time/rate"
+
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/streams"
 )
@@ -153,6 +155,11 @@ func TestTopology(t *testing.T) {
 	t.Logf("topology: %d pods ready in %v", len(c.pods), time.Since(start).Round(time.Millisecond))
 
 	l := newTopologyLoad(t, c)
+	if !full {
+		// A steady load, not the most the pods take: the short form runs
+		// beside the rest of make test on 2 cores.
+		l.docWorkers, l.pace = 2, rate.NewLimiter(rate.Limit(150), 1)
+	}
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	loadDone := l.run(loadCtx)
 	l.waitRate(t, 60*time.Second)
@@ -160,9 +167,9 @@ func TestTopology(t *testing.T) {
 
 	n := newNemesis(c, l, rng)
 	n.killPod(ctx, "offers")
-	n.stopPod(ctx, "indexer", 15*time.Second)
+	n.stopPod(ctx, "indexer", 12*time.Second) // past the 10 s sessions
 	if c.net.netns {
-		n.isolate(ctx, "registry", 15*time.Second)
+		n.isolate(ctx, "registry", 12*time.Second)
 	}
 	n.roll(ctx, "offerlog-offers")
 	n.scale(ctx, "offerlog-offers", 3)

@@ -45,7 +45,8 @@ func TestBrokerKilledUnderTheScheduler(t *testing.T) {
 	kill()
 	testkit.BrokerProcess(t, dir, 0)
 	produce(20, 40)
-	testkit.Eventually(t, 3*time.Minute, "the stage's result on every offer", func() bool {
+	// Minutes at most: the whole suite shares 2 cores with it.
+	testkit.Eventually(t, 5*time.Minute, "the stage's result on every offer", func() bool {
 		done := map[string]bool{}
 		for _, r := range testkit.ReadAll(t, brokers, topics.OffersTable) {
 			var rec schemas.OfferRecord
