@@ -79,8 +79,8 @@ func (c Config) Sarama(clientID string) *sarama.Config {
 	// writes its decisions transactionally).
 	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
 	// Commit often: after a crash, what came after the last commit is
-	// processed again, and the registry remembers only its last verdicts
-	// per key (registry.MaxRecentVerdicts) to answer it as the first time.
+	// processed again, and a value remembers its answers within
+	// RememberWindow offsets (Remember) to answer it as the first time.
 	cfg.Consumer.Offsets.AutoCommit.Interval = 250 * time.Millisecond
 	// A member killed without leaving is dropped after its session (10 s,
 	// sarama's default). A join waits for the rebalance, up to its
@@ -305,37 +305,51 @@ func Reassert[T any](ctx goka.Context, v *T) {
 }
 
 // RememberWindow is how far back in its input partition a table value
-// remembers answers (Remember): a message processed again after a crash
-// came after its input's last commit (goka commits every 250 ms), far less
-// than this many offsets back. What a value keeps is a function of the log
-// alone, so a replay writes the same value.
+// remembers answers (Remember, RememberIn): a message processed again
+// after a crash came after its input's last commit (goka commits every
+// 250 ms; a table group's lost batch is at most a poll, 10 000 records),
+// far less than this many offsets back. What a value keeps is a function
+// of the log alone, so a replay writes the same value.
 const RememberWindow = 40_000
 
 // Remembered bounds the answers a value keeps, should one key get more
 // messages than this within RememberWindow. (It was the whole rule, at
 // 16: a key with more messages than that after the last commit was
-// answered differently after a kill, as the registry's was.)
+// answered differently after a kill.)
 const Remembered = 256
 
+// RememberIn returns recent with next appended, without the entries
+// stale reports (answers to messages of next's partition more than
+// RememberWindow offsets before it), at most Remembered, the last. recent
+// is not changed. The rule of Remember and of the registry's verdicts.
+func RememberIn[T any](recent []T, next T, stale func(T) bool) []T {
+	out := make([]T, 0, min(len(recent)+1, Remembered))
+	for _, x := range recent {
+		if !stale(x) {
+			out = append(out, x)
+		}
+	}
+	out = append(out, next)
+	if len(out) > Remembered {
+		out = slices.Clone(out[len(out)-Remembered:])
+	}
+	return out
+}
+
+// Stale reports whether a message at offset of a partition is more than
+// RememberWindow offsets before newest, the offset of a message of the
+// same partition.
+func Stale(offset, newest int64) bool { return offset <= newest-RememberWindow }
+
 // Remember returns recent with the answer r to the message at (r.Topic,
-// r.Partition, r.Offset) appended, without the answers to messages of that
-// partition more than RememberWindow offsets before it, and at most
-// Remembered. A callback that writes a value remembers in it the answer it
-// gives, so that the answer to a message processed again after a crash
-// (Recall) comes from, and is persisted with, the value: it is the answer
-// given the first time.
+// r.Partition, r.Offset) appended, by the rule of RememberIn. A callback
+// that writes a value remembers in it the answer it gives, so that the
+// answer to a message processed again after a crash (Recall) comes from,
+// and is persisted with, the value: it is the answer given the first time.
 func Remember(recent []schemas.RecentResult, r schemas.RecentResult) []schemas.RecentResult {
-	stale := func(x schemas.RecentResult) bool {
-		return x.Topic == r.Topic && x.Partition == r.Partition && x.Offset <= r.Offset-RememberWindow
-	}
-	if slices.ContainsFunc(recent, stale) {
-		recent = slices.DeleteFunc(slices.Clone(recent), stale)
-	}
-	recent = append(recent, r)
-	if len(recent) > Remembered {
-		recent = slices.Clone(recent[len(recent)-Remembered:])
-	}
-	return recent
+	return RememberIn(recent, r, func(x schemas.RecentResult) bool {
+		return x.Topic == r.Topic && x.Partition == r.Partition && Stale(x.Offset, r.Offset)
+	})
 }
 
 // Recall returns the answer recent remembers for the message at (partition,

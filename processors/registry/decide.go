@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
 )
 
 // Stamp is what orders the versions of one document: epoch, then version,
@@ -382,18 +383,14 @@ func Validate(doc *schemas.RawDocument, schema *schemas.EpochSchema) error {
 
 // A message is decided again after a crash only if its batch's mark was
 // lost (the table group skips what its marks name as applied): the
-// messages of one batch, at most a poll's (streams' MaxPollRecords, 10 000)
-// of one partition. A record remembers the verdicts of its key's messages
-// within RememberWindow offsets of the newest, which holds any batch; what
-// it keeps is a function of the log alone, so a replay writes the same
-// record. (It kept the last 16 verdicts: a key with more messages than that
-// in one batch was answered differently after a crash.)
-const RememberWindow = 40_000
-
-// MaxRecentVerdicts bounds a record's size should one key get more
-// messages than this within RememberWindow; one of those decided again
-// after a crash is counted in offerlog_registry_redelivered_total.
-const MaxRecentVerdicts = 256
+// messages of one batch. A record remembers the verdicts of its key's
+// messages by streams.RememberIn's rule: within streams.RememberWindow
+// offsets of the newest (any batch), at most streams.Remembered; what it
+// keeps is a function of the log, so a replay writes the same record. (It
+// kept the last 16 verdicts: a key with more messages than that in one
+// batch was answered differently after a crash.) One of more than
+// streams.Remembered messages of a key in one batch, decided again, is
+// counted in offerlog_registry_redelivered_total.
 
 // Recall looks for the verdict the registry gave before on message
 // (partition, offset) of the record's key. found is true if the record
@@ -416,24 +413,16 @@ func Recall(r *schemas.RegistryRecord, partition int32, offset int64) (v schemas
 	return v, false, seen
 }
 
-// Remember returns a copy of next that remembers the verdicts prev did on
-// messages of partition within RememberWindow offsets before offset, and
-// the verdict on message (partition, offset); at most MaxRecentVerdicts,
-// the last.
+// Remember returns a copy of next that remembers the verdicts prev did and
+// the verdict on message (partition, offset), by streams.RememberIn's rule.
 func Remember(prev, next *schemas.RegistryRecord, partition int32, offset int64, verdict schemas.Decision, reason string) *schemas.RegistryRecord {
 	out := *next
 	var history []schemas.RecentVerdict
 	if prev != nil {
-		for _, rv := range prev.RecentVerdicts {
-			if rv.Partition != partition || rv.Offset > offset-RememberWindow {
-				history = append(history, rv)
-			}
-		}
+		history = prev.RecentVerdicts
 	}
-	if len(history) >= MaxRecentVerdicts {
-		history = history[len(history)-MaxRecentVerdicts+1:]
-	}
-	out.RecentVerdicts = append(history, schemas.RecentVerdict{Partition: partition, Offset: offset, Verdict: verdict, Reason: reason})
+	out.RecentVerdicts = streams.RememberIn(history, schemas.RecentVerdict{Partition: partition, Offset: offset, Verdict: verdict, Reason: reason},
+		func(rv schemas.RecentVerdict) bool { return rv.Partition == partition && streams.Stale(rv.Offset, offset) })
 	return &out
 }
 
