@@ -422,7 +422,9 @@ func Remember(prev, next *schemas.RegistryRecord, partition int32, offset int64,
 		history = prev.RecentVerdicts
 	}
 	out.RecentVerdicts = streams.RememberIn(history, schemas.RecentVerdict{Partition: partition, Offset: offset, Verdict: verdict, Reason: reason},
-		func(rv schemas.RecentVerdict) bool { return rv.Partition == partition && streams.Stale(rv.Offset, offset) })
+		func(rv schemas.RecentVerdict) bool {
+			return rv.Partition == partition && streams.Stale(rv.Offset, offset)
+		})
 	return &out
 }
 
