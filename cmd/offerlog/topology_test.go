@@ -232,19 +232,7 @@ func (c *cluster) checkReplay(t *testing.T, brokerAddr string) {
 	wg.Wait()
 	props := filepath.Join(c.secrets, "offerlog-kafka", "kafka.properties")
 	brokers := []string{brokerAddr}
-	adm := testkit.Admin(t, brokers)
-	testkit.Eventually(t, time.Minute, "every group empty (its members left)", func() bool {
-		described, err := adm.DescribeGroups(t.Context(), "registry", "numerator", "offers", "drafts", "cabinet")
-		if err != nil {
-			return false
-		}
-		for _, g := range described {
-			if len(g.Members) > 0 {
-				return false
-			}
-		}
-		return true
-	})
+	testkit.WaitGroupsEmpty(t, brokers, "registry", "numerator", "offers", "drafts", "cabinet")
 	live := map[string]map[string][]byte{}
 	for _, r := range replayTables {
 		live[r.table] = testkit.Table(t, brokers, r.table)

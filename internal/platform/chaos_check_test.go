@@ -278,20 +278,8 @@ func (c *chaosCheck) recount(live map[string]map[string][]byte) {
 // have expired: a replay must run alone.
 func (c *chaosCheck) membersGone() {
 	c.t.Helper()
-	adm := testkit.Admin(c.t, c.brokers)
-	groups := []string{string(registry.Group), indexer.Group, string(numerator.Group), string(offers.Group), string(drafts.Group), string(cabinet.Group)}
-	testkit.Eventually(c.t, time.Minute, "no members left in the groups", func() bool {
-		described, err := adm.DescribeGroups(testkit.Context(c.t, 10*time.Second), groups...)
-		if err != nil {
-			return false
-		}
-		for _, g := range described {
-			if len(g.Members) > 0 {
-				return false
-			}
-		}
-		return true
-	})
+	testkit.WaitGroupsEmpty(c.t, c.brokers, string(registry.Group), indexer.Group, string(numerator.Group), string(offers.Group),
+		string(drafts.Group), string(cabinet.Group))
 }
 
 // replay replays every group the way `offerlog replay` does, each producer

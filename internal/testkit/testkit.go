@@ -5,6 +5,7 @@ package testkit
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"testing"
@@ -107,4 +108,23 @@ func ReadAll(t testing.TB, brokers []string, topic string) []*kgo.Record {
 		delete(byPart, p)
 	}
 	return out
+}
+
+// WaitGroupsEmpty waits up to a minute until none of groups has a member
+// (their members left, or their sessions ended): a replay must run alone.
+func WaitGroupsEmpty(t testing.TB, brokers []string, groups ...string) {
+	t.Helper()
+	adm := Admin(t, brokers)
+	Eventually(t, time.Minute, fmt.Sprintf("no members left in %v", groups), func() bool {
+		described, err := adm.DescribeGroups(Context(t, 10*time.Second), groups...)
+		if err != nil {
+			return false
+		}
+		for _, g := range described {
+			if len(g.Members) > 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
