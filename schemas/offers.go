@@ -71,6 +71,57 @@ type Offer struct {
 	ExternalID  string      `avro:"external_id" json:"external_id,omitempty"`
 	CreatedAt   time.Time   `avro:"created_at" json:"created_at"`
 	UpdatedAt   time.Time   `avro:"updated_at" json:"updated_at"`
+	// ExposedMs and ExposedSince are the offer's exposure, kept by the
+	// aggregate from the log's time (a client's values are ignored):
+	// the milliseconds it was exposed before its current exposure, and
+	// since when (Unix ms) it is exposed now, 0 when it is not, and
+	// ExposureUnknown in a record written before exposure was kept.
+	ExposedMs    int64 `avro:"exposed_ms" json:"exposed_ms"`
+	ExposedSince int64 `avro:"exposed_since" json:"exposed_since"`
+}
+
+// ExposureUnknown is Offer.ExposedSince of an offer written before
+// exposure was kept: an ACTIVE one counts as exposed since its creation.
+const ExposureUnknown = -1
+
+// Exposure returns how long o has been exposed at (Unix ms): the time it
+// was ACTIVE and not banned (gost-scheduler.md: "180 дней экспозиции"),
+// and whether it is exposed now.
+func (o *Offer) Exposure(at int64) (ms int64, now bool) {
+	since := o.ExposedSince
+	if since == ExposureUnknown {
+		if o.Status != OfferActive {
+			return o.ExposedMs, false
+		}
+		since = o.CreatedAt.UnixMilli()
+	}
+	if since <= 0 {
+		return o.ExposedMs, false
+	}
+	return o.ExposedMs + max(0, at-since), true
+}
+
+// Expose carries o's exposure from before, the offer's previous version
+// (nil: none), to at (Unix ms, the time of the change): an offer that
+// stops being exposed (shown says whether it is now) adds the time of its
+// exposure, one that starts is exposed since at.
+func (o *Offer) Expose(before *Offer, shown bool, at int64) {
+	var ms int64
+	var was bool
+	if before != nil {
+		ms, was = before.Exposure(at)
+	}
+	switch {
+	case shown && was:
+		o.ExposedMs, o.ExposedSince = before.ExposedMs, before.ExposedSince
+		if o.ExposedSince == ExposureUnknown {
+			o.ExposedSince = before.CreatedAt.UnixMilli()
+		}
+	case shown:
+		o.ExposedMs, o.ExposedSince = ms, max(at, 1)
+	default:
+		o.ExposedMs, o.ExposedSince = ms, 0
+	}
 }
 
 // Summary is what the seller cabinet counts of one version of an offer.

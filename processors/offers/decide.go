@@ -47,6 +47,12 @@ func PresetsOf(o *schemas.Offer, banned bool) []string {
 	return out
 }
 
+// Exposed reports whether r's offer is shown to buyers: ACTIVE and not
+// banned. Its exposure time is what the expiry stage counts.
+func Exposed(r *schemas.OfferRecord) bool {
+	return r.Offer.Status == schemas.OfferActive && !r.Moderation.Banned
+}
+
 // SummaryOf returns what the cabinet counts of r.
 func SummaryOf(r *schemas.OfferRecord) schemas.Summary {
 	return schemas.Summary{Presets: PresetsOf(&r.Offer, r.Moderation.Banned), Sold: r.Billing.Sold, SoldPrice: r.Billing.SoldPrice}
@@ -291,8 +297,10 @@ func update(cur *schemas.OfferRecord, in Input) Decision {
 		return refuse(schemas.OutcomeInvalid, cur, e.Field, "%s", e.Reason)
 	}
 	switch {
-	case feed && cur.Offer.Status == schemas.OfferSold:
-		o.Status = schemas.OfferSold // a feed does not bring a sold offer back
+	case feed && (cur.Offer.Status == schemas.OfferSold || cur.Offer.Status == schemas.OfferExpired):
+		// A feed does not bring a sold offer back, nor an expired one:
+		// its exposure is spent (docs/RULES.md).
+		o.Status = cur.Offer.Status
 	case feed:
 		o.Status = schemas.OfferActive
 	case o.Status == "":
@@ -406,9 +414,12 @@ func written(next, cur *schemas.OfferRecord, in Input, change string) Decision {
 	}
 	next.Version++
 	next.Previous = schemas.Summary{Presets: []string{}}
+	var before *schemas.Offer
 	if cur != nil {
 		next.Previous = cur.Summary
+		before = &cur.Offer
 	}
+	next.Offer.Expose(before, Exposed(next), in.At.UnixMilli())
 	next.Summary = SummaryOf(next)
 	next.SourceTopic, next.SourcePartition, next.SourceOffset = in.Topic, in.Partition, in.Offset
 	d := Decision{Outcome: schemas.OutcomeOK, Version: next.Version, Record: next, Change: change}

@@ -375,3 +375,76 @@ func unchanged(d Decision, cur *schemas.OfferRecord) bool {
 	a.Recent, b.Recent = nil, nil
 	return d.StateOnly && reflect.DeepEqual(a, b) && len(d.Record.Recent) > 0
 }
+
+// TestExposureIsTheLogsTime follows an offer's exposure through its life by
+// the time of the commands that changed it: the time it was ACTIVE and not
+// banned, whatever its age (gost-scheduler.md: 180 days of exposure).
+func TestExposureIsTheLogsTime(t *testing.T) {
+	const day = 24 * time.Hour
+	id := IDFrom(21)
+	at := func(c *schemas.OfferCommand, off int64, when time.Duration) Input {
+		in := cmd(c, off)
+		in.At = t0.Add(when)
+		return in
+	}
+	update := func(status schemas.OfferStatus) *schemas.OfferCommand {
+		o := sample()
+		o.Status = status
+		o.ExposedMs, o.ExposedSince = 1, 1 // a client's values are not the offer's
+		return &schemas.OfferCommand{Kind: schemas.CommandUpdate, OfferID: id, SellerID: "s", ExpectedVersion: -1, Offer: o}
+	}
+	check := func(what string, r *schemas.OfferRecord, ms time.Duration, since time.Duration, exposed bool) {
+		t.Helper()
+		wantSince := int64(0)
+		if exposed {
+			wantSince = t0.Add(since).UnixMilli()
+		}
+		if r.Offer.ExposedMs != ms.Milliseconds() || r.Offer.ExposedSince != wantSince {
+			t.Errorf("%s: exposed %d ms since %d, want %d since %d", what, r.Offer.ExposedMs, r.Offer.ExposedSince, ms.Milliseconds(), wantSince)
+		}
+	}
+	r := Decide(nil, at(&schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s", ExpectedVersion: -1,
+		Offer: sample(), DraftOwner: "user:s", DraftID: id}, 1, 0)).Record
+	check("created", r, 0, 0, true)
+	r = Decide(r, at(update(schemas.OfferInactive), 2, 10*day)).Record
+	check("deactivated after 10 days", r, 10*day, 0, false)
+	r = Decide(r, at(update(schemas.OfferActive), 3, 200*day)).Record
+	check("reactivated at day 200", r, 10*day, 200*day, true)
+	if ms, now := r.Offer.Exposure(t0.Add(230 * day).UnixMilli()); ms != (40*day).Milliseconds() || !now {
+		t.Errorf("exposure at day 230: %d ms, exposed %v", ms, now)
+	}
+	// A ban pauses the exposure; lifting it resumes.
+	r = Decide(r, at(&schemas.OfferCommand{Kind: schemas.CommandModeration, OfferID: id,
+		Opinion: &schemas.ModerationOpinion{OfferID: id, Banned: true, Reasons: []string{"spam"}}}, 4, 205*day)).Record
+	check("banned at day 205", r, 15*day, 0, false)
+	r = Decide(r, at(&schemas.OfferCommand{Kind: schemas.CommandModeration, OfferID: id,
+		Opinion: &schemas.ModerationOpinion{OfferID: id}}, 5, 300*day)).Record
+	check("unbanned at day 300", r, 15*day, 300*day, true)
+	// An update that keeps it ACTIVE changes nothing of its exposure.
+	r = Decide(r, at(update(""), 6, 301*day)).Record
+	check("edited", r, 15*day, 300*day, true)
+	// A message timestamped before the exposure began adds nothing.
+	r = Decide(r, at(update(schemas.OfferExpired), 7, 299*day)).Record
+	check("expired by a message from the past", r, 15*day, 0, false)
+
+	// A feed load keeps an EXPIRED offer expired (its exposure is spent),
+	// and makes an INACTIVE one ACTIVE again.
+	feed := &schemas.OfferCommand{Kind: schemas.CommandFeedUpsert, OfferID: id, SellerID: "s", ExpectedVersion: -1, Offer: sample(), TaskID: 1}
+	if d := Decide(r, at(feed, 8, 302*day)); d.Record.Offer.Status != schemas.OfferExpired ||
+		!slices.Equal(d.Record.Summary.Presets, []string{PresetAll, PresetExpired}) {
+		t.Errorf("feed load of an expired offer: %s %v", d.Record.Offer.Status, d.Record.Summary.Presets)
+	}
+	r = Decide(r, at(update(schemas.OfferInactive), 9, 303*day)).Record
+	if d := Decide(r, at(feed, 10, 304*day)); d.Record.Offer.Status != schemas.OfferActive {
+		t.Errorf("feed load of an inactive offer: %s", d.Record.Offer.Status)
+	} else {
+		check("fed again", d.Record, 15*day, 304*day, true)
+	}
+
+	// A record written before exposure was kept counts from its creation.
+	old := Decide(nil, at(&schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s", ExpectedVersion: -1,
+		Offer: sample(), DraftOwner: "user:s", DraftID: id}, 1, 0)).Record
+	old.Offer.ExposedMs, old.Offer.ExposedSince = 0, schemas.ExposureUnknown
+	old = Decide(old, at(update(schemas.OfferInactive), 2, 3*day)).Record
+	check("a legacy offer deactivated", old, 3*day, 0, false)
+}

@@ -20,7 +20,7 @@ var t0 = time.UnixMilli(1_800_000_000_000).UTC()
 func record(stages ...schemas.StageState) *schemas.OfferRecord {
 	p := int64(10)
 	return &schemas.OfferRecord{Offer: schemas.Offer{ID: offers.IDFrom(1), SellerID: "s", Category: "cars", Title: "t", Price: &p,
-		Currency: "RUB", Status: schemas.OfferActive, CreatedAt: t0}, Version: 3, Stages: stages}
+		Currency: "RUB", Status: schemas.OfferActive, CreatedAt: t0, ExposedSince: t0.UnixMilli()}, Version: 3, Stages: stages}
 }
 
 func cmd(c *schemas.OfferCommand, off int64) offers.Input {
@@ -185,6 +185,41 @@ func TestExpiry(t *testing.T) {
 	o.Status = schemas.OfferSold
 	if s := e.should(&o, schemas.StageState{}, due); s.Process || s.TimerAt != 0 {
 		t.Errorf("a sold offer: %+v", s)
+	}
+}
+
+// TestExpiryCountsExposure: an offer created 200 days ago, exposed 10 days,
+// then reactivated, has 170 days left, not none; a banned one has no due
+// time; a legacy record counts from its creation.
+func TestExpiryCountsExposure(t *testing.T) {
+	const day = 24 * time.Hour
+	e := Expiry{Days: 180}
+	now := t0.Add(200 * day)
+	o := record().Offer
+	o.ExposedMs, o.ExposedSince = (10 * day).Milliseconds(), now.UnixMilli()
+	due := now.Add(170 * day)
+	if s := e.should(&o, schemas.StageState{}, now.Add(time.Hour)); s.Process || s.TimerAt != due.UnixMilli() {
+		t.Errorf("reactivated after 10 days of exposure: %+v, want a timer at %d", s, due.UnixMilli())
+	}
+	if r := e.process(&o, now.Add(time.Hour)); r.Offer != nil {
+		t.Errorf("expired with 170 days left: %+v", r.Offer)
+	}
+	if r := e.process(&o, due); r.Offer == nil || r.Offer.Status != schemas.OfferExpired {
+		t.Errorf("not expired at 180 days of exposure: %+v", r)
+	}
+	// The same due time on a clock behind the log's.
+	if s := e.should(&o, schemas.StageState{}, now.Add(-time.Hour)); s.TimerAt != due.UnixMilli() {
+		t.Errorf("a clock behind: %+v", s)
+	}
+	banned := o
+	banned.ExposedSince = 0
+	if s := e.should(&banned, schemas.StageState{}, due); s.Process || s.TimerAt != 0 {
+		t.Errorf("an offer not exposed: %+v", s)
+	}
+	legacy := record().Offer
+	legacy.ExposedSince = schemas.ExposureUnknown
+	if s := e.should(&legacy, schemas.StageState{}, t0); s.TimerAt != t0.Add(180*day).UnixMilli() {
+		t.Errorf("a legacy offer: %+v", s)
 	}
 }
 

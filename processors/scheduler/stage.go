@@ -58,17 +58,26 @@ type Stage interface {
 // (gost-scheduler.md: "снятие объявления после 180 дней экспозиции").
 const DefaultExpiryDays = 180
 
-// Expiry is the built-in stage that moves an offer ACTIVE for Days days
-// (counted from its creation) to EXPIRED. It keeps no state; its timer is
-// the expiry time.
+// Expiry is the built-in stage that moves an offer exposed for Days days
+// to EXPIRED. Exposure is the time the offer was ACTIVE and not banned, as
+// the aggregate keeps it (schemas.Offer.Exposure): an offer deactivated
+// and reactivated keeps what it had left. It keeps no state; its timer is
+// the moment the exposure runs out.
 type Expiry struct{ Days int }
 
-func (e Expiry) due(o *schemas.Offer) int64 {
+// due returns when o's exposure reaches Days, and whether it is exposed
+// (an offer not exposed has no due time). now is the caller's clock.
+func (e Expiry) due(o *schemas.Offer, now int64) (int64, bool) {
 	days := e.Days
 	if days <= 0 {
 		days = DefaultExpiryDays
 	}
-	return o.CreatedAt.Add(time.Duration(days) * 24 * time.Hour).UnixMilli()
+	at := max(now, o.ExposedSince) // the same due time on a clock behind the log's
+	ms, shown := o.Exposure(at)
+	if o.Status != schemas.OfferActive || !shown {
+		return 0, false
+	}
+	return at + int64(days)*24*time.Hour.Milliseconds() - ms, true
 }
 
 // ShouldProcess asks for a timer at the expiry of an active offer, or for
@@ -78,10 +87,10 @@ func (e Expiry) ShouldProcess(_ context.Context, o *schemas.Offer, _ int64, st s
 }
 
 func (e Expiry) should(o *schemas.Offer, st schemas.StageState, now time.Time) Should {
-	if o.Status != schemas.OfferActive {
+	due, ok := e.due(o, now.UnixMilli())
+	if !ok {
 		return Should{}
 	}
-	due := e.due(o)
 	if due <= now.UnixMilli() {
 		return Should{Process: true}
 	}
@@ -98,7 +107,7 @@ func (e Expiry) Process(_ context.Context, o *schemas.Offer, _ int64, _ schemas.
 }
 
 func (e Expiry) process(o *schemas.Offer, now time.Time) Result {
-	if o.Status != schemas.OfferActive || e.due(o) > now.UnixMilli() {
+	if due, ok := e.due(o, now.UnixMilli()); !ok || due > now.UnixMilli() {
 		return Result{}
 	}
 	next := *o
