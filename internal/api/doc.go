@@ -3,6 +3,7 @@
 // verdicts, read the registry) plus health and metrics endpoints.
 //
 // Every write is appended durably (acks=all) to its topic before it is
-// answered; with ?wait=true a document is answered with the registry's
-// verdict, matched on documents.results by the offset the document got.
+// answered; a document is answered with the registry's verdict, matched
+// on documents.results by the offset the document got (?async=true: 202
+// once appended).
 package api

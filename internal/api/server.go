@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
@@ -448,9 +449,17 @@ func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
 	if !validClient(w, client) {
 		return
 	}
-	wait := r.URL.Query().Get("wait") == "true"
-	if wait && s.cfg.Verdicts == nil {
-		writeError(w, http.StatusNotImplemented, errors.New("this instance does not wait for verdicts"))
+	// The seed's acknowledgement is the verdict (indexing.md: an ACK only
+	// after validation and commit): a post waits for it unless it asks
+	// ?async=true (202 once appended). ?wait=true, the old spelling of
+	// the default, is still accepted; ?wait=false means async.
+	q := r.URL.Query()
+	async, ok := asyncParam(w, q)
+	if !ok {
+		return
+	}
+	if !async && s.cfg.Verdicts == nil {
+		writeError(w, http.StatusNotImplemented, errors.New("this instance does not wait for verdicts: post with ?async=true"))
 		return
 	}
 	var body DocumentJSON
@@ -510,7 +519,7 @@ func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
 	}
 	s.hops.With("document", "append").Observe(time.Since(appended).Seconds())
 	res := PostResult{Partition: rec.Partition, Offset: rec.Offset}
-	if !wait {
+	if async {
 		writeJSON(w, http.StatusAccepted, res)
 		return
 	}
@@ -540,6 +549,42 @@ func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
 	status := map[schemas.Decision]int{schemas.Accepted: http.StatusOK, schemas.Stale: http.StatusConflict,
 		schemas.Invalid: http.StatusUnprocessableEntity}[v.Verdict]
 	writeJSON(w, status, res)
+}
+
+// asyncParam reads whether a post asks not to wait for its verdict:
+// ?async=true, or the older ?wait=false. Another value, or the two
+// contradicting each other, is a 400.
+func asyncParam(w http.ResponseWriter, q url.Values) (async, ok bool) {
+	a, aset, err := boolParam(q, "async")
+	if err == nil {
+		var wait, wset bool
+		wait, wset, err = boolParam(q, "wait")
+		switch {
+		case err != nil:
+		case aset && wset && a == wait:
+			err = fieldErr("async", "?async=%s contradicts ?wait=%s", q.Get("async"), q.Get("wait"))
+		default:
+			return a || (wset && !wait), true
+		}
+	}
+	writeError(w, http.StatusBadRequest, err)
+	return false, false
+}
+
+// boolParam reads the query parameter name as a boolean, and whether it is
+// there.
+func boolParam(q url.Values, name string) (value, set bool, err error) {
+	if !q.Has(name) {
+		return false, false, nil
+	}
+	switch v := q.Get(name); v {
+	case "true", "1":
+		return true, true, nil
+	case "false", "0":
+		return false, true, nil
+	default:
+		return false, true, fieldErr(name, "%q is neither true nor false", v)
+	}
 }
 
 func (s *Server) getDocument(w http.ResponseWriter, r *http.Request) {
