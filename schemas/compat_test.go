@@ -62,6 +62,7 @@ func samples() map[string]any {
 		PresetEntryName:       &PresetEntry{SellerID: "s1", Preset: "active", OfferID: offer.ID, CreatedAt: ts},
 		FeedItemName:          &FeedItem{SellerID: "s1", TaskID: 4, ExternalID: "vin-1", Offer: &offer, Failed: true, Items: 3},
 		FeedEntryName:         &FeedEntry{SellerID: "s1", ExternalID: "vin-1", OfferID: offer.ID, TaskID: 4},
+		IDClaimName:           &IDClaim{Kind: IDClaimKey, Secret: []byte{1, 2, 3}, By: "api-0", At: ts},
 		PhotoRequestName:      &PhotoRequest{OfferID: offer.ID, SourceURL: "https://img/1", Version: 3},
 		PhotoResultName:       &PhotoResult{OfferID: offer.ID, SourceURL: "https://img/1", OK: true, URL: "https://avatars/1"},
 		ModerationOpinionName: &ModerationOpinion{OfferID: offer.ID, Banned: true, Reasons: []string{"spam"}},
@@ -366,6 +367,8 @@ func decodeOffers(name string, data []byte) (any, error) {
 		return decodeWith(FeedItems, data)
 	case FeedEntryName:
 		return decodeWith(FeedEntries, data)
+	case IDClaimName:
+		return decodeWith(IDClaims, data)
 	case PhotoRequestName:
 		return decodeWith(PhotoRequests, data)
 	case PhotoResultName:

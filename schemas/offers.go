@@ -13,6 +13,7 @@ const (
 	PresetEntryName       = "offerlog.offers.PresetEntry"
 	FeedItemName          = "offerlog.offers.FeedItem"
 	FeedEntryName         = "offerlog.offers.FeedEntry"
+	IDClaimName           = "offerlog.offers.IDClaim"
 	PhotoRequestName      = "offerlog.offers.PhotoRequest"
 	PhotoResultName       = "offerlog.offers.PhotoResult"
 	ModerationOpinionName = "offerlog.offers.ModerationOpinion"
@@ -334,6 +335,21 @@ type FeedItem struct {
 	Items int64 `avro:"items"`
 }
 
+// IDClaim is a claim on offer ids (offers.ids): the permutation's secret
+// (KEY), or the block of ids its offset names (BLOCK).
+type IDClaim struct {
+	Kind   string    `avro:"kind"`
+	Secret []byte    `avro:"secret"`
+	By     string    `avro:"by"`
+	At     time.Time `avro:"at"`
+}
+
+// Kinds of IDClaim.
+const (
+	IDClaimKey   = "KEY"
+	IDClaimBlock = "BLOCK"
+)
+
 // FeedEntry says which offer holds a seller's external id and the last
 // task that touched it (feeds.index).
 type FeedEntry struct {
@@ -437,6 +453,7 @@ var (
 	PresetEntries      = codecFor[PresetEntry](PresetEntryName)
 	FeedItems          = codecFor[FeedItem](FeedItemName)
 	FeedEntries        = codecFor[FeedEntry](FeedEntryName)
+	IDClaims           = codecFor[IDClaim](IDClaimName)
 	PhotoRequests      = codecFor[PhotoRequest](PhotoRequestName)
 	PhotoResults       = codecFor[PhotoResult](PhotoResultName)
 	ModerationOpinions = codecFor[ModerationOpinion](ModerationOpinionName)

@@ -66,6 +66,11 @@ const (
 	OffersDead = "offers.dead"
 	// OffersTable is the changelog of the offer aggregate's table.
 	OffersTable = "offers-table"
+	// OffersIDs holds the claims on offer ids (IDClaims, compacted, every
+	// key distinct): the ids' permutation key and blocks of ids, each named
+	// by its partition and offset. Its partition count is part of the id
+	// format: OffersIDsPartitions, whatever the cluster's default.
+	OffersIDs = "offers.ids"
 	// PhotosRequests asks the photo service to process photos, key offer id.
 	PhotosRequests = "photos.requests"
 	// PhotosResults holds the photo service's answers, key offer id.
@@ -95,6 +100,10 @@ const (
 	// DraftsTable is the changelog of the drafts group's table.
 	DraftsTable = "drafts-table"
 )
+
+// OffersIDsPartitions is the partition count of offers.ids: the id space
+// is split between its partitions, so it never changes.
+const OffersIDsPartitions = 8
 
 // Names of the stage scheduler's topics.
 const (
@@ -256,6 +265,8 @@ func Catalogue(partitions int32) []Topic {
 			Doc: "the offer aggregate's undecodable or invalid input, with the reason"},
 		{Name: OffersTable, Partitions: partitions, Compacted: true, Schema: schemas.OfferRecordName,
 			Doc: "the offer aggregate's table: every offer with its moderation, billing and stage parts"},
+		{Name: OffersIDs, Partitions: OffersIDsPartitions, Compacted: true, Schema: schemas.IDClaimName,
+			Doc: "claims on offer ids: the permutation's key and blocks of ids (partition count fixed: part of the id format)"},
 		{Name: PhotosRequests, Partitions: partitions, Retention: 7 * day, Schema: schemas.PhotoRequestName,
 			Doc: "photos to process, key offer id"},
 		{Name: PhotosResults, Partitions: partitions, Retention: Forever, Schema: schemas.PhotoResultName,

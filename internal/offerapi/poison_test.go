@@ -2,6 +2,7 @@ package offerapi_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +77,7 @@ func TestBadCommandsAreDeadLettered(t *testing.T) {
 	b := testkit.Broker(t, "")
 	brokers := b.Addrs()
 	n := start(t, brokers, t.TempDir())
-	id := offers.NewID()
+	id := offers.IDFrom(rand.Uint64())
 	c := &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s", ExpectedVersion: -1, DraftID: id,
 		Offer: &schemas.Offer{Category: "cars", Title: "misplaced"}}
 	cmd, err := schemas.OfferCommands.Encode(c)

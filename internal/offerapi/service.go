@@ -105,6 +105,9 @@ type Config struct {
 	Producer *kgo.Client
 	// Offers sends commands to the offer aggregate.
 	Offers *offers.Client
+	// IDs hands out the ids of new drafts (a published draft's offer has
+	// its draft's id).
+	IDs *offers.IDs
 	// Drafts matches the drafts group's answers.
 	Drafts *streams.Replies[schemas.DraftResult]
 	// Records reads the aggregate's table: a view of it (ViewRecords) or
@@ -132,9 +135,9 @@ type Service struct {
 
 // New returns the service.
 func New(cfg Config) (*Service, error) {
-	if cfg.Producer == nil || cfg.Offers == nil || cfg.Drafts == nil ||
+	if cfg.Producer == nil || cfg.Offers == nil || cfg.IDs == nil || cfg.Drafts == nil ||
 		cfg.Records == nil || cfg.DraftsView == nil || cfg.CabinetView == nil || cfg.PresetsView == nil {
-		return nil, errors.New("offerapi: producer, offers client, drafts replies, records and the three views are required")
+		return nil, errors.New("offerapi: producer, offers client, ids, drafts replies, records and the three views are required")
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
@@ -372,7 +375,11 @@ func (s *Service) CurrentDraft(ctx context.Context, anon, user, category string)
 	if err != nil {
 		return nil, err
 	}
-	c := &schemas.DraftCommand{Kind: schemas.DraftCurrent, Anon: anon, User: user, Category: category, NewID: offers.NewID()}
+	id, err := s.cfg.IDs.New(ctx)
+	if err != nil {
+		return nil, errorf(Unavailable, "", "no offer id to give: %v", err)
+	}
+	c := &schemas.DraftCommand{Kind: schemas.DraftCurrent, Anon: anon, User: user, Category: category, NewID: id}
 	if anon == "" || user == "" {
 		return s.draftCommand(ctx, c)
 	}

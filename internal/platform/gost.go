@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"os"
 	"context"
 	"errors"
 	"fmt"
@@ -121,6 +122,24 @@ func (h *answerHub) deliver(res schemas.OfferResult) {
 	}
 }
 
+// offerIDs returns the process's allocator of offer ids, opened once.
+func (g *process) offerIDs(ctx context.Context) (*offers.IDs, error) {
+	if g.ids != nil {
+		return g.ids, nil
+	}
+	by := streams.Settings().InstanceID
+	if by == "" {
+		by, _ = os.Hostname()
+	}
+	ids, err := offers.OpenIDs(ctx, g.brokers, by)
+	if err != nil {
+		return nil, err
+	}
+	g.ids = ids
+	g.closers = append(g.closers, ids.Close)
+	return ids, nil
+}
+
 // offersClient returns a client of the aggregate with its own answers.
 func (g *process) offersClient(ctx context.Context, p *kgo.Client, name string) *offers.Client {
 	res := offers.NewResults(g.log)
@@ -146,7 +165,11 @@ func (g *process) feeds(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c := feeds.Config{Streams: g.scfg, Producer: p, Offers: g.offersClient(ctx, p, "feeds-answers"), View: v, Status: status,
+	ids, err := g.offerIDs(ctx)
+	if err != nil {
+		return err
+	}
+	c := feeds.Config{Streams: g.scfg, Producer: p, Offers: g.offersClient(ctx, p, "feeds-answers"), IDs: ids, View: v, Status: status,
 		Partitions: g.cfg.Partitions, Metrics: feeds.NewMetrics(g.reg), Logger: g.log}
 	g.sup.Go(ctx, ComponentFeeds, true, func(ctx context.Context) error { return feeds.Run(ctx, c) })
 	return nil
@@ -158,7 +181,11 @@ func (g *process) api(ctx context.Context) (*offerapi.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := offerapi.Config{Producer: p, Offers: g.offersClient(ctx, p, "offer-answers"), Timeout: g.cfg.WaitTimeout,
+	ids, err := g.offerIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := offerapi.Config{Producer: p, Offers: g.offersClient(ctx, p, "offer-answers"), IDs: ids, Timeout: g.cfg.WaitTimeout,
 		Hops: g.reg.WriteHops(), Logger: g.log}
 	cfg.Drafts = drafts.NewResults(g.log)
 	g.sup.Go(ctx, "draft-answers", false, func(ctx context.Context) error { return cfg.Drafts.Run(ctx, g.brokers) })

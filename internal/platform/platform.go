@@ -26,6 +26,7 @@ import (
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/internal/offerapi"
 	"github.com/offerlog/offerlog/processors/numerator"
+	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/processors/scheduler"
 	"github.com/offerlog/offerlog/schemas"
@@ -336,6 +337,9 @@ type process struct {
 	// cache), dialled once (zookeeper).
 	zkOnce sync.Once
 	zk     zkConn
+	// ids hands out offer ids to the offer API and the feed loader of
+	// this process (offerIDs).
+	ids *offers.IDs
 }
 
 // open starts what every component uses: the embedded broker (without

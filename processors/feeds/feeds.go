@@ -80,6 +80,8 @@ type Config struct {
 	Producer *kgo.Client
 	// Offers sends commands to the aggregate.
 	Offers *offers.Client
+	// IDs hands out the ids of the offers items create.
+	IDs *offers.IDs
 	// View is a running view of feeds.index.
 	View *goka.View
 	// Status is a running view of feeds.status, whence a loader takes the
@@ -419,7 +421,18 @@ func plan(run []schemas.FeedItem, lookup func(key string) (schemas.FeedEntry, bo
 // creating anew an offer deleted since the index was read. counted holds,
 // for each item, the status to count it in (nil: counted already).
 func (l *loader) items(ctx context.Context, run []schemas.FeedItem, counted []*schemas.FeedStatus) error {
-	cmds, idx, older, err := plan(run, l.lookup, offers.NewID)
+	var idErr error
+	newID := func() string {
+		id, err := l.cfg.IDs.New(ctx)
+		if err != nil && idErr == nil {
+			idErr = err
+		}
+		return id
+	}
+	cmds, idx, older, err := plan(run, l.lookup, newID)
+	if err == nil {
+		err = idErr
+	}
 	if err != nil {
 		return err
 	}
@@ -434,6 +447,9 @@ func (l *loader) items(ctx context.Context, run []schemas.FeedItem, counted []*s
 		}
 	}
 	for len(cmds) > 0 {
+		if idErr != nil {
+			return idErr
+		}
 		res, errs := l.cfg.Offers.DoAll(ctx, cmds)
 		var again []*schemas.OfferCommand
 		var againIdx []int
@@ -443,11 +459,13 @@ func (l *loader) items(ctx context.Context, run []schemas.FeedItem, counted []*s
 			}
 			switch res[i].Outcome {
 			case schemas.OutcomeCollision:
-				c.OfferID = offers.NewID()
+				// Ids are unique by construction (offers.IDs); an offer of
+				// an id drawn at random before 0.5.0 may still hold one.
+				c.OfferID = newID()
 				again, againIdx = append(again, c), append(againIdx, idx[i])
 			case schemas.OutcomeNotFound:
 				// Deleted since the index was read: the item makes a new offer.
-				c.Kind, c.OfferID = schemas.CommandCreate, offers.NewID()
+				c.Kind, c.OfferID = schemas.CommandCreate, newID()
 				again, againIdx = append(again, c), append(againIdx, idx[i])
 			case schemas.OutcomeConflict:
 				if c.Kind != schemas.CommandCreate {

@@ -2,6 +2,7 @@ package offers_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ func TestAnswersHandedOverInProcess(t *testing.T) {
 	cl := offers.NewClient(testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks())), res, time.Minute)
 	wctx := testkit.Context(t, 2*time.Minute)
 	price := int64(100)
-	o := &schemas.Offer{ID: offers.NewID(), SellerID: "s1", Category: "cars", Title: "one", Price: &price, Currency: "RUB"}
+	o := &schemas.Offer{ID: offers.IDFrom(rand.Uint64()), SellerID: "s1", Category: "cars", Title: "one", Price: &price, Currency: "RUB"}
 	r, err := cl.Do(wctx, &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: o.ID, SellerID: "s1", ExpectedVersion: -1, Offer: o})
 	if err != nil || r.Outcome != schemas.OutcomeOK || r.Version != 1 {
 		t.Fatalf("create: %+v %v", r, err)

@@ -2,6 +2,7 @@ package offers_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -58,7 +59,7 @@ func TestAnswerGivenBeforeACrashIsInTheTable(t *testing.T) {
 	cl := offers.NewClient(p, res, 30*time.Second)
 	ctx := testkit.Context(t, 2*time.Minute)
 	price := int64(100)
-	o := &schemas.Offer{ID: offers.NewID(), SellerID: "s1", Category: "cars", Title: "one", Price: &price, Currency: "RUB"}
+	o := &schemas.Offer{ID: offers.IDFrom(rand.Uint64()), SellerID: "s1", Category: "cars", Title: "one", Price: &price, Currency: "RUB"}
 	for i, c := range []*schemas.OfferCommand{
 		{Kind: schemas.CommandCreate, OfferID: o.ID, SellerID: "s1", ExpectedVersion: -1, Offer: o},
 		{Kind: schemas.CommandUpdate, OfferID: o.ID, SellerID: "s1", ExpectedVersion: 1, Offer: &schemas.Offer{

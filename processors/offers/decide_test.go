@@ -30,8 +30,9 @@ func cmd(c *schemas.OfferCommand, off int64) Input {
 
 func TestIDs(t *testing.T) {
 	seen := map[string]bool{}
-	for i := 0; i < 1000; i++ {
-		id := NewID()
+	perm := NewPermutation([]byte("0123456789abcdef"))
+	for i := range uint64(1000) {
+		id := IDFrom(perm.Of(i))
 		if !ValidID(id) || len(id) != IDLength || seen[id] {
 			t.Fatalf("bad or repeated id %q", id)
 		}

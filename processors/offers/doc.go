@@ -11,7 +11,8 @@
 // cabinet.presets, its feed index entry on feeds.index and the photos to
 // process on photos.requests. Commands are answered on offers.results.
 //
-// The decision functions (Decide, Validate, PresetsOf, NewID) are pure and
-// tested without a broker; time is always the message's timestamp, so a
-// replay of the inputs writes the same table byte for byte.
+// The decision functions (Decide, Validate, PresetsOf, the ids'
+// Permutation) are pure and tested without a broker; time is always the
+// message's timestamp, so a replay of the inputs writes the same table
+// byte for byte. IDs hands out offer ids from claims on offers.ids.
 package offers

@@ -1,30 +1,20 @@
 package offers
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"hash/fnv"
 	"strconv"
 )
 
-// IDLength is the length of an offer id: ten random digits, the first not
-// zero, and a Luhn check digit. Short enough to read out to support, too
-// sparse to enumerate (9·10⁹ ids drawn at random, no neighbour relation),
-// and a mistyped digit is caught by the check digit.
+// IDLength is the length of an offer id: ten digits, the first not zero,
+// and a Luhn check digit. Short enough to read out to support, too sparse
+// to enumerate (the image of a counter under a keyed permutation of the
+// 9·10⁹ bodies: no neighbour relation without the key), and a mistyped
+// digit is caught by the check digit.
 const IDLength = 11
 
-// NewID returns a fresh random offer id. Uniqueness is not assumed: the
-// aggregate refuses a CREATE for an id another offer holds (COLLISION), and
-// the caller draws again.
-func NewID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // never fails: it crashes the program instead
-	return IDFrom(binary.LittleEndian.Uint64(b[:]))
-}
-
-// IDFrom returns the offer id made of the random number r.
+// IDFrom returns the offer id whose body is 10⁹ + r mod 9·10⁹.
 func IDFrom(r uint64) string {
-	body := strconv.FormatUint(1_000_000_000+r%9_000_000_000, 10)
+	body := strconv.FormatUint(1_000_000_000+r%idSpace, 10)
 	return body + strconv.Itoa(luhn(body))
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -125,7 +126,7 @@ func serve(t *testing.T, stage scheduler.Stage) string {
 
 func create(t *testing.T, prod *kgo.Client, seller, title string, at time.Time) string {
 	t.Helper()
-	id := offers.NewID()
+	id := offers.IDFrom(rand.Uint64())
 	p := int64(100)
 	c := &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: seller, ExpectedVersion: -1, DraftID: id,
 		Offer: &schemas.Offer{Category: "cars", Title: title, Price: &p, Currency: "RUB"}}

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -65,7 +66,7 @@ func seedOffers(t *testing.T, brokers []string, n int) {
 	var mu sync.Mutex
 	var firstErr error
 	for i := range n {
-		id := offers.NewID()
+		id := offers.IDFrom(rand.Uint64())
 		rec := &schemas.OfferRecord{Version: 1, Offer: schemas.Offer{ID: id, SellerID: "s", Category: "cars", Title: fmt.Sprint("old ", i),
 			Price: &price, Currency: "RUB", Status: schemas.OfferActive, CreatedAt: at, UpdatedAt: at}}
 		v, err := schemas.OfferRecords.Encode(rec)
