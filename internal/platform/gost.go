@@ -1,11 +1,11 @@
 package platform
 
 import (
-	"os"
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"sync"
 
