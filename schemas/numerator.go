@@ -91,6 +91,9 @@ type NumeratorState struct {
 	MarkerPartition int32     `avro:"marker_partition"`
 	MarkerOffset    int64     `avro:"marker_offset"`
 	SealedAt        time.Time `avro:"sealed_at"`
+	// Invalid, when not empty, says why the build under Ticket was
+	// refused: it left no decision applied, and this record is no state.
+	Invalid string `avro:"invalid"`
 }
 
 // Codecs of the numerator's schemas. Each is safe for concurrent use.

@@ -120,6 +120,18 @@ func NewClient(brokers []string, opts ...kgo.Opt) (*kgo.Client, error) {
 	return kgo.NewClient(append(all, opts...)...)
 }
 
+// NewTransactional returns a franz-go producer of brokers with the
+// process's settings whose records are written in transactions of id (acks
+// all, as transactions need), then opts. It cannot take
+// AllowIdempotentProduceCancellation (franz-go refuses it with a
+// transactional id): its produces end when their transaction does.
+func NewTransactional(brokers []string, name, id string, opts ...kgo.Opt) (*kgo.Client, error) {
+	all := append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.WithLogger(newKgoLogger()), kgo.ClientID("offerlog-" + name),
+		kgo.TransactionalID(id), kgo.RequiredAcks(kgo.AllISRAcks())}, ClientOptions()...)
+	all = append(all, clusterOptions(brokers)...)
+	return kgo.NewClient(append(all, opts...)...)
+}
+
 // kgoLogger hands franz-go's own warnings and errors (a broker refusing
 // SASL, a produce failing for good, a group's heartbeats failing) to the
 // process's slog default logger, with the client's key-value pairs as

@@ -89,6 +89,16 @@ func (fs *flights) finish(f *flight) *kgo.Record {
 // loop.
 func (l *Loop) handleConcurrent(ctx context.Context, w *worker, recs []*kgo.Record) error {
 	for _, r := range recs {
+		if r.Attrs.IsControl() {
+			// A transaction marker: finished as it starts, committed
+			// once the records before it are.
+			f, _ := w.flights.start(r)
+			close(f.done)
+			if upTo := w.flights.finish(f); upTo != nil {
+				l.done(w, upTo)
+			}
+			continue
+		}
 		if err := l.slots.Acquire(ctx); err != nil {
 			return err
 		}

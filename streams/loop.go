@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -270,7 +271,7 @@ func (l *Loop) clientOptions() []kgo.Opt {
 	opts := append([]kgo.Opt{kgo.SeedBrokers(l.cfg.Brokers...)}, ClientOptions()...)
 	opts = append(opts, clusterOptions(l.cfg.Brokers)...)
 	opts = append(opts, kgo.ClientID("offerlog-"+l.cfg.Name),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
 		kgo.FetchMaxWait(200*time.Millisecond), kgo.ConsumeResetOffset(start))
 	switch {
 	case l.cfg.Group != "":
@@ -575,20 +576,48 @@ func (l *Loop) work(ctx context.Context, w *worker) {
 
 // handle handles recs of one partition: every record is handled or
 // dead-lettered when it returns nil; an error is fatal (or ctx's).
+//
+// Transaction markers (control records, which the client keeps) are never
+// handed to handlers; a marker that ends recs is marked for commit once
+// the records before it are done, so that a group reading a topic written
+// in transactions commits up to its end offset (franz-go would otherwise
+// commit the offset after the last data record, one short of the end, and
+// whoever waits for the group to reach the end would wait for ever).
 func (l *Loop) handle(ctx context.Context, w *worker, recs []*kgo.Record) error {
-	if l.cfg.BatchHandler != nil {
-		return l.handleBatch(ctx, w, recs)
-	}
 	if l.slots != nil {
+		// Marks follow the finished prefix there, markers included.
 		return l.handleConcurrent(ctx, w, recs)
 	}
-	for _, r := range recs {
-		if err := l.one(ctx, w, r); err != nil {
-			return err
-		}
-		l.done(w, r)
+	last := recs[len(recs)-1]
+	if recs = dataRecords(recs); len(recs) == 0 {
+		l.done(w, last)
+		return nil
 	}
-	return nil
+	var err error
+	switch {
+	case l.cfg.BatchHandler != nil:
+		err = l.handleBatch(ctx, w, recs)
+	default:
+		for _, r := range recs {
+			if err = l.one(ctx, w, r); err != nil {
+				return err
+			}
+			l.done(w, r)
+		}
+	}
+	if err == nil && last.Attrs.IsControl() {
+		l.done(w, last)
+	}
+	return err
+}
+
+// dataRecords returns recs without transaction markers (recs itself when
+// it has none).
+func dataRecords(recs []*kgo.Record) []*kgo.Record {
+	if !slices.ContainsFunc(recs, func(r *kgo.Record) bool { return r.Attrs.IsControl() }) {
+		return recs
+	}
+	return slices.DeleteFunc(slices.Clone(recs), func(r *kgo.Record) bool { return r.Attrs.IsControl() })
 }
 
 // done marks r, and every record before it in its partition, for commit.

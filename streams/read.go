@@ -82,7 +82,10 @@ func ReadRange(ctx context.Context, brokers []string, topic string, from, ends m
 	if len(want) == 0 {
 		return nil
 	}
-	cl, err := NewClient(brokers, kgo.ConsumePartitions(start),
+	// Committed records only: a transaction aborted (a numerator build
+	// the coordinator refused) is not there for readers; one still open
+	// is waited for.
+	cl, err := NewClient(brokers, kgo.ConsumePartitions(start), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/processors/numerator/sharding"
@@ -25,6 +26,7 @@ func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stder
 	brokers := f.brokers()
 	force := f.Bool("force", false, "rebuild: rebuild now (rebuilds also happen by themselves when holes exceed the share)")
 	scheme := f.Int64("scheme", -1, "reshard: the sharding scheme to move to")
+	wait := f.Duration("wait", 0, "wait this long for the state the command makes: exit 0 with it, 1 if the build was refused (its lock timed out) or none came")
 	if err := f.parse(args[1:]); err != nil {
 		return err
 	}
@@ -76,7 +78,58 @@ func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stder
 		return err
 	}
 	fmt.Fprintf(stdout, "%s sent (offset %d); the result appears on %s\n", m.Action, rec.Offset, topics.NumeratorStates)
+	if *wait <= 0 {
+		return nil
+	}
+	st, err := awaitState(ctx, *brokers, rec, *wait)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "state %s (generation %d, ticket %d of %s)\n", st.Version, st.Generation, st.Ticket, st.Holder)
 	return nil
+}
+
+// awaitState waits up to d for the record of numerator.states that names
+// the marker rec: the state it made, or an error when the build was refused.
+func awaitState(ctx context.Context, brokers []string, rec *kgo.Record, d time.Duration) (*schemas.NumeratorState, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var from map[int32]int64
+	for {
+		var found *schemas.NumeratorState
+		var next map[int32]int64
+		cl, err := streams.NewClient(brokers)
+		if err != nil {
+			return nil, err
+		}
+		ends, err := streams.EndOffsets(ctx, kadm.NewClient(cl), topics.NumeratorStates)
+		cl.Close()
+		if err == nil {
+			next = ends
+			err = streams.ReadRange(ctx, brokers, topics.NumeratorStates, from, ends, func(r *kgo.Record) {
+				var st schemas.NumeratorState
+				if found == nil && schemas.NumeratorStates.Decode(r.Value, &st) == nil &&
+					st.MarkerPartition == rec.Partition && st.MarkerOffset == rec.Offset {
+					found = &st
+				}
+			})
+		}
+		switch {
+		case found != nil && found.Invalid != "":
+			return nil, fmt.Errorf("the build under ticket %d of %s was refused, and left nothing: %s (the master tries again: watch %s)",
+				found.Ticket, found.Holder, found.Invalid, topics.NumeratorStates)
+		case found != nil:
+			return found, nil
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("no state for the marker at offset %d within %s", rec.Offset, d)
+		case err == nil:
+			from = next
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // sealedState returns a state on numerator.states of generation g or
@@ -87,7 +140,7 @@ func sealedState(ctx context.Context, brokers []string, g int64) (*schemas.Numer
 	var found *schemas.NumeratorState
 	err := streams.ReadToEnd(ctx, brokers, topics.NumeratorStates, func(r *kgo.Record) {
 		var st schemas.NumeratorState
-		if schemas.NumeratorStates.Decode(r.Value, &st) == nil && st.Generation >= g {
+		if schemas.NumeratorStates.Decode(r.Value, &st) == nil && st.Invalid == "" && st.Generation >= g {
 			found = &st
 		}
 	})

@@ -443,9 +443,11 @@ func (s *Server) consoleScheduler(ctx context.Context, p *consolePage) error {
 func (s *Server) consoleNumerator(ctx context.Context, p *consolePage) error {
 	brokers := s.brokers()
 	var errs []error
-	err := s.readLast(ctx, brokers, topics.NumeratorStates, 1, func(r *kgo.Record) {
+	// The last state among the last records: a refused build's record
+	// (Invalid) is no state.
+	err := s.readLast(ctx, brokers, topics.NumeratorStates, 10, func(r *kgo.Record) {
 		var st schemas.NumeratorState
-		if schemas.NumeratorStates.Decode(r.Value, &st) == nil {
+		if schemas.NumeratorStates.Decode(r.Value, &st) == nil && st.Invalid == "" {
 			p.Numerator = &st
 		}
 	})

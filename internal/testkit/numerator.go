@@ -50,7 +50,7 @@ func SealedGeneration(ctx context.Context, brokers []string) (int64, error) {
 	var g int64
 	err := streams.ReadToEnd(ctx, brokers, topics.NumeratorStates, func(r *kgo.Record) {
 		var st schemas.NumeratorState
-		if schemas.NumeratorStates.Decode(r.Value, &st) == nil {
+		if schemas.NumeratorStates.Decode(r.Value, &st) == nil && st.Invalid == "" {
 			g = max(g, st.Generation)
 		}
 	})

@@ -3,6 +3,7 @@ package numerator_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -798,5 +799,149 @@ func TestMasterAdoptsTheNewestStateOfAnotherCluster(t *testing.T) {
 	checkUnique(t, fromB)
 	if len(fromB) != 30 {
 		t.Errorf("B holds %d keys, want A's 20 and its 10 new", len(fromB))
+	}
+}
+
+// fenced returns a cluster whose master dc-a uses ZooKeeper at zkAddr with
+// the lock timeout given, pausing in its first BeforeReport until resume
+// is closed (it sends the ticket on paused), and another master's
+// coordinator.
+func fenced(t *testing.T, lockTimeout time.Duration) (c *cluster, other *coordinator.ZooKeeper, paused chan int64, resume chan struct{}) {
+	zkAddr := testkit.ZooKeeper(t)
+	dial := func() *coordinator.ZooKeeper {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		zk, err := coordinator.DialZooKeeper(ctx, zkAddr, "/offerlog/numerator/0", 0, testkit.Logger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(zk.Close)
+		return zk
+	}
+	c = newStopped(t, 10, 0)
+	c.cfg.Coordinator, c.cfg.Holder, c.cfg.Cluster = dial(), "dc-a", strings.Join(c.brokers, ",")
+	c.cfg.LockTimeout = lockTimeout
+	paused, resume = make(chan int64, 1), make(chan struct{})
+	first := true
+	c.cfg.BeforeReport = func(ctx context.Context, ticket int64) {
+		if !first {
+			return
+		}
+		first = false
+		paused <- ticket
+		select {
+		case <-resume:
+		case <-ctx.Done():
+		}
+	}
+	return c, dial(), paused, resume
+}
+
+// TestABuildWhoseLockTimedOutLeavesNothing: a master paused past its lock
+// timeout, while another master takes the lock and reports, is refused when
+// it resumes: its decisions and state were one transaction, aborted, so the
+// numerator group applied none of them; numerator.states says the build
+// was invalid; the master then tries again and its next build is the one.
+func TestABuildWhoseLockTimedOutLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	c, other, paused, resume := fenced(t, 2*time.Second)
+	ctx := testkit.Context(t, 3*time.Minute)
+	c.start()
+	c.offers(1, 0, 20)
+	data, _ := schemas.GenerationMarkers.Encode(&schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: 1, Scheme: -1})
+	c.produce(&kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: data})
+	ticket := <-paused
+	var lb coordinator.Lock
+	testkit.Eventually(t, time.Minute, "another master takes the timed-out lock", func() bool {
+		var err error
+		lb, err = other.Acquire(ctx, "dc-b", time.Minute)
+		return err == nil
+	})
+	if err := other.Report(ctx, lb.Ticket, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing of the paused build is visible, before or after it resumes.
+	if as := c.assignments(); len(as) != 0 {
+		t.Fatalf("%d assignments of a build not reported", len(as))
+	}
+	close(resume)
+	var bad, good schemas.NumeratorState
+	testkit.Eventually(t, time.Minute, "the refused build recorded and the next one written", func() bool {
+		bad, good = schemas.NumeratorState{}, schemas.NumeratorState{}
+		for _, r := range testkit.ReadAll(t, c.brokers, topics.NumeratorStates) {
+			var st schemas.NumeratorState
+			if schemas.NumeratorStates.Decode(r.Value, &st) != nil {
+				continue
+			}
+			if st.Invalid != "" {
+				bad = st
+			} else {
+				good = st
+			}
+		}
+		return bad.Ticket != 0 && good.Ticket != 0
+	})
+	if bad.Ticket != ticket || !strings.Contains(bad.Invalid, "stale ticket") {
+		t.Errorf("the invalid record %+v, want ticket %d refused as stale", bad, ticket)
+	}
+	if good.Ticket <= lb.Ticket || good.Generation != 1 {
+		t.Errorf("the state %+v, want generation 1 under a ticket after %d", good, lb.Ticket)
+	}
+	testkit.Eventually(t, time.Minute, "results applied", c.applied)
+	// The aborted decisions were never read: one decision per key, one
+	// assignment each.
+	if n := len(testkit.ReadAll(t, c.brokers, topics.NumeratorResults)); n != 20 {
+		t.Errorf("%d committed decisions, want the 20 of the valid build", n)
+	}
+	if n := len(testkit.ReadAll(t, c.brokers, topics.NumeratorAssignments)); n != 20 {
+		t.Errorf("%d assignments emitted, want 20", n)
+	}
+	checkUnique(t, c.assignments())
+	p, ok, err := other.State(ctx)
+	if err != nil || !ok || p.Ticket != good.Ticket || p.Version != good.Version {
+		t.Errorf("the pointer %+v (%v %v), want the valid build's", p, ok, err)
+	}
+}
+
+// TestAPausedMasterFinishesAndTheNextSeals: a master paused for less than
+// its lock timeout while it holds the lock finishes its build when it
+// resumes, and the other master, refused meanwhile, gets the lock at once
+// after it (not after the lock's timeout).
+func TestAPausedMasterFinishesAndTheNextSeals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	c, other, paused, resume := fenced(t, 10*time.Minute)
+	ctx := testkit.Context(t, 3*time.Minute)
+	c.start()
+	c.offers(1, 0, 20)
+	data, _ := schemas.GenerationMarkers.Encode(&schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: 1, Scheme: -1})
+	c.produce(&kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: data})
+	ticket := <-paused
+	if _, err := other.Acquire(ctx, "dc-b", time.Minute); !errors.Is(err, coordinator.ErrLocked) {
+		t.Fatalf("the other master while dc-a builds: %v, want ErrLocked", err)
+	}
+	time.Sleep(3 * time.Second) // the pause itself, not a wait for a condition
+	close(resume)
+	resumed := time.Now()
+	var lb coordinator.Lock
+	testkit.Eventually(t, time.Minute, "the other master gets the lock", func() bool {
+		var err error
+		lb, err = other.Acquire(ctx, "dc-b", time.Minute)
+		return err == nil
+	})
+	t.Logf("the other master had the lock %s after dc-a resumed", time.Since(resumed).Round(10*time.Millisecond))
+	p, ok, err := other.State(ctx)
+	if err != nil || !ok || p.Ticket != ticket || p.Holder != "dc-a" || p.Version != "0.0.0.1" {
+		t.Fatalf("the pointer %+v (%v %v), want dc-a's build under ticket %d", p, ok, err, ticket)
+	}
+	if err := other.Report(ctx, lb.Ticket, nil); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, time.Minute, "results applied", c.applied)
+	if as := c.assignments(); len(as) != 20 {
+		t.Errorf("%d assignments, want 20", len(as))
 	}
 }

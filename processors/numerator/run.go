@@ -32,6 +32,8 @@ type Config struct {
 	RebuildShare float64
 	LockTimeout  time.Duration
 	RetryEvery   time.Duration
+	// BeforeReport is the sealer's hook (SealerConfig.BeforeReport).
+	BeforeReport func(ctx context.Context, ticket int64)
 	Metrics      *Metrics
 	Logger       *slog.Logger
 }
@@ -115,7 +117,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return RunSealer(ctx, SealerConfig{Brokers: cfg.Streams.Brokers, Cluster: cfg.Cluster, View: view,
 				Coordinator: cfg.Coordinator, Holder: cfg.Holder, LockTimeout: cfg.LockTimeout, RetryEvery: cfg.RetryEvery,
 				Type: cfg.Type, Scheme: cfg.Scheme, TTL: cfg.TTL, RebuildShare: cfg.RebuildShare,
-				Metrics: cfg.Metrics, Logger: cfg.Logger})
+				BeforeReport: cfg.BeforeReport, Metrics: cfg.Metrics, Logger: cfg.Logger})
 		})
 		wg.Wait()
 		return errors.Join(errs...)

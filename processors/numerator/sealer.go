@@ -54,8 +54,15 @@ type SealerConfig struct {
 	// most (0: DefaultEntryBudget); a table of more is read in several
 	// passes, one per group of shards that fits.
 	EntryBudget int
-	Metrics     *Metrics
-	Logger      *slog.Logger
+	// CoordinatorWait bounds every call to the coordinator (0: 30 s): a
+	// call that gets no answer fails, saying what it waited for, and the
+	// marker is tried again.
+	CoordinatorWait time.Duration
+	// BeforeReport, if set, is called once a build is written (not yet
+	// committed) and before it is reported: tests pause a master there.
+	BeforeReport func(ctx context.Context, ticket int64)
+	Metrics      *Metrics
+	Logger       *slog.Logger
 }
 
 // RunSealer reads the markers of numerator.generations through the one
@@ -84,12 +91,27 @@ func RunSealer(ctx context.Context, cfg SealerConfig) error {
 	if cfg.RetryEvery <= 0 {
 		cfg.RetryEvery = 5 * time.Second
 	}
+	if cfg.CoordinatorWait <= 0 {
+		cfg.CoordinatorWait = 30 * time.Second
+	}
 	cl, err := streams.NewProducer(cfg.Brokers, "numerator-sealer", kgo.ProducerLinger(2*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("sealer: %w", err)
 	}
 	defer cl.Close()
-	s := &sealer{cfg: cfg, cl: cl, adm: kadm.NewClient(cl)}
+	// A build's decisions and state are one transaction, committed only
+	// once the coordinator accepted its report: the numerator group and
+	// every reader of numerator.states read committed records only, so a
+	// build refused (its lock timed out or was taken over) leaves nothing.
+	// The transactional id fences, on this cluster, a sealer of the same
+	// master that a newer one replaced.
+	tx, err := streams.NewTransactional(cfg.Brokers, "numerator-sealer-tx", "offerlog-numerator-sealer-"+cfg.Holder,
+		kgo.ProducerLinger(2*time.Millisecond), kgo.TransactionTimeout(min(max(cfg.LockTimeout, time.Minute), 15*time.Minute)))
+	if err != nil {
+		return fmt.Errorf("sealer: %w", err)
+	}
+	defer tx.Close()
+	s := &sealer{cfg: cfg, cl: cl, tx: tx, adm: kadm.NewClient(cl)}
 	var loopMetrics *streams.LoopMetrics
 	if cfg.Metrics != nil {
 		loopMetrics = cfg.Metrics.Loop
@@ -106,8 +128,17 @@ func RunSealer(ctx context.Context, cfg SealerConfig) error {
 
 type sealer struct {
 	cfg SealerConfig
-	cl  *kgo.Client
+	cl  *kgo.Client // dead letters, adopted states
+	tx  *kgo.Client // builds, in transactions
 	adm *kadm.Client
+}
+
+// coordinated calls fn with a context that ends after CoordinatorWait:
+// every wait on the coordinator has a deadline.
+func (s *sealer) coordinated(ctx context.Context, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CoordinatorWait)
+	defer cancel()
+	return fn(ctx)
 }
 
 // handle carries out one marker under the write lock.
@@ -116,7 +147,11 @@ func (s *sealer) handle(ctx context.Context, r *kgo.Record) error {
 	if err := schemas.GenerationMarkers.Decode(r.Value, &m); err != nil {
 		return streams.Permanentf("undecodable marker: %v", err)
 	}
-	lock, err := s.cfg.Coordinator.Acquire(ctx, s.cfg.Holder, s.cfg.LockTimeout)
+	var lock coordinator.Lock
+	err := s.coordinated(ctx, func(ctx context.Context) (err error) {
+		lock, err = s.cfg.Coordinator.Acquire(ctx, s.cfg.Holder, s.cfg.LockTimeout)
+		return err
+	})
 	if errors.Is(err, coordinator.ErrLocked) {
 		if s.cfg.Metrics != nil {
 			s.cfg.Metrics.LockRefused.Inc()
@@ -127,24 +162,20 @@ func (s *sealer) handle(ctx context.Context, r *kgo.Record) error {
 	if err != nil {
 		return fmt.Errorf("take the write lock: %w", err)
 	}
-	var pointer *coordinator.Pointer
+	reported := false
 	defer func() {
-		if err := s.cfg.Coordinator.Report(ctx, lock.Ticket, pointer); err != nil {
-			s.cfg.Logger.Warn("sealer: report refused", "ticket", lock.Ticket, "err", err)
+		if reported {
+			return
+		}
+		// Nothing was built (a marker carried out already, an invalid
+		// one, a failure): free the lock for the next master.
+		err := s.coordinated(ctx, func(ctx context.Context) error { return s.cfg.Coordinator.Report(ctx, lock.Ticket, nil) })
+		if err != nil {
+			s.cfg.Logger.Warn("sealer: the lock is not freed; it times out", "ticket", lock.Ticket, "after", s.cfg.LockTimeout, "err", err)
 		}
 	}()
-	st, err := s.carryOut(ctx, r, &m, lock)
-	if err != nil || st == nil {
-		return err
-	}
-	ends, err := s.adm.ListEndOffsets(ctx, topics.NumeratorStates)
-	if err != nil {
-		s.cfg.Logger.Warn("sealer: the state is written, its pointer is not reported", "err", err)
-		return nil
-	}
-	pointer = &coordinator.Pointer{Version: st.Version, Cluster: s.cfg.Cluster, Topic: topics.NumeratorStates, Offsets: map[int32]int64{}}
-	ends.Each(func(o kadm.ListedOffset) { pointer.Offsets[o.Partition] = o.Offset })
-	return nil
+	_, reported, err = s.carryOut(ctx, r, &m, lock)
+	return err
 }
 
 // current returns the last state written that decodes (nil if none) and
@@ -173,6 +204,9 @@ func (s *sealer) current(ctx context.Context) (*schemas.NumeratorState, Version,
 				s.cfg.Logger.Warn("sealer: undecodable state passed over", "offset", r.Offset, "err", err)
 				return
 			}
+			if st.Invalid != "" {
+				return // a refused build's record: no state
+			}
 			pv, err := ParseVersion(st.Version)
 			if err != nil {
 				s.cfg.Logger.Warn("sealer: state with a bad version passed over", "offset", r.Offset, "version", st.Version)
@@ -193,26 +227,29 @@ func (s *sealer) current(ctx context.Context) (*schemas.NumeratorState, Version,
 }
 
 // carryOut decides the marker m of record r and writes its decisions and
-// state. It returns the new state, nil for a marker already carried out,
-// or a permanent error for an invalid one.
-func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.GenerationMarker, lock coordinator.Lock) (*schemas.NumeratorState, error) {
+// state in one transaction, reports the state to the coordinator and, once
+// the report is accepted, commits. It returns the new state and whether it
+// reported; nil for a marker already carried out, or a permanent error for
+// an invalid one. A refused report aborts the transaction (no decision
+// applied, no state) and writes a record saying the build was invalid.
+func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.GenerationMarker, lock coordinator.Lock) (*schemas.NumeratorState, bool, error) {
 	cur, v, err := s.current(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the current state: %w", err)
+		return nil, false, fmt.Errorf("read the current state: %w", err)
 	}
 	if adopted, err := s.adopt(ctx, cur, v); err != nil {
-		return nil, err
+		return nil, false, err
 	} else if adopted {
 		if cur, v, err = s.current(ctx); err != nil {
-			return nil, fmt.Errorf("read the adopted state: %w", err)
+			return nil, false, fmt.Errorf("read the adopted state: %w", err)
 		}
 	}
 	if cur != nil && cur.MarkerPartition == r.Partition && cur.MarkerOffset >= r.Offset {
 		s.cfg.Logger.Info("sealer: marker already carried out", "offset", r.Offset, "version", cur.Version)
-		return nil, nil
+		return nil, false, nil
 	}
-	dead := func(format string, args ...any) (*schemas.NumeratorState, error) {
-		return nil, streams.Permanentf(format, args...)
+	dead := func(format string, args ...any) (*schemas.NumeratorState, bool, error) {
+		return nil, false, streams.Permanentf(format, args...)
 	}
 	next := v
 	scheme, _ := sharding.Get(v.S)
@@ -234,7 +271,7 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 		return dead("unknown action %q", m.Action)
 	}
 	if err := s.caughtUp(ctx); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// As many shards' entries in memory at a time as fit in the budget:
 	// one pass over the table for all of them when it is small enough.
@@ -250,7 +287,7 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 		return es
 	})
 	if readErr != nil {
-		return nil, readErr
+		return nil, false, readErr
 	}
 	if m.Action == schemas.MarkerSeal && plan.Seen == 0 {
 		return dead("generation %d is unknown: no offer was seen in it", m.Generation)
@@ -261,19 +298,63 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 	st := &schemas.NumeratorState{Version: next.String(), Generation: next.G, Scheme: next.S, Rebuilt: plan.Rebuilt,
 		Shards: plan.Shards, Holder: lock.Holder, Ticket: lock.Ticket, MarkerPartition: r.Partition, MarkerOffset: r.Offset,
 		SealedAt: time.Now().UTC().Truncate(time.Millisecond)}
-	// The decisions are encoded as they are written: the producer's buffer
-	// (its MaxBufferedRecords) bounds what is held, not the generation's
-	// size. All are acknowledged before the state is written.
+	written, err := s.write(ctx, plan.Assignments, st, next)
+	if err != nil {
+		return nil, false, err
+	}
+	if s.cfg.BeforeReport != nil {
+		s.cfg.BeforeReport(ctx, lock.Ticket)
+	}
+	// The pointer names the state record: the read up to the offset after
+	// it finds it (the transaction's marker comes after).
+	pointer := &coordinator.Pointer{Version: st.Version, Cluster: s.cfg.Cluster, Topic: topics.NumeratorStates,
+		Offsets: map[int32]int64{written.Partition: written.Offset + 1}}
+	err = s.coordinated(ctx, func(ctx context.Context) error { return s.cfg.Coordinator.Report(ctx, lock.Ticket, pointer) })
+	if err != nil {
+		s.end(ctx, kgo.TryAbort)
+		refused := errors.Is(err, coordinator.ErrStaleTicket) || errors.Is(err, coordinator.ErrTimedOut)
+		if refused {
+			s.invalid(ctx, st, err)
+		}
+		// A refused master tries again (numerator.md); an unanswered
+		// report too: its state is not valid until reported.
+		return nil, refused, fmt.Errorf("the build of %s under ticket %d is not valid: %w", st.Version, lock.Ticket, err)
+	}
+	if err := s.end(ctx, kgo.TryCommit); err != nil {
+		// Reported, not committed: the pointer names a state that is
+		// not on the log. The marker is carried out again, to the same
+		// plan, and reported again.
+		return nil, true, fmt.Errorf("commit the build of %s: %w", st.Version, err)
+	}
+	if s.cfg.Metrics != nil {
+		s.cfg.Metrics.Seals.With(string(m.Action)).Inc()
+	}
+	s.cfg.Logger.Info("numerator state written", "action", m.Action, "version", st.Version, "changes", len(plan.Assignments))
+	return st, true, nil
+}
+
+// write begins a transaction and writes the decisions, then the state, to
+// it; it returns the state's record. The decisions are encoded as they are
+// written: the producer's buffer (its MaxBufferedRecords) bounds what is
+// held, not the generation's size.
+func (s *sealer) write(ctx context.Context, as []Planned, st *schemas.NumeratorState, next Version) (*kgo.Record, error) {
+	if err := s.tx.BeginTransaction(); err != nil {
+		return nil, fmt.Errorf("begin the build's transaction: %w", err)
+	}
+	fail := func(err error) (*kgo.Record, error) {
+		s.end(ctx, kgo.TryAbort)
+		return nil, err
+	}
 	var mu sync.Mutex
 	var writeErr error
-	for _, a := range plan.Assignments {
+	for _, a := range as {
 		out := &schemas.Assignment{BusinessID: int64(a.Key.BusinessID), OfferID: a.Key.OfferID, ShopID: int64(a.Key.ShopID),
 			WarehouseID: int64(a.Key.WarehouseID), Shard: int32(a.Shard), DocID: a.DocID, Version: st.Version, Generation: next.G}
 		data, err := schemas.Assignments.Encode(out)
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
-		s.cl.Produce(ctx, &kgo.Record{Topic: topics.NumeratorResults, Key: []byte(a.Key.String()), Value: data}, func(_ *kgo.Record, err error) {
+		s.tx.Produce(ctx, &kgo.Record{Topic: topics.NumeratorResults, Key: []byte(a.Key.String()), Value: data}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				mu.Lock()
 				writeErr = cmp.Or(writeErr, err)
@@ -281,28 +362,59 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 			}
 		})
 	}
-	if err := s.cl.Flush(ctx); err != nil {
-		return nil, fmt.Errorf("write the decisions: %w", err)
-	}
-	if writeErr != nil {
-		return nil, fmt.Errorf("write the decisions: %w", writeErr)
-	}
 	data, err := schemas.NumeratorStates.Encode(st)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
-	// A master whose lock was taken over or timed out must not write.
-	if held, ok, err := s.cfg.Coordinator.Current(ctx); err != nil || !ok || held.Ticket != lock.Ticket {
-		return nil, fmt.Errorf("the write lock (ticket %d) was lost before the state was written: %v", lock.Ticket, err)
+	rec := &kgo.Record{Topic: topics.NumeratorStates, Key: []byte(fmt.Sprint(next.T)), Value: data}
+	if err := s.tx.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		return fail(fmt.Errorf("write the state: %w", err))
 	}
-	if err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: topics.NumeratorStates, Key: []byte(fmt.Sprint(next.T)), Value: data}).FirstErr(); err != nil {
-		return nil, fmt.Errorf("write the state: %w", err)
+	if err := s.tx.Flush(ctx); err != nil {
+		return fail(fmt.Errorf("write the decisions: %w", err))
 	}
-	if s.cfg.Metrics != nil {
-		s.cfg.Metrics.Seals.With(string(m.Action)).Inc()
+	if writeErr != nil {
+		return fail(fmt.Errorf("write the decisions: %w", writeErr))
 	}
-	s.cfg.Logger.Info("numerator state written", "action", m.Action, "version", st.Version, "changes", len(plan.Assignments))
-	return st, nil
+	return rec, nil
+}
+
+// end ends the open transaction (commit or abort).
+func (s *sealer) end(ctx context.Context, how kgo.TransactionEndTry) error {
+	if how == kgo.TryAbort {
+		// franz-go ends a transaction only with nothing buffered.
+		if err := s.tx.AbortBufferedRecords(ctx); err != nil {
+			s.cfg.Logger.Warn("sealer: drop the build's buffered records", "err", err)
+		}
+	}
+	err := s.tx.EndTransaction(ctx, how)
+	if err != nil && how == kgo.TryAbort {
+		s.cfg.Logger.Warn("sealer: abort the build's transaction (the broker aborts it at its timeout)", "err", err)
+	}
+	return err
+}
+
+// invalid writes, in a transaction of its own, the record saying that the
+// build of st was refused (numerator.states; it is no state).
+func (s *sealer) invalid(ctx context.Context, st *schemas.NumeratorState, why error) {
+	bad := *st
+	bad.Invalid = why.Error()
+	s.cfg.Logger.Warn("sealer: the build was refused and left nothing", "version", st.Version, "ticket", st.Ticket, "err", why)
+	data, err := schemas.NumeratorStates.Encode(&bad)
+	if err == nil {
+		err = s.tx.BeginTransaction()
+	}
+	if err == nil {
+		err = s.tx.ProduceSync(ctx, &kgo.Record{Topic: topics.NumeratorStates, Key: []byte("invalid"), Value: data}).FirstErr()
+		if err == nil {
+			err = s.end(ctx, kgo.TryCommit)
+		} else {
+			s.end(ctx, kgo.TryAbort)
+		}
+	}
+	if err != nil {
+		s.cfg.Logger.Warn("sealer: the invalid build is not recorded", "err", err)
+	}
 }
 
 // newer reports whether state version a comes after b: versions move on by
@@ -343,7 +455,7 @@ func (s *sealer) adopt(ctx context.Context, cur *schemas.NumeratorState, v Versi
 	var st *schemas.NumeratorState
 	err = streams.ReadRange(ctx, remote, p.Topic, from, p.Offsets, func(r *kgo.Record) {
 		var x schemas.NumeratorState
-		if schemas.NumeratorStates.Decode(r.Value, &x) == nil && x.Version == p.Version {
+		if schemas.NumeratorStates.Decode(r.Value, &x) == nil && x.Version == p.Version && x.Invalid == "" {
 			st = &x
 		}
 	})

@@ -66,8 +66,10 @@ var (
 // for concurrent use by several masters, in one process or many.
 type Coordinator interface {
 	// Acquire grants the lock to holder for timeout with a ticket larger
-	// than every ticket granted before, if the lock is free or its holder
-	// timed out. It returns ErrLocked (wrapped, with the holder) otherwise.
+	// than every ticket granted before, if the lock is free, its holder
+	// timed out, or its holder is holder (a master that lost track of its
+	// lock takes it over, and its old ticket is refused). It returns
+	// ErrLocked (wrapped, with the holder) otherwise.
 	Acquire(ctx context.Context, holder string, timeout time.Duration) (Lock, error)
 	// Report ends the lock of ticket. A non-nil pointer (a successful
 	// build) becomes the state pointer; nil reports a failed build. It

@@ -33,7 +33,7 @@ func (c *Local) Acquire(_ context.Context, holder string, timeout time.Duration)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
-	if c.lock != nil && !c.lock.Expired(now) {
+	if c.lock != nil && !c.lock.Expired(now) && c.lock.Holder != holder {
 		return Lock{}, fmt.Errorf("%w by %s (ticket %d) since %s", ErrLocked, c.lock.Holder, c.lock.Ticket, c.lock.TakenAt.Format(time.RFC3339))
 	}
 	c.tickets++

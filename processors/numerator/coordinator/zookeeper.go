@@ -123,6 +123,10 @@ func (c *ZooKeeper) readLock() (*Lock, *zk.Stat, error) {
 
 // Acquire implements Coordinator.
 func (c *ZooKeeper) Acquire(ctx context.Context, holder string, timeout time.Duration) (Lock, error) {
+	return bounded(ctx, "take the write lock", func() (Lock, error) { return c.acquire(ctx, holder, timeout) })
+}
+
+func (c *ZooKeeper) acquire(ctx context.Context, holder string, timeout time.Duration) (Lock, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return Lock{}, err
@@ -133,7 +137,7 @@ func (c *ZooKeeper) Acquire(ctx context.Context, holder string, timeout time.Dur
 		}
 		var ops []any
 		if cur != nil {
-			if !cur.Expired(c.now()) {
+			if !cur.Expired(c.now()) && cur.Holder != holder {
 				return Lock{}, fmt.Errorf("%w by %s (ticket %d) since %s", ErrLocked, cur.Holder, cur.Ticket, cur.TakenAt.Format(time.RFC3339))
 			}
 			ops = append(ops, &zk.DeleteRequest{Path: c.lockPath(), Version: stat.Version})
@@ -167,6 +171,11 @@ func (c *ZooKeeper) Acquire(ctx context.Context, holder string, timeout time.Dur
 
 // Report implements Coordinator.
 func (c *ZooKeeper) Report(ctx context.Context, ticket int64, p *Pointer) error {
+	_, err := bounded(ctx, "report the build", func() (struct{}, error) { return struct{}{}, c.report(ctx, ticket, p) })
+	return err
+}
+
+func (c *ZooKeeper) report(ctx context.Context, ticket int64, p *Pointer) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -220,7 +229,10 @@ func (c *ZooKeeper) State(ctx context.Context) (Pointer, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return Pointer{}, false, err
 	}
-	data, _, err := c.conn.Get(c.statePath())
+	data, err := bounded(ctx, "read the state pointer", func() ([]byte, error) {
+		data, _, err := c.conn.Get(c.statePath())
+		return data, err
+	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return Pointer{}, false, nil
 	}
@@ -239,9 +251,36 @@ func (c *ZooKeeper) Current(ctx context.Context) (Lock, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return Lock{}, false, err
 	}
-	l, _, err := c.readLock()
+	l, err := bounded(ctx, "read the write lock", func() (*Lock, error) {
+		l, _, err := c.readLock()
+		return l, err
+	})
 	if err != nil || l == nil || l.Expired(c.now()) {
 		return Lock{}, false, err
 	}
 	return *l, true, nil
+}
+
+// bounded runs fn and returns its result, or an error saying what waited
+// when ctx ends first: go-zookeeper's calls take no context, and a session
+// that is reconnecting (a master paused, a server away) holds them until
+// it is back. fn's goroutine ends with fn, at the latest when the
+// connection is closed (Close fails every request in flight).
+func bounded[T any](ctx context.Context, what string, fn func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, fmt.Errorf("coordinator: %s: no answer from ZooKeeper: %w", what, ctx.Err())
+	}
 }

@@ -105,6 +105,32 @@ func Run(t *testing.T, factory Factory) {
 		}
 	})
 
+	t.Run("a holder asking again takes its own lock over", func(t *testing.T) {
+		// A master that lost track of its lock (a restart, a report
+		// that failed on the connection) need not wait for its timeout:
+		// it gets a new ticket, and its old one is refused.
+		clock := NewClock()
+		newMaster := factory(t, clock)
+		a, b := newMaster(), newMaster()
+		l1, err := a.Acquire(ctx, "dc-a", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l2, err := b.Acquire(ctx, "dc-a", time.Hour)
+		if err != nil || l2.Ticket <= l1.Ticket {
+			t.Fatalf("the holder asking again: %+v %v", l2, err)
+		}
+		if err := a.Report(ctx, l1.Ticket, &coordinator.Pointer{Version: "1.0.0.1"}); !errors.Is(err, coordinator.ErrStaleTicket) {
+			t.Fatalf("the first ticket after the take-over: %v, want ErrStaleTicket", err)
+		}
+		if _, err := a.Acquire(ctx, "dc-b", time.Hour); !errors.Is(err, coordinator.ErrLocked) {
+			t.Fatalf("another holder: %v, want ErrLocked", err)
+		}
+		if err := b.Report(ctx, l2.Ticket, &coordinator.Pointer{Version: "1.0.0.1"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("a failed build frees the lock and keeps the state", func(t *testing.T) {
 		clock := NewClock()
 		a := factory(t, clock)()

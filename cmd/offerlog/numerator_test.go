@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// TestNumeratorWaitSaysARefusedBuild: `numerator seal --wait` exits 1 and
+// says why when the state record for its marker is a refused build's, and
+// 0 with the state when it is a state. A goroutine plays the sealer.
+func TestNumeratorWaitSaysARefusedBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	b := testkit.Broker(t, "")
+	addr := strings.Join(b.Addrs(), ",")
+	testkit.EnsureTopics(t, b.Addrs(), topics.Catalogue(2))
+	sealer := func(invalid string, from int64) {
+		ctx := testkit.Context(t, time.Minute)
+		cl := testkit.Client(t, b.Addrs(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+			topics.NumeratorGenerations: {0: kgo.NewOffset().At(from)}}))
+		fs := cl.PollRecords(ctx, 1)
+		recs := fs.Records()
+		if len(recs) == 0 {
+			t.Errorf("no marker: %v", fs.Err())
+			return
+		}
+		var m schemas.GenerationMarker
+		if err := schemas.GenerationMarkers.Decode(recs[0].Value, &m); err != nil {
+			t.Error(err)
+			return
+		}
+		st := schemas.NumeratorState{Version: "0.0.0." + "7", Generation: m.Generation, Holder: "dc-a", Ticket: 4, Shards: []schemas.ShardSummary{},
+			MarkerPartition: recs[0].Partition, MarkerOffset: recs[0].Offset, SealedAt: time.Now(), Invalid: invalid}
+		data, err := schemas.NumeratorStates.Encode(&st)
+		if err == nil {
+			err = cl.ProduceSync(context.Background(), &kgo.Record{Topic: topics.NumeratorStates, Key: []byte("0"), Value: data}).FirstErr()
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	for _, c := range []struct {
+		invalid string
+		code    int
+		want    string
+	}{
+		{"coordinator: stale ticket: 4", 1, "refused, and left nothing: coordinator: stale ticket: 4"},
+		{"", 0, "state 0.0.0.7 (generation 7, ticket 4 of dc-a)"},
+	} {
+		ends, err := testkit.Admin(t, b.Addrs()).ListEndOffsets(testkit.Context(t, time.Minute), topics.NumeratorGenerations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, _ := ends.Lookup(topics.NumeratorGenerations, 0)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			sealer(c.invalid, end.Offset)
+		}()
+		code, out, stderr := offerlog(t, "", "numerator", "seal", "7", "--brokers", addr, "--wait", "30s")
+		<-done
+		if code != c.code || !strings.Contains(out+stderr, c.want) {
+			t.Errorf("seal --wait with a state record %q: exit %d, %s%s; want %d and %q", c.invalid, code, out, stderr, c.code, c.want)
+		}
+	}
+}
