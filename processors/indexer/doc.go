@@ -7,9 +7,14 @@
 //
 // A change that cannot be converted or delivered is never dropped: it goes
 // to documents.failed with the reason, and a second consumer group
-// ("indexer-retry") retries it with backoff for as long as it takes. A retry
-// delivers the change to the search feed only if the registry still holds
-// that version, so a late retry never overwrites a newer document.
+// ("indexer-retry") retries it with backoff for as long as it takes.
+//
+// Only current versions reach the search feed (indexing.md: a queue entry
+// whose version is gone is skipped): on the main queue a change followed by
+// another of its key in the same batch, or one the registry has moved past
+// (Superseded), goes to the archive only; a retry goes to the search feed
+// only if the registry still holds that version, so a late retry never
+// overwrites a newer document.
 //
 // The indexer is a franz-go consumer group rather than a goka processor: it
 // keeps no table, and goka cannot emit to topics named at run time (one feed

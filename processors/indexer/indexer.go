@@ -37,8 +37,9 @@ type Config struct {
 	Replication int16
 	// Convert converts changes; nil means Convert.
 	Convert Converter
-	// Current looks up the registry before a retried change is delivered to
-	// the search feed; nil delivers retries unchecked.
+	// Current looks up the registry before a change is delivered to the
+	// search feed (indexing.md: a queued change whose version is gone is
+	// skipped); nil delivers every change unchecked.
 	Current Lookup
 	// RetryMin and RetryMax bound the exponential backoff of retries.
 	RetryMin, RetryMax time.Duration
@@ -91,6 +92,10 @@ type Metrics struct {
 	Delivered *metrics.CounterVec // by feed: saas, yt
 	Failed    *metrics.Counter
 	Retried   *metrics.CounterVec // by outcome: delivered, superseded, failed
+	// Superseded counts changes of the main queue kept from the search
+	// feed because the registry has moved past them (the archive still
+	// takes them).
+	Superseded *metrics.Counter
 	// Loop counts the consume loops' records (dead letters included).
 	Loop *streams.LoopMetrics
 }
@@ -101,7 +106,9 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 		Delivered: r.Counter("offerlog_indexer_delivered_total", "Records delivered to client feeds.", "feed"),
 		Failed:    r.Counter("offerlog_indexer_failed_total", "Changes sent to documents.failed.").With(),
 		Retried:   r.Counter("offerlog_indexer_retries_total", "Retries of failed changes by outcome.", "outcome"),
-		Loop:      streams.NewLoopMetrics(r),
+		Superseded: r.Counter("offerlog_indexer_superseded_total",
+			"Changes of documents.changes not delivered to the search feed: the registry holds a fresher version.").With(),
+		Loop: streams.NewLoopMetrics(r),
 	}
 }
 
@@ -154,13 +161,33 @@ func (ix *indexer) consume(ctx context.Context, group, topic string, handle stre
 func (ix *indexer) runChanges(ctx context.Context) error {
 	return ix.consume(ctx, Group, topics.DocumentsChanges, func(ctx context.Context, b *streams.Batch) error {
 		jobs := make([]job, 0, len(b.Records))
+		latest := make(map[string]int, len(b.Records)) // key → its last job
 		for _, r := range b.Records {
 			var rec schemas.RegistryRecord
 			if err := schemas.RegistryRecords.Decode(r.Value, &rec); err != nil {
 				b.Dead(r, err.Error())
 				continue
 			}
+			latest[string(r.Key)] = len(jobs)
 			jobs = append(jobs, job{key: r.Key, rec: &rec, saas: true})
+		}
+		// Only current versions go to the search feed: a change followed
+		// by another of its key in the batch is superseded, and so is one
+		// the registry has moved past. The archive takes every version.
+		for i := range jobs {
+			j := &jobs[i]
+			if latest[string(j.key)] != i {
+				j.saas = false
+			} else if ix.cfg.Current != nil {
+				cur, err := ix.cfg.Current(string(j.key))
+				if err != nil {
+					return fmt.Errorf("look up %s in the registry: %w", j.key, err)
+				}
+				j.saas = !Superseded(cur, j.rec)
+			}
+			if !j.saas {
+				ix.cfg.Metrics.Superseded.Inc()
+			}
 		}
 		failed, err := ix.deliver(ctx, ix.prod, jobs)
 		if err != nil {
@@ -215,6 +242,23 @@ func (ix *indexer) runRetries(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// Superseded reports whether the registry, holding cur, has moved past
+// the change ch: it holds a fresher version, or the same version deleted
+// since (an expiry). A registry copy that lags (cur older, or nil: a key
+// it does not show yet) never makes a change superseded.
+func Superseded(cur, ch *schemas.RegistryRecord) bool {
+	if cur == nil {
+		return false
+	}
+	switch registry.Compare(registry.StampOf(cur), registry.StampOf(ch)) {
+	case 1:
+		return true
+	case 0:
+		return cur.Status == schemas.StatusTombstone && ch.Status != schemas.StatusTombstone
+	}
+	return false
 }
 
 // Replay re-delivers every change of documents.changes to the client feeds:

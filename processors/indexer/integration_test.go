@@ -3,6 +3,7 @@ package indexer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,47 +25,141 @@ const partitions = 4
 // convert until the test ends.
 func pipeline(t *testing.T, convert indexer.Converter) []string {
 	t.Helper()
+	r := newRig(t)
+	r.run(r.registry, r.view.Run, r.indexer(convert))
+	return r.brokers
+}
+
+// rig is a broker with the catalogue and an epoch, a registry view, and
+// the components a test runs on them until it ends.
+type rig struct {
+	brokers []string
+	scfg    streams.Config
+	epochs  *registry.Catalogue
+	view    *registry.View
+	ctx     context.Context
+	wg      sync.WaitGroup
+	errs    chan error
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
 	b := testkit.Broker(t, "")
-	brokers := b.Addrs()
-	testkit.EnsureTopics(t, brokers, topics.Catalogue(partitions))
-	testkit.RegisterEpoch(t, brokers, "shop")
-	epochs := testkit.FollowEpochs(t, brokers)
-	scfg := streams.Config{Brokers: brokers, StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
-	view, err := registry.NewView(scfg, "test")
-	if err != nil {
+	r := &rig{brokers: b.Addrs(), errs: make(chan error, 8)}
+	testkit.EnsureTopics(t, r.brokers, topics.Catalogue(partitions))
+	testkit.RegisterEpoch(t, r.brokers, "shop")
+	r.epochs = testkit.FollowEpochs(t, r.brokers)
+	r.scfg = streams.Config{Brokers: r.brokers, StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
+	var err error
+	if r.view, err = registry.NewView(r.scfg, "test"); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	errs := make(chan error, 3)
-	for _, run := range []func(context.Context) error{
-		func(ctx context.Context) error {
-			return registry.Run(ctx, registry.Config{Streams: scfg, Rules: registry.DefaultRules(), Epochs: epochs, Logger: testkit.Logger()})
-		},
-		view.Run,
-		func(ctx context.Context) error {
-			return indexer.Run(ctx, indexer.Config{Brokers: brokers, Partitions: partitions, Replication: -1,
-				Convert: convert, Current: view.Get, RetryMin: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond,
-				Logger: testkit.Logger()})
-		},
-	} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := run(ctx); err != nil {
-				errs <- err
-			}
-		}()
-	}
+	r.ctx = ctx
 	t.Cleanup(func() {
 		cancel()
-		wg.Wait()
-		close(errs)
-		for err := range errs {
+		r.wg.Wait()
+		close(r.errs)
+		for err := range r.errs {
 			t.Errorf("component failed: %v", err)
 		}
 	})
-	return brokers
+	return r
+}
+
+// run runs each of fns until the test ends.
+func (r *rig) run(fns ...func(context.Context) error) {
+	for _, fn := range fns {
+		r.wg.Go(func() {
+			if err := fn(r.ctx); err != nil {
+				r.errs <- err
+			}
+		})
+	}
+}
+
+func (r *rig) registry(ctx context.Context) error {
+	return registry.Run(ctx, registry.Config{Streams: r.scfg, Rules: registry.DefaultRules(), Epochs: r.epochs, Logger: testkit.Logger()})
+}
+
+func (r *rig) indexer(convert indexer.Converter) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return indexer.Run(ctx, indexer.Config{Brokers: r.brokers, Partitions: partitions, Replication: -1,
+			Convert: convert, Current: r.view.Get, RetryMin: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond,
+			Logger: testkit.Logger()})
+	}
+}
+
+// TestSupersededChangesSkipTheSearchFeed: an indexer that finds the queue
+// behind the registry (it was away while versions 1 to 5 of every key were
+// accepted) delivers to the search feed only what the registry holds, one
+// record per key, and every version to the archive (indexing.md: an entry
+// whose version is gone is skipped).
+func TestSupersededChangesSkipTheSearchFeed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	r := newRig(t)
+	r.run(r.registry, r.view.Run)
+	const keys, versions = 200, 5
+	var docs []*schemas.RawDocument
+	for v := 1; v <= versions; v++ { // in version order, so that every one is accepted
+		for _, d := range testkit.ShuffledVersions(keys, versions, 3) {
+			if d.Version == int64(v) {
+				docs = append(docs, d)
+			}
+		}
+	}
+	testkit.ProduceDocs(t, r.brokers, "shop", docs)
+	testkit.Eventually(t, time.Minute, "the view at every key's last version", func() bool {
+		for k := range keys {
+			rec, err := r.view.Get(fmt.Sprintf("shop/%d", k))
+			if err != nil || rec == nil || rec.Version != versions {
+				return false
+			}
+		}
+		return true
+	})
+	if n := len(testkit.ReadAll(t, r.brokers, topics.DocumentsChanges)); n != keys*versions {
+		t.Fatalf("%d changes, want %d", n, keys*versions)
+	}
+	r.run(r.indexer(nil))
+	testkit.Eventually(t, time.Minute, "every version archived", func() bool {
+		return len(testkit.ReadAll(t, r.brokers, topics.YtTopic("shop"))) == keys*versions
+	})
+	saas := testkit.ReadAll(t, r.brokers, topics.SaasTopic("shop"))
+	if len(saas) != keys {
+		t.Errorf("%d records in the search feed, want one per key (%d)", len(saas), keys)
+	}
+	for _, rec := range saas {
+		var d schemas.SaasDocument
+		if err := schemas.SaasDocuments.Decode(rec.Value, &d); err != nil || d.Version != versions {
+			t.Errorf("a superseded version in the search feed: %+v %v", d, err)
+		}
+	}
+}
+
+func TestSupersededIsTheRegistrysWord(t *testing.T) {
+	at := time.UnixMilli(1_800_000_000_000)
+	rec := func(v int64, st schemas.Status) *schemas.RegistryRecord {
+		return &schemas.RegistryRecord{Epoch: 1, Version: v, Timestamp: at, Status: st}
+	}
+	for _, c := range []struct {
+		cur, ch *schemas.RegistryRecord
+		want    bool
+	}{
+		{nil, rec(1, schemas.StatusLive), false},                                  // a copy that does not show the key yet
+		{rec(1, schemas.StatusLive), rec(2, schemas.StatusLive), false},           // a copy behind
+		{rec(2, schemas.StatusLive), rec(2, schemas.StatusLive), false},           // current
+		{rec(3, schemas.StatusLive), rec(2, schemas.StatusLive), true},            // a fresher version
+		{rec(2, schemas.StatusTombstone), rec(2, schemas.StatusLive), true},       // expired since
+		{rec(2, schemas.StatusLive), rec(2, schemas.StatusTombstone), false},      // a copy behind the expiry
+		{rec(2, schemas.StatusTombstone), rec(2, schemas.StatusTombstone), false}, // current
+	} {
+		if got := indexer.Superseded(c.cur, c.ch); got != c.want {
+			t.Errorf("Superseded(%+v, %+v) = %v", c.cur, c.ch, got)
+		}
+	}
 }
 
 func TestSearchFeedEndsWithTheRegistrysRecords(t *testing.T) {
