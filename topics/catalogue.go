@@ -28,10 +28,22 @@ const (
 	// DocumentsFailed holds changes the indexer failed to convert or deliver,
 	// retried from there.
 	DocumentsFailed = "documents.failed"
+	// DocumentsUrgent is the emergency queue: the changes of documents
+	// posted with priority urgent (header PriorityHeader), copied from
+	// documents.changes, which the indexer delivers to the search feed
+	// on a lane of its own, never behind the main queue's backlog.
+	DocumentsUrgent = "documents.urgent"
 	// Epochs holds the epoch schemas, compacted, keyed "client/epoch".
 	Epochs = "epochs"
 	// RegistryTable is the changelog of the registry group's table.
 	RegistryTable = "registry-table"
+)
+
+// PriorityHeader is the header of a documents.ingest record that asks for
+// the emergency queue: value PriorityUrgent.
+const (
+	PriorityHeader = "offerlog-priority"
+	PriorityUrgent = "urgent"
 )
 
 // Names of the numerator's topics.
@@ -235,6 +247,8 @@ func Catalogue(partitions int32) []Topic {
 			Doc: "undecodable messages, raw bytes kept, with the reason"},
 		{Name: DocumentsChanges, Partitions: partitions, Retention: Forever, Schema: schemas.RegistryRecordName,
 			Doc: "every change of the registry: accepted documents, tombstones, expiries"},
+		{Name: DocumentsUrgent, Partitions: partitions, Retention: 7 * day, Schema: schemas.RegistryRecordName,
+			Doc: "the emergency queue: changes of documents posted with priority urgent (also on documents.changes)"},
 		{Name: DocumentsFailed, Partitions: partitions, Retention: 30 * day, Schema: schemas.FailedConversionName,
 			Doc: "changes the indexer failed to convert or deliver, retried from here"},
 		{Name: Epochs, Partitions: 1, Compacted: true, Schema: schemas.EpochSchemaName,

@@ -458,6 +458,15 @@ func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	urgent := false
+	switch p := q.Get("priority"); p {
+	case "", "normal":
+	case topics.PriorityUrgent:
+		urgent = true
+	default:
+		writeError(w, http.StatusBadRequest, fieldErr("priority", "%q is neither normal nor urgent", p))
+		return
+	}
 	if !async && s.cfg.Verdicts == nil {
 		writeError(w, http.StatusNotImplemented, errors.New("this instance does not wait for verdicts: post with ?async=true"))
 		return
@@ -512,6 +521,9 @@ func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := &kgo.Record{Topic: topics.DocumentsIngest, Key: []byte(client + "/" + doc.PK), Value: data}
+	if urgent {
+		rec.Headers = []kgo.RecordHeader{{Key: topics.PriorityHeader, Value: []byte(topics.PriorityUrgent)}}
+	}
 	appended := time.Now()
 	if err := s.cfg.Producer.ProduceSync(r.Context(), rec).FirstErr(); err != nil {
 		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("append the document: %w", err))

@@ -106,6 +106,15 @@ func TestAPIEndToEndAndRestart(t *testing.T) {
 	expect(t, "async neither true nor false", s, b, http.StatusBadRequest, `"field":"async"`)
 	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?async=true&wait=true"), docBody("2", 1, ""))
 	expect(t, "async and wait at once", s, b, http.StatusBadRequest, `contradicts`)
+	// The emergency queue: an urgent post is decided as any other, and its
+	// change is on documents.urgent too.
+	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?priority=urgent"), docBody("9", 1, ""))
+	expect(t, "an urgent post", s, b, http.StatusOK, `"verdict":"ACCEPTED"`)
+	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?priority=fast"), docBody("9", 2, ""))
+	expect(t, "an unknown priority", s, b, http.StatusBadRequest, `"field":"priority"`)
+	if urgent := testkit.ReadAll(t, p.info.Brokers, topics.DocumentsUrgent); len(urgent) != 1 || string(urgent[0].Key) != "shop/9" {
+		t.Errorf("documents.urgent holds %d records, want the urgent post's change", len(urgent))
+	}
 	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?wait=true"), docBody("3", 1, `,"colour":"red"`))
 	expect(t, "undeclared field", s, b, http.StatusUnprocessableEntity, `"field":"fields.colour"`)
 	s, b = call(t, "POST", p.url("/v1/clients/shop/documents?wait=true"), strings.Replace(docBody("3", 1, ""), `"price":120`, `"price":"cheap"`, 1))

@@ -22,6 +22,8 @@ import (
 const (
 	Group      = "indexer"
 	RetryGroup = "indexer-retry"
+	// UrgentGroup reads the emergency queue, documents.urgent.
+	UrgentGroup = "indexer-urgent"
 )
 
 // Lookup returns the registry's current record of a key ("client/pk"), nil
@@ -128,8 +130,8 @@ func Run(ctx context.Context, cfg Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, run := range []func(context.Context) error{ix.runChanges, ix.runRetries} {
+	errs := make([]error, 3)
+	for i, run := range []func(context.Context) error{ix.runChanges, ix.runRetries, ix.runUrgent} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -160,34 +162,9 @@ func (ix *indexer) consume(ctx context.Context, group, topic string, handle stre
 
 func (ix *indexer) runChanges(ctx context.Context) error {
 	return ix.consume(ctx, Group, topics.DocumentsChanges, func(ctx context.Context, b *streams.Batch) error {
-		jobs := make([]job, 0, len(b.Records))
-		latest := make(map[string]int, len(b.Records)) // key → its last job
-		for _, r := range b.Records {
-			var rec schemas.RegistryRecord
-			if err := schemas.RegistryRecords.Decode(r.Value, &rec); err != nil {
-				b.Dead(r, err.Error())
-				continue
-			}
-			latest[string(r.Key)] = len(jobs)
-			jobs = append(jobs, job{key: r.Key, rec: &rec, saas: true})
-		}
-		// Only current versions go to the search feed: a change followed
-		// by another of its key in the batch is superseded, and so is one
-		// the registry has moved past. The archive takes every version.
-		for i := range jobs {
-			j := &jobs[i]
-			if latest[string(j.key)] != i {
-				j.saas = false
-			} else if ix.cfg.Current != nil {
-				cur, err := ix.cfg.Current(string(j.key))
-				if err != nil {
-					return fmt.Errorf("look up %s in the registry: %w", j.key, err)
-				}
-				j.saas = !Superseded(cur, j.rec)
-			}
-			if !j.saas {
-				ix.cfg.Metrics.Superseded.Inc()
-			}
+		jobs, err := ix.current(b, true)
+		if err != nil {
+			return err
 		}
 		failed, err := ix.deliver(ctx, ix.prod, jobs)
 		if err != nil {
@@ -195,6 +172,61 @@ func (ix *indexer) runChanges(ctx context.Context) error {
 		}
 		return produceAll(ctx, ix.prod, failed)
 	})
+}
+
+// runUrgent delivers the emergency queue to the search feed on a lane of
+// its own. The same changes come on documents.changes too, which archives
+// them and delivers them again (the same version: the feed is unchanged),
+// so an urgent delivery that fails is left to the main queue.
+func (ix *indexer) runUrgent(ctx context.Context) error {
+	return ix.consume(ctx, UrgentGroup, topics.DocumentsUrgent, func(ctx context.Context, b *streams.Batch) error {
+		jobs, err := ix.current(b, false)
+		if err != nil {
+			return err
+		}
+		failed, err := ix.deliver(ctx, ix.prod, jobs)
+		if len(failed) > 0 {
+			ix.cfg.Logger.Warn("indexer: urgent deliveries failed; the main queue delivers them", "failed", len(failed))
+		}
+		return err
+	})
+}
+
+// current decodes the changes of b (the undecodable are dead-lettered)
+// into jobs that deliver to the search feed only what is current: a change
+// followed by another of its key in the batch is superseded, and so is one
+// the registry has moved past. archive says whether each is archived too.
+func (ix *indexer) current(b *streams.Batch, archive bool) ([]job, error) {
+	jobs := make([]job, 0, len(b.Records))
+	latest := make(map[string]int, len(b.Records)) // key → its last job
+	for _, r := range b.Records {
+		var rec schemas.RegistryRecord
+		if err := schemas.RegistryRecords.Decode(r.Value, &rec); err != nil {
+			b.Dead(r, err.Error())
+			continue
+		}
+		latest[string(r.Key)] = len(jobs)
+		jobs = append(jobs, job{key: r.Key, rec: &rec, saas: true, archive: archive})
+	}
+	// Only current versions go to the search feed: a change followed
+	// by another of its key in the batch is superseded, and so is one
+	// the registry has moved past. The archive takes every version.
+	for i := range jobs {
+		j := &jobs[i]
+		if latest[string(j.key)] != i {
+			j.saas = false
+		} else if ix.cfg.Current != nil {
+			cur, err := ix.cfg.Current(string(j.key))
+			if err != nil {
+				return nil, fmt.Errorf("look up %s in the registry: %w", j.key, err)
+			}
+			j.saas = !Superseded(cur, j.rec)
+		}
+		if !j.saas {
+			ix.cfg.Metrics.Superseded.Inc()
+		}
+	}
+	return jobs, nil
 }
 
 func (ix *indexer) runRetries(ctx context.Context) error {
@@ -213,7 +245,7 @@ func (ix *indexer) runRetries(ctx context.Context) error {
 				case <-time.After(wait):
 				}
 			}
-			j := job{key: r.Key, rec: &f.Change, attempts: int(f.Attempts), saas: true}
+			j := job{key: r.Key, rec: &f.Change, attempts: int(f.Attempts), saas: true, archive: true}
 			if ix.cfg.Current != nil {
 				cur, err := ix.cfg.Current(string(r.Key))
 				if err != nil {
@@ -300,7 +332,8 @@ type job struct {
 	key      []byte
 	rec      *schemas.RegistryRecord
 	attempts int
-	saas     bool // deliver to the search feed too
+	saas     bool // deliver to the search feed
+	archive  bool // deliver to the archive
 }
 
 // deliver converts and produces jobs, waits for every acknowledgement and
@@ -334,7 +367,7 @@ func (ix *indexer) deliver(ctx context.Context, cl *kgo.Client, jobs []job) ([]*
 			}
 			outs = append(outs, &kgo.Record{Topic: topics.SaasTopic(j.rec.Client), Key: j.key, Value: data})
 		}
-		if conv.Yt != nil {
+		if conv.Yt != nil && j.archive {
 			data, err := schemas.YtRecords.EncodeFramed(conv.Yt, ix.cfg.Framing)
 			if err != nil {
 				fail(i, err)

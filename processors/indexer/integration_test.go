@@ -342,3 +342,57 @@ func TestUndecodableChangesGoToTheDeadLetters(t *testing.T) {
 		t.Fatalf("dead letters: %v", groups)
 	}
 }
+
+// TestTheUrgentQueueOvertakesTheMainOne: while the main queue is stuck (its
+// conversions wait), a document posted with priority urgent reaches the
+// search feed through documents.urgent; once the main queue moves, every
+// document is there and archived once.
+func TestTheUrgentQueueOvertakesTheMainOne(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	stuck := func(r *schemas.RegistryRecord) (indexer.Converted, error) {
+		if r.PK != "urgent" {
+			<-release
+		}
+		return indexer.Convert(r)
+	}
+	r := newRig(t)
+	r.run(r.registry, r.view.Run, r.indexer(stuck))
+	testkit.ProduceDocs(t, r.brokers, "shop", testkit.ShuffledVersions(20, 1, 5))
+	urgent := testkit.ShuffledVersions(1, 1, 5)[0]
+	urgent.PK = "urgent"
+	data, err := schemas.RawDocuments.Encode(urgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Put(t, r.brokers, topics.DocumentsIngest, []byte("shop/urgent"), data) // a normal post of the same would wait
+	cl := testkit.Client(t, r.brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	urgent.Version = 2
+	if data, err = schemas.RawDocuments.Encode(urgent); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(testkit.Context(t, time.Minute), &kgo.Record{Topic: topics.DocumentsIngest, Key: []byte("shop/urgent"), Value: data,
+		Headers: []kgo.RecordHeader{{Key: topics.PriorityHeader, Value: []byte(topics.PriorityUrgent)}}}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, time.Minute, "the urgent document in the search feed", func() bool {
+		return testkit.LastSaas(t, r.brokers, "shop")["shop/urgent"].Version == 2
+	})
+	if n := len(testkit.LastSaas(t, r.brokers, "shop")); n != 1 {
+		t.Fatalf("%d keys in the search feed while the main queue is stuck, want the urgent one", n)
+	}
+	if n := len(testkit.ReadAll(t, r.brokers, topics.DocumentsUrgent)); n != 1 {
+		t.Errorf("%d records on documents.urgent, want the urgent version's change", n)
+	}
+	once.Do(func() { close(release) })
+	testkit.Eventually(t, time.Minute, "every document in the search feed", func() bool {
+		return len(testkit.LastSaas(t, r.brokers, "shop")) == 21 && len(testkit.ReadAll(t, r.brokers, topics.YtTopic("shop"))) == 22
+	})
+	if v := testkit.LastSaas(t, r.brokers, "shop")["shop/urgent"].Version; v != 2 {
+		t.Errorf("the urgent document at version %d after the main queue, want 2", v)
+	}
+}

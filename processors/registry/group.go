@@ -64,7 +64,7 @@ func newGroup(cfg Config, synced bool, partitions int32) *streams.TableGroup {
 		Streams: cfg.Streams, Group: string(Group), Table: string(Table),
 		Inputs: []string{topics.DocumentsIngest},
 		// The sweep's expiry checks go into the group's own input.
-		Outputs:   []string{topics.DocumentsResults, topics.DocumentsChanges, topics.DocumentsDead, topics.DocumentsIngest},
+		Outputs:   []string{topics.DocumentsResults, topics.DocumentsChanges, topics.DocumentsUrgent, topics.DocumentsDead, topics.DocumentsIngest},
 		DeadTopic: topics.DocumentsDead,
 		Handle:    h.batch, OnReady: cfg.OnReady,
 		Logger: cfg.Logger,
@@ -197,7 +197,21 @@ func (h *handler) emitChange(b *streams.TableBatch, r *kgo.Record, rec *schemas.
 		return
 	}
 	b.Emit(r, &kgo.Record{Topic: topics.DocumentsChanges, Key: r.Key, Value: data})
+	if Urgent(r) {
+		b.Emit(r, &kgo.Record{Topic: topics.DocumentsUrgent, Key: r.Key, Value: data})
+	}
 	h.m.Changes.Inc()
+}
+
+// Urgent reports whether r, a record of documents.ingest, asks for the
+// emergency queue (topics.PriorityHeader).
+func Urgent(r *kgo.Record) bool {
+	for _, h := range r.Headers {
+		if h.Key == topics.PriorityHeader && string(h.Value) == topics.PriorityUrgent {
+			return true
+		}
+	}
+	return false
 }
 
 func (h *handler) verdict(b *streams.TableBatch, r *kgo.Record, v *schemas.Verdict) {
