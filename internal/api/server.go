@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -16,12 +17,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/internal/offerapi"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/schemas/proto/documentv1"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -458,109 +461,150 @@ func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	urgent := false
+	sub := submission{client: client, async: async}
 	switch p := q.Get("priority"); p {
 	case "", "normal":
 	case topics.PriorityUrgent:
-		urgent = true
+		sub.urgent = true
 	default:
 		writeError(w, http.StatusBadRequest, fieldErr("priority", "%q is neither normal nor urgent", p))
 		return
 	}
-	if !async && s.cfg.Verdicts == nil {
-		writeError(w, http.StatusNotImplemented, errors.New("this instance does not wait for verdicts: post with ?async=true"))
-		return
-	}
-	var body DocumentJSON
-	// JSON is larger than the Avro it becomes; the document limit is
-	// enforced on the encoded document below.
-	if status, err := decodeBody(w, r, int64(4*s.cfg.Rules.MaxDocumentBytes), &body); err != nil {
-		writeError(w, status, err)
-		return
-	}
-	if body.Epoch == nil {
-		writeError(w, http.StatusBadRequest, fieldErr("epoch", "required"))
-		return
-	}
-	sch, ok := s.cfg.Epochs.Get(client, *body.Epoch)
-	if !ok {
-		if err := s.cfg.Epochs.Sync(r.Context(), s.adm); err == nil {
-			sch, ok = s.cfg.Epochs.Get(client, *body.Epoch)
+	var fe *FieldError
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == ContentTypeProtobuf {
+		// indexing.md's RawDocument, converted here once.
+		r.Body = http.MaxBytesReader(w, r.Body, int64(4*s.cfg.Rules.MaxDocumentBytes))
+		data, err := io.ReadAll(r.Body)
+		if err != nil {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("body is larger than %d bytes", 4*s.cfg.Rules.MaxDocumentBytes))
+			return
 		}
+		var pb documentv1.RawDocument
+		if err := proto.Unmarshal(data, &pb); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("not a protobuf RawDocument (offerlog.document.v1): %v", err))
+			return
+		}
+		sub.doc, fe = fromProto(&pb)
+	} else {
+		var body DocumentJSON
+		// JSON is larger than the Avro it becomes; the document limit is
+		// enforced on the encoded document.
+		if status, err := decodeBody(w, r, int64(4*s.cfg.Rules.MaxDocumentBytes), &body); err != nil {
+			writeError(w, status, err)
+			return
+		}
+		if body.Epoch == nil {
+			writeError(w, http.StatusBadRequest, fieldErr("epoch", "required"))
+			return
+		}
+		sch, ok := s.epoch(r.Context(), client, *body.Epoch)
+		if !ok {
+			writeError(w, http.StatusUnprocessableEntity, fieldErr("epoch", "client %q has no epoch %d", client, *body.Epoch))
+			return
+		}
+		sub.doc, fe = toRawDocument(&body, sch)
 	}
-	if !ok {
-		writeError(w, http.StatusUnprocessableEntity, fieldErr("epoch", "client %q has no epoch %d", client, *body.Epoch))
-		return
-	}
-	doc, fe := toRawDocument(&body, sch)
 	if fe != nil {
 		writeError(w, http.StatusUnprocessableEntity, fe)
 		return
 	}
+	res, status, err := s.submit(r.Context(), sub)
+	switch {
+	case err == nil:
+		writeJSON(w, status, res)
+	case res.Offset >= 0 && status >= 500:
+		// The document is appended; only its verdict is missing.
+		writeJSON(w, status, struct {
+			PostResult
+			Error string `json:"error"`
+		}{res, err.Error()})
+	default:
+		writeError(w, status, err)
+	}
+}
+
+// ContentTypeProtobuf is the content type of a RawDocument in protobuf.
+const ContentTypeProtobuf = "application/x-protobuf"
+
+// submission is a document on its way in, in the one form every edge
+// (JSON, protobuf over HTTP, gRPC) converts it to.
+type submission struct {
+	client        string
+	doc           *schemas.RawDocument
+	async, urgent bool
+}
+
+// epoch returns the schema of client's epoch e, catching the catalogue up
+// once if it does not know it.
+func (s *Server) epoch(ctx context.Context, client string, e int64) (*schemas.EpochSchema, bool) {
+	sch, ok := s.cfg.Epochs.Get(client, e)
+	if !ok {
+		if err := s.cfg.Epochs.Sync(ctx, s.adm); err == nil {
+			sch, ok = s.cfg.Epochs.Get(client, e)
+		}
+	}
+	return sch, ok
+}
+
+// submit validates sub's document, appends it and, unless async, waits for
+// its verdict. It returns the answer and its HTTP status; an error with
+// the status to answer (res.Offset is -1 when nothing was appended).
+func (s *Server) submit(ctx context.Context, sub submission) (PostResult, int, error) {
+	res := PostResult{Partition: -1, Offset: -1}
+	if !sub.async && s.cfg.Verdicts == nil {
+		return res, http.StatusNotImplemented, errors.New("this instance does not wait for verdicts: post with ?async=true")
+	}
+	doc := sub.doc
+	sch, ok := s.epoch(ctx, sub.client, doc.Epoch)
+	if !ok {
+		return res, http.StatusUnprocessableEntity, fieldErr("epoch", "client %q has no epoch %d", sub.client, doc.Epoch)
+	}
 	if err := schemas.CheckKey(doc.PK); err != nil {
-		writeError(w, http.StatusUnprocessableEntity, fieldErr("pk", "%v", err))
-		return
+		return res, http.StatusUnprocessableEntity, fieldErr("pk", "%v", err)
 	}
 	if err := registry.ValidateShape(doc); err != nil {
-		writeError(w, http.StatusUnprocessableEntity, err)
-		return
+		return res, http.StatusUnprocessableEntity, err
 	}
 	if doc.Action == schemas.ActionUpsert {
 		if err := registry.Validate(doc, sch); err != nil {
-			writeError(w, http.StatusUnprocessableEntity, err)
-			return
+			return res, http.StatusUnprocessableEntity, err
 		}
 	}
 	data, err := schemas.RawDocuments.Encode(doc)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
-		return
+		return res, http.StatusInternalServerError, err
 	}
 	if len(data) > s.cfg.Rules.MaxDocumentBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("document is %d bytes, more than the limit of %d", len(data), s.cfg.Rules.MaxDocumentBytes))
-		return
+		return res, http.StatusRequestEntityTooLarge, fmt.Errorf("document is %d bytes, more than the limit of %d", len(data), s.cfg.Rules.MaxDocumentBytes)
 	}
-	rec := &kgo.Record{Topic: topics.DocumentsIngest, Key: []byte(client + "/" + doc.PK), Value: data}
-	if urgent {
+	rec := &kgo.Record{Topic: topics.DocumentsIngest, Key: []byte(sub.client + "/" + doc.PK), Value: data}
+	if sub.urgent {
 		rec.Headers = []kgo.RecordHeader{{Key: topics.PriorityHeader, Value: []byte(topics.PriorityUrgent)}}
 	}
 	appended := time.Now()
-	if err := s.cfg.Producer.ProduceSync(r.Context(), rec).FirstErr(); err != nil {
-		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("append the document: %w", err))
-		return
+	if err := s.cfg.Producer.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		return res, http.StatusServiceUnavailable, fmt.Errorf("append the document: %w", err)
 	}
 	s.hops.With("document", "append").Observe(time.Since(appended).Seconds())
-	res := PostResult{Partition: rec.Partition, Offset: rec.Offset}
-	if async {
-		writeJSON(w, http.StatusAccepted, res)
-		return
+	res = PostResult{Partition: rec.Partition, Offset: rec.Offset}
+	if sub.async {
+		return res, http.StatusAccepted, nil
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WaitTimeout)
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.WaitTimeout)
 	defer cancel()
 	waited := time.Now()
-	v, err := s.cfg.Verdicts.Wait(ctx, streams.RequestID{Partition: rec.Partition, Offset: rec.Offset})
-	if err == nil {
-		s.hops.With("document", "verdict").Observe(time.Since(waited).Seconds())
+	v, err := s.cfg.Verdicts.Wait(wctx, streams.RequestID{Partition: rec.Partition, Offset: rec.Offset})
+	switch {
+	case errors.Is(err, streams.ErrBusy):
+		return res, http.StatusServiceUnavailable, errors.New("appended, but too many posts wait for verdicts here to wait for its own: read it on documents.results")
+	case err != nil:
+		return res, http.StatusGatewayTimeout, errors.New("appended, but no verdict within " + s.cfg.WaitTimeout.String())
 	}
-	if errors.Is(err, streams.ErrBusy) {
-		writeJSON(w, http.StatusServiceUnavailable, struct {
-			PostResult
-			Error string `json:"error"`
-		}{res, "appended, but too many posts wait for verdicts here to wait for its own: read it on documents.results"})
-		return
-	}
-	if err != nil {
-		// The document is appended; only its verdict is late.
-		writeJSON(w, http.StatusGatewayTimeout, struct {
-			PostResult
-			Error string `json:"error"`
-		}{res, "appended, but no verdict within " + s.cfg.WaitTimeout.String()})
-		return
-	}
+	s.hops.With("document", "verdict").Observe(time.Since(waited).Seconds())
 	res.Verdict, res.Reason = string(v.Verdict), v.Reason
 	status := map[schemas.Decision]int{schemas.Accepted: http.StatusOK, schemas.Stale: http.StatusConflict,
 		schemas.Invalid: http.StatusUnprocessableEntity}[v.Verdict]
-	writeJSON(w, status, res)
+	return res, status, nil
 }
 
 // asyncParam reads whether a post asks not to wait for its verdict:

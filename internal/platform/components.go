@@ -208,19 +208,13 @@ func startNumerator(ctx context.Context, p *process) error {
 	return nil
 }
 
-// startOfferAPI starts the offer API's service (its views and answers) and
-// its gRPC server.
+// startOfferAPI starts the offer API's service (its views and answers).
 func startOfferAPI(ctx context.Context, p *process) error {
 	svc, err := p.api(ctx)
 	if err != nil {
 		return err
 	}
 	p.offerAPI = svc
-	if p.cfg.GRPCAddr != "" {
-		if p.info.GRPCAddr, err = p.serveGRPC(ctx, p.cfg.GRPCAddr, svc); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
@@ -239,10 +233,20 @@ func startAPI(ctx context.Context, p *process) error {
 	if err != nil {
 		return err
 	}
-	p.handler, err = api.New(api.Config{Producer: producer, Epochs: p.epochs, Registry: documents, Verdicts: verdicts,
+	srv, err := api.New(api.Config{Producer: producer, Epochs: p.epochs, Registry: documents, Verdicts: verdicts,
 		Partitions: p.cfg.Partitions, Replication: p.cfg.Replication, Rules: p.cfg.Rules, WaitTimeout: p.cfg.WaitTimeout,
 		Offers: p.offerAPI, Metrics: p.reg, Logger: p.log, Ready: p.readyNow, Auth: p.auth})
-	return err
+	if err != nil {
+		return err
+	}
+	p.handler = srv
+	if p.cfg.GRPCAddr != "" {
+		// The offer service, stage states and the document receiver.
+		if p.info.GRPCAddr, err = p.serveGRPC(ctx, p.cfg.GRPCAddr, p.offerAPI, srv); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // startHTTP serves the metrics and probes of every process, and the API's

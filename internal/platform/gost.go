@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc"
 
+	"github.com/offerlog/offerlog/internal/api"
 	"github.com/offerlog/offerlog/internal/offerapi"
 	"github.com/offerlog/offerlog/processors/cabinet"
 	"github.com/offerlog/offerlog/processors/drafts"
@@ -211,9 +212,9 @@ func (g *process) api(ctx context.Context) (*offerapi.Service, error) {
 	return offerapi.New(cfg)
 }
 
-// serveGRPC serves svc's gRPC API on addr until ctx is done and returns
-// the address it listens on.
-func (g *process) serveGRPC(ctx context.Context, addr string, svc *offerapi.Service) (string, error) {
+// serveGRPC serves svc's and docs's gRPC APIs on addr until ctx is done
+// and returns the address it listens on.
+func (g *process) serveGRPC(ctx context.Context, addr string, svc *offerapi.Service, docs *api.Server) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("grpc: %w", err)
@@ -222,6 +223,7 @@ func (g *process) serveGRPC(ctx context.Context, addr string, svc *offerapi.Serv
 	ln = g.cfg.Limits.Bound(ln)
 	svc.RegisterGRPC(srv)
 	svc.RegisterStageStates(srv)
+	docs.RegisterGRPC(srv)
 	g.sup.Go(ctx, "grpc", false, func(ctx context.Context) error {
 		go func() {
 			<-ctx.Done()

@@ -17,11 +17,13 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/platform/platformtest"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/schemas/proto/documentv1"
 	"github.com/offerlog/offerlog/schemas/proto/offerv1"
 	"github.com/offerlog/offerlog/schemas/proto/servingv1"
 	"github.com/offerlog/offerlog/schemas/proto/stagev1"
@@ -278,6 +280,9 @@ func TestEveryRouteAuthenticatesAndKeepsCallersToTheirScope(t *testing.T) {
 	offersAPI := offerv1.NewOfferServiceClient(offerConn)
 	states := stagev1.NewStageStatesClient(offerConn)
 	cache := servingv1.NewCacheClient(conn(s.Info.CacheAddr))
+	documents := documentv1.NewDocumentServiceClient(offerConn)
+	send := &documentv1.SendRequest{Client: "c1", Async: true, Document: &documentv1.RawDocument{Pk: "g1", Version: 1, Epoch: 1,
+		Action: documentv1.Action_UPSERT, Timestamp: timestamppb.Now(), Fields: []*documentv1.Field{{Name: "title", Value: &documentv1.Field_String_{String_: "x"}}}}}
 	for _, c := range []struct {
 		name  string
 		token string
@@ -316,6 +321,22 @@ func TestEveryRouteAuthenticatesAndKeepsCallersToTheirScope(t *testing.T) {
 			_, err := states.Update(ctx, &stagev1.UpdateStateRequest{OfferId: d.ID, Stage: "expiry", State: &stagev1.State{}}, o)
 			return err
 		}, codes.Unauthenticated},
+		{"DocumentService.Send, no token", "", func(o grpc.CallOption) error {
+			_, err := documents.Send(ctx, send, o)
+			return err
+		}, codes.Unauthenticated},
+		{"DocumentService.Send, another client's token", otherClient, func(o grpc.CallOption) error {
+			_, err := documents.Send(ctx, send, o)
+			return err
+		}, codes.PermissionDenied},
+		{"DocumentService.Send, a seller's token", seller, func(o grpc.CallOption) error {
+			_, err := documents.Send(ctx, send, o)
+			return err
+		}, codes.PermissionDenied},
+		{"DocumentService.Send, the client's own token", client, func(o grpc.CallOption) error {
+			_, err := documents.Send(ctx, send, o)
+			return err
+		}, codes.OK},
 		{"Cache.Get, a seller's token", seller, func(o grpc.CallOption) error {
 			_, err := cache.Get(ctx, &servingv1.GetRequest{Keys: []string{d.ID}}, o)
 			return err
