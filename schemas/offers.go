@@ -190,6 +190,11 @@ type OfferRecord struct {
 	SourcePartition int32          `avro:"source_partition"`
 	SourceOffset    int64          `avro:"source_offset"`
 	Recent          []RecentResult `avro:"recent"`
+	// ByStage names the stage whose result wrote this version ("": an
+	// outside change); StageDepth counts the stage results in a row since
+	// the last outside change (gost-scheduler.md's chain reactions).
+	ByStage    string `avro:"by_stage"`
+	StageDepth int32  `avro:"stage_depth"`
 }
 
 // CommandKind is what an OfferCommand asks.
@@ -258,6 +263,9 @@ type OfferEvent struct {
 	Stages []StageState `avro:"stages"`
 	// Changed names the fields the change touched.
 	Changed []string `avro:"changed"`
+	// ByStage and StageDepth are the record's (OfferRecord.ByStage).
+	ByStage    string `avro:"by_stage"`
+	StageDepth int32  `avro:"stage_depth"`
 }
 
 // Outcome is the aggregate's answer to a command.

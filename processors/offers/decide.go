@@ -409,8 +409,13 @@ func mergePhotos(old, photos []schemas.Photo) []schemas.Photo {
 }
 
 func written(next, cur *schemas.OfferRecord, in Input, change string) Decision {
+	next.ByStage, next.StageDepth = "", 0
 	if in.Command != nil && in.Command.Kind == schemas.CommandResult {
 		change = "STAGE " + in.Command.Stage
+		next.ByStage = in.Command.Stage
+		if cur != nil {
+			next.StageDepth = cur.StageDepth + 1
+		}
 	}
 	next.Version++
 	next.Previous = schemas.Summary{Presets: []string{}}

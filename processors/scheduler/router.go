@@ -22,13 +22,23 @@ import (
 	"github.com/offerlog/offerlog/topics"
 )
 
+// MaxChain bounds chain reactions between stages (gost-scheduler.md,
+// "Проблемы"): a change made by the MaxChain-th stage result in a row
+// since the offer's last outside change is routed to no stage. A stage's
+// timer still wakes it.
+const MaxChain = 4
+
+// Cut reports whether a change is past the chain bound: routed nowhere.
+func Cut(ev *schemas.OfferEvent) bool { return ev.StageDepth >= MaxChain }
+
 // Route returns the commands a change of an offer makes for one stage: none
-// if the offer is deleted, already in the stage's queue, or the change does
-// not concern the stage; otherwise ENQUEUE if should says so or fails (the
-// seed queues an offer whose ShouldProcess failed), and SET_TIMER for a new
+// if the offer is deleted, already in the stage's queue, the change does
+// not concern the stage, is the stage's own result, or is past the chain
+// bound (Cut); otherwise ENQUEUE if should says so or fails (the seed
+// queues an offer whose ShouldProcess failed), and SET_TIMER for a new
 // timer.
 func Route(cfg StageConfig, ev *schemas.OfferEvent, should func() (Should, error)) []*schemas.OfferCommand {
-	if ev.Offer.Status == schemas.OfferDeleted || !cfg.Interested(ev.Changed) {
+	if ev.Offer.Status == schemas.OfferDeleted || !cfg.Interested(ev.Changed) || ev.ByStage == cfg.Name || Cut(ev) {
 		return nil
 	}
 	st := schemas.StageState{Stage: cfg.Name}
@@ -66,7 +76,10 @@ func RouterGroupOf(stage string) string { return "scheduler-router-" + stage }
 
 // Metrics of the scheduler.
 type Metrics struct {
-	Routed    *metrics.CounterVec // by stage and command
+	Routed *metrics.CounterVec // by stage and command
+	// ChainCut counts changes routed to no stage: past MaxChain stage
+	// results in a row.
+	ChainCut  *metrics.CounterVec // by the stage not asked
 	Processed *metrics.CounterVec // by stage and outcome
 	Calls     *metrics.HistogramVec
 	Fired     *metrics.Counter
@@ -82,7 +95,9 @@ type Metrics struct {
 // NewMetrics registers the scheduler's metrics in r.
 func NewMetrics(r *metrics.Registry) *Metrics {
 	return &Metrics{
-		Routed:       r.Counter("offerlog_scheduler_routed_total", "Commands the router sent, by stage and kind.", "stage", "kind"),
+		Routed: r.Counter("offerlog_scheduler_routed_total", "Commands the router sent, by stage and kind.", "stage", "kind"),
+		ChainCut: r.Counter("offerlog_scheduler_chain_cut_total",
+			"Changes not routed to a stage because they were made by MaxChain stage results in a row since an outside change.", "stage"),
 		Processed:    r.Counter("offerlog_scheduler_processed_total", "Queue items by stage and outcome.", "stage", "outcome"),
 		Calls:        r.Histogram("offerlog_scheduler_process_seconds", "Time of a stage's Process call.", metrics.LatencyBuckets, "stage"),
 		Fired:        r.Counter("offerlog_scheduler_timers_fired_total", "Timers fired into their stage's queue.").With(),
@@ -179,6 +194,12 @@ const routeConcurrency = 16
 
 // route returns the commands of every stage of r for ev.
 func (r *router) route(ctx context.Context, ev *schemas.OfferEvent) []*schemas.OfferCommand {
+	if Cut(ev) {
+		for _, sc := range r.stages {
+			r.m.ChainCut.With(sc.Name).Inc()
+		}
+		return nil
+	}
 	var cmds []*schemas.OfferCommand
 	for _, sc := range r.stages {
 		out := Route(sc, ev, func() (Should, error) {

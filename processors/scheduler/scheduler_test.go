@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -291,5 +292,58 @@ func TestConfig(t *testing.T) {
 		if bad.Validate() == nil {
 			t.Errorf("%+v accepted", bad)
 		}
+	}
+}
+
+// TestChainReactionsAreBounded: the aggregate counts stage results in a row
+// and names the stage; a stage is not asked about its own change, and a
+// change made by MaxChain results in a row goes to no stage, so two stages
+// that keep changing an offer for each other stop (gost-scheduler.md,
+// "Проблемы").
+func TestChainReactionsAreBounded(t *testing.T) {
+	r := record(schemas.StageState{Stage: "a"}, schemas.StageState{Stage: "b"})
+	off := int64(1)
+	result := func(stage string) {
+		t.Helper()
+		d := offers.Decide(r, cmd(&schemas.OfferCommand{Kind: schemas.CommandEnqueue, Stage: stage}, off))
+		r = d.Record
+		o := r.Offer
+		o.Title = fmt.Sprint("by ", stage, " at ", off)
+		d = offers.Decide(r, cmd(&schemas.OfferCommand{Kind: schemas.CommandResult, Stage: stage, ReadVersion: r.Version, Offer: &o}, off+1))
+		if d.Outcome != schemas.OutcomeOK {
+			t.Fatalf("result of %s: %+v", stage, d)
+		}
+		r, off = d.Record, off+2
+	}
+	event := func() *schemas.OfferEvent {
+		return &schemas.OfferEvent{Offer: r.Offer, Version: r.Version, Changed: []string{"title"}, ByStage: r.ByStage, StageDepth: r.StageDepth}
+	}
+	yes := func() (Should, error) { return Should{Process: true}, nil }
+	a, b := StageConfig{Name: "a"}, StageConfig{Name: "b"}
+	result("a")
+	if r.ByStage != "a" || r.StageDepth != 1 {
+		t.Fatalf("after a's result: by %q depth %d", r.ByStage, r.StageDepth)
+	}
+	if got := Route(a, event(), yes); got != nil {
+		t.Errorf("a asked about its own change: %v", got)
+	}
+	if got := Route(b, event(), yes); len(got) != 1 {
+		t.Errorf("b not asked about a's change: %v", got)
+	}
+	for i := 2; i <= MaxChain; i++ {
+		result(map[bool]string{true: "b", false: "a"}[i%2 == 0])
+	}
+	if r.StageDepth != MaxChain || !Cut(event()) {
+		t.Fatalf("depth %d after %d results in a row, cut %v", r.StageDepth, MaxChain, Cut(event()))
+	}
+	if got := Route(a, event(), yes); got != nil {
+		t.Errorf("a change past the chain bound routed: %v", got)
+	}
+	// An outside change starts over.
+	o := r.Offer
+	o.Title = "the seller's"
+	d := offers.Decide(r, cmd(&schemas.OfferCommand{Kind: schemas.CommandUpdate, SellerID: r.Offer.SellerID, Offer: &o}, off))
+	if d.Record.ByStage != "" || d.Record.StageDepth != 0 {
+		t.Errorf("an outside change kept the chain: by %q depth %d", d.Record.ByStage, d.Record.StageDepth)
 	}
 }
