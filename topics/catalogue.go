@@ -102,6 +102,11 @@ const (
 	// FeedsIndex says which offer holds a seller's external id, compacted,
 	// key seller/external_id.
 	FeedsIndex = "feeds.index"
+	// FeedsTasks is feeds.index by task: which offer each task loaded,
+	// compacted, keyed seller/task (20 digits)/external_id, so that the
+	// offers an older task loaded are a range of keys (the seed's
+	// "WHERE seller_id = ? AND task_id < ? LIMIT 1000").
+	FeedsTasks = "feeds.tasks"
 	// FeedsStatus holds each feed task's status, compacted, keyed
 	// seller/task: written by the loader, read by the API.
 	FeedsStatus = "feeds.status"
@@ -297,6 +302,8 @@ func Catalogue(partitions int32) []Topic {
 			Doc: "bulk upload items and end markers, key seller id"},
 		{Name: FeedsIndex, Partitions: partitions, Compacted: true, Schema: schemas.FeedEntryName,
 			Doc: "which offer holds a seller's external id, key seller/external_id"},
+		{Name: FeedsTasks, Partitions: partitions, Compacted: true, Schema: schemas.FeedEntryName,
+			Doc: "feeds.index by task: key seller/task/external_id, so a task's leftovers are a range"},
 		{Name: FeedsStatus, Partitions: partitions, Compacted: true, Schema: schemas.FeedStatusName,
 			Doc: "each feed task's status: state and counts, key seller/task"},
 		{Name: DraftsCommands, Partitions: partitions, Retention: Forever, Schema: schemas.DraftCommandName,

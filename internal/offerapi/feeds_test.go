@@ -2,8 +2,10 @@ package offerapi_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/offerlog/offerlog/internal/offerapi"
 	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/processors/feeds"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/topics"
@@ -305,4 +308,53 @@ func TestFailedOrPartialFeedRemovesNothing(t *testing.T) {
 	}
 	n.want(t, 404, "GET", "/v1/sellers/dan/feeds/99", "", nil)
 	n.want(t, 422, "GET", "/v1/sellers/dan/feeds/0", "", nil)
+}
+
+// TestLeftoversGoInRounds: a task that keeps one of 2 100 offers deletes
+// the others in rounds of at most feeds.Round, read as ranges of
+// feeds.tasks (the seed's "task_id < ? LIMIT 1000"), and the seller ends
+// with the one.
+func TestLeftoversGoInRounds(t *testing.T) {
+	b := testkit.Broker(t, "")
+	n := start(t, b.Addrs(), t.TempDir())
+	const items = 2*feeds.Round + 100
+	n.want(t, 202, "POST", "/v1/sellers/eve/feeds/1", feed(1, items, "t1"), nil)
+	n.want(t, 202, "POST", "/v1/sellers/eve/feeds/1/finish", fmt.Sprintf(`{"items":%d}`, items), nil)
+	n.eventuallyCounters(t, "eve", items, [5]int64{items, 0, 0, 0, 0})
+	before := n.metric(t, "offerlog_feeds_delete_rounds_total")
+	n.want(t, 202, "POST", "/v1/sellers/eve/feeds/2", feed(7, 7, "t2"), nil)
+	n.want(t, 202, "POST", "/v1/sellers/eve/feeds/2/finish", `{"items":1}`, nil)
+	n.eventuallyCounters(t, "eve", 1, [5]int64{1, 0, 0, 0, 0})
+	if rounds := n.metric(t, "offerlog_feeds_delete_rounds_total") - before; rounds < 3 {
+		t.Errorf("%d leftovers deleted in %v rounds, want at least 3 of at most %d", items-1, rounds, feeds.Round)
+	}
+	var st struct {
+		State   string `json:"state"`
+		Deleted int64  `json:"deleted"`
+	}
+	n.want(t, 200, "GET", "/v1/sellers/eve/feeds/2", "", &st)
+	if st.State != string(schemas.FeedDone) || st.Deleted != items-1 {
+		t.Errorf("task 2's status %+v, want DONE with %d deleted", st, items-1)
+	}
+}
+
+// metric returns the value of an unlabelled metric on the node's /metrics.
+func (n *node) metric(t *testing.T, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + n.info.HTTPAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	return 0
 }

@@ -166,11 +166,15 @@ func (g *process) feeds(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	tasks, err := g.view(ctx, feeds.Tasks, feeds.IndexCodec, "feeds-tasks")
+	if err != nil {
+		return err
+	}
 	ids, err := g.offerIDs(ctx)
 	if err != nil {
 		return err
 	}
-	c := feeds.Config{Streams: g.scfg, Producer: p, Offers: g.offersClient(ctx, p, "feeds-answers"), IDs: ids, View: v, Status: status,
+	c := feeds.Config{Streams: g.scfg, Producer: p, Offers: g.offersClient(ctx, p, "feeds-answers"), IDs: ids, View: v, Tasks: tasks, Status: status,
 		Partitions: g.cfg.Partitions, Metrics: feeds.NewMetrics(g.reg), Logger: g.log}
 	g.sup.Go(ctx, ComponentFeeds, true, func(ctx context.Context) error { return feeds.Run(ctx, c) })
 	return nil

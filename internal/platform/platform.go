@@ -297,9 +297,9 @@ func Run(ctx context.Context, cfg Config) error {
 
 // storeTables is how many tables and views of the catalogue's partitions
 // hold local stores when every component runs in one process (8 groups'
-// tables, 10 views): half the memory budget is shared out among their
+// tables, 11 views): half the memory budget is shared out among their
 // partitions and the timer store.
-const storeTables = 18
+const storeTables = 19
 
 // timerMemory is the scheduler's timer store's share of the budget: one
 // table's (it holds every partition the service reads), or 0 for the

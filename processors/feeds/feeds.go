@@ -3,10 +3,12 @@
 // per task. It is the consumer group "feeds" (franz-go): items are matched
 // by external id among the seller's offers through the feeds.index table
 // the aggregate keeps, matched offers are updated (FEED_UPSERT), others
-// created with a fresh id (CREATE, drawn again on a collision), and at the
-// end marker every offer of the feed the task did not touch is deleted
-// (FEED_DELETE), in rounds until the index holds none: only then is the
-// marker's offset committed, as in the seed. A task whose upload failed,
+// created with a fresh id (CREATE, offers.IDs), and at the end marker every
+// offer of the feed the task did not touch is deleted (FEED_DELETE), in
+// rounds of at most Round read as a range of feeds.tasks (the index by
+// task: the seed's "task_id < ? LIMIT 1000", no scan of the seller's whole
+// index), until none is left: only then is the marker's offset committed,
+// as in the seed. A task whose upload failed,
 // or is partial (an item refused, or fewer loaded than the marker says were
 // uploaded), removes nothing.
 //
@@ -20,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +45,13 @@ var Index = goka.Table(topics.FeedsIndex)
 // IndexCodec is the codec of feeds.index values.
 var IndexCodec goka.Codec = streams.Table[schemas.FeedEntry]{C: schemas.FeedEntries}
 
+// Tasks is the table of feeds.tasks (feeds.index by task), for views.
+var Tasks = goka.Table(topics.FeedsTasks)
+
+// Round is how many leftover offers a finished task deletes at a time
+// (gost.md: "... LIMIT 1000"): at most so many deletes are in flight.
+const Round = 1000
+
 // Statuses is the table of feeds.status, for views.
 var Statuses = goka.Table(topics.FeedsStatus)
 
@@ -54,6 +62,8 @@ var StatusCodec goka.Codec = streams.Table[schemas.FeedStatus]{C: schemas.FeedSt
 type Metrics struct {
 	Items    *metrics.CounterVec // by outcome
 	Deleted  *metrics.Counter
+	// Rounds counts the rounds of leftover deletion (at most Round each).
+	Rounds   *metrics.Counter
 	Finished *metrics.Counter
 	// Kept counts tasks finished without removing anything: the upload
 	// failed, or not every item of it was loaded.
@@ -67,6 +77,7 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 	return &Metrics{
 		Items:    r.Counter("offerlog_feeds_items_total", "Feed items by outcome.", "outcome"),
 		Deleted:  r.Counter("offerlog_feeds_deleted_total", "Offers deleted because a finished feed did not have them.").With(),
+		Rounds:   r.Counter("offerlog_feeds_delete_rounds_total", "Rounds of leftover deletion of finished feed tasks, each of at most 1000 deletes.").With(),
 		Finished: r.Counter("offerlog_feeds_finished_total", "Feed tasks finished.").With(),
 		Kept:     r.Counter("offerlog_feeds_kept_total", "Feed tasks finished without removing anything: a failed or partial upload.").With(),
 		Loop:     streams.NewLoopMetrics(r),
@@ -84,6 +95,9 @@ type Config struct {
 	IDs *offers.IDs
 	// View is a running view of feeds.index.
 	View *goka.View
+	// Tasks is a running view of feeds.tasks: a task's entries, and the
+	// leftovers of the tasks before it, are ranges of it.
+	Tasks *goka.View
 	// Status is a running view of feeds.status, whence a loader takes the
 	// statuses of the tasks it continues; nil keeps no status.
 	Status *goka.View
@@ -518,17 +532,15 @@ func (l *loader) complete(ctx context.Context, it *schemas.FeedItem) (bool, stri
 	}
 	deadline := time.Now().Add(l.cfg.Settle)
 	for {
-		entries, err := l.entries(it.SellerID)
+		loaded := int64(0)
+		err := l.tasks(it.SellerID, it.TaskID, it.TaskID+1, func(e schemas.FeedEntry) bool {
+			loaded++
+			return loaded < it.Items
+		})
 		if err != nil {
 			return false, "", err
 		}
-		loaded := 0
-		for _, e := range entries {
-			if e.TaskID == it.TaskID {
-				loaded++
-			}
-		}
-		if int64(loaded) >= it.Items {
+		if loaded >= it.Items {
 			return true, "", nil
 		}
 		if time.Now().After(deadline) {
@@ -542,32 +554,43 @@ func (l *loader) complete(ctx context.Context, it *schemas.FeedItem) (bool, stri
 	}
 }
 
-// entries returns the seller's feed entries: those of the index view, and
-// those this loader wrote that the view may not show yet (which win).
-func (l *loader) entries(seller string) ([]schemas.FeedEntry, error) {
-	from, to := seller+"/", seller+"0" // '0' follows '/'
-	byKey := map[string]schemas.FeedEntry{}
-	it, err := l.cfg.View.IteratorWithRange(from, to)
-	if err != nil {
-		return nil, fmt.Errorf("feeds: index: %w", err)
+// tasks calls fn with the seller's feed entries of the tasks from to to-1
+// (feeds.tasks, a range of keys: no other entry is read), and those this
+// loader wrote that the view may not show yet (which win), until fn
+// returns false.
+func (l *loader) tasks(seller string, from, to int64, fn func(schemas.FeedEntry) bool) error {
+	mine := map[string]schemas.FeedEntry{}
+	for k, e := range l.known {
+		if e.SellerID == seller && e.TaskID >= from && e.TaskID < to {
+			mine[k] = e
+		}
 	}
+	it, err := l.cfg.Tasks.IteratorWithRange(offers.FeedTaskPrefix(seller, from), offers.FeedTaskPrefix(seller, to))
+	if err != nil {
+		return fmt.Errorf("feeds: index by task: %w", err)
+	}
+	defer it.Release()
 	for it.Next() {
 		v, err := it.Value()
-		if e, ok := v.(*schemas.FeedEntry); err == nil && ok {
-			byKey[it.Key()] = *e
+		e, ok := v.(*schemas.FeedEntry)
+		if err != nil || !ok {
+			continue
+		}
+		k := offers.FeedKey(e.SellerID, e.ExternalID)
+		if m, ok := l.known[k]; ok && m.TaskID != e.TaskID {
+			continue // this loader moved it to another task since
+		}
+		delete(mine, k)
+		if !fn(*e) {
+			return nil
 		}
 	}
-	it.Release()
-	for k, e := range l.known {
-		if strings.HasPrefix(k, from) {
-			byKey[k] = e
+	for _, e := range mine {
+		if !fn(e) {
+			return nil
 		}
 	}
-	out := make([]schemas.FeedEntry, 0, len(byKey))
-	for _, e := range byKey {
-		out = append(out, e)
-	}
-	return out, nil
+	return nil
 }
 
 // finish ends a task at its end marker it: unless the upload failed or is
@@ -597,22 +620,25 @@ func (l *loader) finish(ctx context.Context, it *schemas.FeedItem, st *schemas.F
 		l.cfg.Metrics.Finished.Inc()
 		return nil
 	}
+	// The seed's rounds: the entries of the tasks before this one, at
+	// most Round at a time, until none is left that was not answered.
 	answered := map[string]bool{}
-	for round := 0; ; round++ {
-		entries, err := l.entries(seller)
-		if err != nil {
-			return err
-		}
+	for {
 		var cmds []*schemas.OfferCommand
-		for _, e := range entries {
-			if e.TaskID < task && !answered[e.OfferID] {
+		err := l.tasks(seller, 0, task, func(e schemas.FeedEntry) bool {
+			if !answered[e.OfferID] {
 				cmds = append(cmds, &schemas.OfferCommand{Kind: schemas.CommandFeedDelete, OfferID: e.OfferID,
 					SellerID: seller, ExpectedVersion: -1, TaskID: task, ExternalID: e.ExternalID})
 			}
+			return len(cmds) < Round
+		})
+		if err != nil {
+			return err
 		}
 		if len(cmds) == 0 {
 			break
 		}
+		l.cfg.Metrics.Rounds.Inc()
 		res, errs := l.cfg.Offers.DoAll(ctx, cmds)
 		for i, c := range cmds {
 			if errs[i] != nil {

@@ -493,3 +493,15 @@ func PresetPrefix(seller, preset string) string { return seller + "/" + preset +
 
 // FeedKey is the key of a seller's external id on feeds.index.
 func FeedKey(seller, externalID string) string { return seller + "/" + externalID }
+
+// FeedTaskKey is the key of a seller's external id on feeds.tasks, under
+// the task that last loaded it: keys sort by task within a seller.
+func FeedTaskKey(seller string, task int64, externalID string) string {
+	return FeedTaskPrefix(seller, task) + externalID
+}
+
+// FeedTaskPrefix is the prefix of the keys of task's entries on
+// feeds.tasks; the keys of every task before it sort before it.
+func FeedTaskPrefix(seller string, task int64) string {
+	return fmt.Sprintf("%s/%020d/", seller, max(task, 0))
+}

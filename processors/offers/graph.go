@@ -32,6 +32,7 @@ var (
 	changes    = goka.Stream(topics.CabinetChanges)
 	presets    = goka.Stream(topics.CabinetPresets)
 	feedsIndex = goka.Stream(topics.FeedsIndex)
+	feedsTasks = goka.Stream(topics.FeedsTasks)
 	timers     = goka.Stream(topics.SchedulerTimers)
 	effects    = goka.Stream(topics.SchedulerEffects)
 )
@@ -81,6 +82,7 @@ func newGraph(h *handler, framing schemas.Framing) *goka.GroupGraph {
 		goka.Output(changes, streams.Avro[schemas.CabinetChange]{C: schemas.CabinetChanges}),
 		goka.Output(presets, streams.Avro[schemas.PresetEntry]{C: schemas.PresetEntries}),
 		goka.Output(feedsIndex, streams.Avro[schemas.FeedEntry]{C: schemas.FeedEntries}),
+		goka.Output(feedsTasks, streams.Avro[schemas.FeedEntry]{C: schemas.FeedEntries}),
 		goka.Output(timers, streams.Avro[schemas.StageTimer]{C: schemas.StageTimers}),
 		goka.Output(effects, streams.Avro[schemas.StageEffect]{C: schemas.StageEffects}),
 	}
@@ -247,11 +249,18 @@ func (h *handler) emit(ctx goka.Context, r, prev *schemas.OfferRecord, change st
 		}
 	}
 	if o.ExternalID != "" {
-		key := FeedKey(o.SellerID, o.ExternalID)
+		key, byTask := FeedKey(o.SellerID, o.ExternalID), FeedTaskKey(o.SellerID, r.FeedTask, o.ExternalID)
+		held := prev != nil && prev.Offer.Status != schemas.OfferDeleted
+		if held && prev.FeedTask != r.FeedTask {
+			ctx.Emit(feedsTasks, FeedTaskKey(o.SellerID, prev.FeedTask, o.ExternalID), nil)
+		}
 		if o.Status == schemas.OfferDeleted {
 			ctx.Emit(feedsIndex, key, nil)
-		} else if full || prev == nil || prev.FeedTask != r.FeedTask || prev.Offer.Status == schemas.OfferDeleted {
-			ctx.Emit(feedsIndex, key, &schemas.FeedEntry{SellerID: o.SellerID, ExternalID: o.ExternalID, OfferID: o.ID, TaskID: r.FeedTask})
+			ctx.Emit(feedsTasks, byTask, nil)
+		} else if full || !held || prev.FeedTask != r.FeedTask {
+			e := &schemas.FeedEntry{SellerID: o.SellerID, ExternalID: o.ExternalID, OfferID: o.ID, TaskID: r.FeedTask}
+			ctx.Emit(feedsIndex, key, e)
+			ctx.Emit(feedsTasks, byTask, e)
 		}
 	}
 }
