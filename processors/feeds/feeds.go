@@ -60,8 +60,8 @@ var StatusCodec goka.Codec = streams.Table[schemas.FeedStatus]{C: schemas.FeedSt
 
 // Metrics of the loader.
 type Metrics struct {
-	Items    *metrics.CounterVec // by outcome
-	Deleted  *metrics.Counter
+	Items   *metrics.CounterVec // by outcome
+	Deleted *metrics.Counter
 	// Rounds counts the rounds of leftover deletion (at most Round each).
 	Rounds   *metrics.Counter
 	Finished *metrics.Counter
