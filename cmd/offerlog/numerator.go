@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,18 +11,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/processors/numerator"
 	"github.com/offerlog/offerlog/processors/numerator/sharding"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
-// runNumerator sends a command to the numerator's sealer.
+// runNumerator sends a command to the numerator's sealer, lists its
+// states, or answers the compatibility rule.
 func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: want seal, rebuild or reshard", errUsage)
+		return fmt.Errorf("%w: want seal, rebuild, reshard, states or check", errUsage)
 	}
 	verb := args[0]
+	switch verb {
+	case "check":
+		return numeratorCheck(args[1:], stdout, stderr)
+	case "states":
+		return numeratorStates(ctx, args[1:], stdout, stderr)
+	}
 	f := newFlags("numerator "+verb, stderr).produces()
 	brokers := f.brokers()
 	force := f.Bool("force", false, "rebuild: rebuild now (rebuilds also happen by themselves when holes exceed the share)")
@@ -55,7 +64,7 @@ func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stder
 		}
 		m.Action, m.Scheme = schemas.MarkerReshard, *scheme
 	default:
-		return fmt.Errorf("%w: unknown verb %q (want seal, rebuild or reshard)", errUsage, verb)
+		return fmt.Errorf("%w: unknown verb %q (want seal, rebuild, reshard, states or check)", errUsage, verb)
 	}
 	if m.Action == schemas.MarkerSeal {
 		if st, ok, err := sealedState(ctx, *brokers, m.Generation); err != nil {
@@ -148,4 +157,59 @@ func sealedState(ctx context.Context, brokers []string, g int64) (*schemas.Numer
 		return nil, false, fmt.Errorf("read %s: %w", topics.NumeratorStates, err)
 	}
 	return found, found != nil, nil
+}
+
+// errIncompatible is check's answer "no": exit 1, said on stderr.
+var errIncompatible = errors.New("not usable")
+
+// numeratorCheck answers the seed's rule: may data built on state version
+// --data be used with the state --state (numerator.Compatible)?
+func numeratorCheck(args []string, stdout, stderr io.Writer) error {
+	f := newFlags("numerator check", stderr)
+	state := f.String("state", "", "the state's version T.S.V.G")
+	data := f.String("data", "", "the version T.S.V.G the data was built on")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	sv, err := numerator.ParseVersion(*state)
+	if err != nil {
+		return fmt.Errorf("%w: --state: %v", errUsage, err)
+	}
+	dv, err := numerator.ParseVersion(*data)
+	if err != nil {
+		return fmt.Errorf("%w: --data: %v", errUsage, err)
+	}
+	if err := numerator.Compatible(dv, sv); err != nil {
+		return fmt.Errorf("%w: %v", errIncompatible, err)
+	}
+	fmt.Fprintf(stdout, "usable: data %s with state %s\n", dv, sv)
+	return nil
+}
+
+// numeratorStates lists the states on numerator.states, oldest first, and
+// the builds refused (marked invalid).
+func numeratorStates(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f := newFlags("numerator states", stderr)
+	brokers := f.brokers()
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := requireBrokers(brokers); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	states, err := numerator.States(ctx, *brokers)
+	if err != nil {
+		return err
+	}
+	for _, st := range states {
+		line := fmt.Sprintf("%-14s generation %-6d ticket %-5d %-12s %s", st.Version, st.Generation, st.Ticket, st.Holder,
+			st.SealedAt.UTC().Format(time.RFC3339))
+		if st.Invalid != "" {
+			line += "  INVALID: " + st.Invalid
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	return nil
 }

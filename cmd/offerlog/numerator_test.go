@@ -72,4 +72,29 @@ func TestNumeratorWaitSaysARefusedBuild(t *testing.T) {
 			t.Errorf("seal --wait with a state record %q: exit %d, %s%s; want %d and %q", c.invalid, code, out, stderr, c.code, c.want)
 		}
 	}
+	code, out, stderr := offerlog(t, "", "numerator", "states", "--brokers", addr)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != 2 || !strings.Contains(lines[0], "INVALID: coordinator: stale ticket") ||
+		!strings.HasPrefix(lines[1], "0.0.0.7") || strings.Contains(lines[1], "INVALID") {
+		t.Errorf("numerator states: %d\n%s%s", code, out, stderr)
+	}
+}
+
+// TestNumeratorCheck: the seed's compatibility rule from the command line,
+// exit 0 for usable, 1 with the reason otherwise, 2 for a malformed version.
+func TestNumeratorCheck(t *testing.T) {
+	for _, c := range []struct {
+		state, data string
+		code        int
+		want        string
+	}{
+		{"3.0.1.9", "3.0.1.4", 0, "usable"},
+		{"3.0.1.3", "3.0.1.4", 1, "older than the data"},
+		{"3.1.1.9", "3.0.1.4", 1, "shards differ"},
+		{"3.0.1", "3.0.1.4", 2, "T.S.V.G"},
+	} {
+		code, out, stderr := offerlog(t, "", "numerator", "check", "--state", c.state, "--data", c.data)
+		if code != c.code || !strings.Contains(out+stderr, c.want) {
+			t.Errorf("check --state %s --data %s: %d %s%s, want %d and %q", c.state, c.data, code, out, stderr, c.code, c.want)
+		}
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/internal/offerapi"
+	"github.com/offerlog/offerlog/processors/numerator"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/schemas/proto/documentv1"
@@ -121,6 +122,8 @@ func New(cfg Config) (*Server, error) {
 	s.route("GET /v1/clients/{client}/epochs", clientPath, s.listEpochs)
 	s.route("POST /v1/clients/{client}/documents", clientPath, s.postDocument)
 	s.route("GET /v1/clients/{client}/documents/{pk}", clientPath, s.getDocument)
+	s.route("GET /v1/numerator/check", anyToken, s.numeratorCheck)
+	s.route("GET /v1/numerator/states", anyToken, s.numeratorStates)
 	s.routeOffers()
 	s.routeSchemaRegistry()
 	s.routeConsole()
@@ -694,4 +697,51 @@ func (s *Server) getDocument(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, recordJSON(rec))
+}
+
+// numeratorCheck answers the seed's compatibility rule: may data built on
+// state version ?data be used with the state ?state?
+func (s *Server) numeratorCheck(w http.ResponseWriter, r *http.Request) {
+	var vs [2]numerator.Version
+	for i, name := range []string{"state", "data"} {
+		v, err := numerator.ParseVersion(r.URL.Query().Get(name))
+		if err != nil {
+			writeError(w, http.StatusUnprocessableEntity, fieldErr(name, "want a version T.S.V.G, got %q", truncate(r.URL.Query().Get(name), 40)))
+			return
+		}
+		vs[i] = v
+	}
+	out := struct {
+		Usable bool   `json:"usable"`
+		Reason string `json:"reason,omitempty"`
+	}{Usable: true}
+	if err := numerator.Compatible(vs[1], vs[0]); err != nil {
+		out.Usable, out.Reason = false, err.Error()
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// numeratorStates lists numerator.states: every state, oldest first, and
+// the builds refused (invalid).
+func (s *Server) numeratorStates(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	states, err := numerator.States(ctx, s.brokers())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	type stateJSON struct {
+		Version    string    `json:"version"`
+		Generation int64     `json:"generation"`
+		Holder     string    `json:"holder"`
+		Ticket     int64     `json:"ticket"`
+		SealedAt   time.Time `json:"sealed_at"`
+		Invalid    string    `json:"invalid,omitempty"`
+	}
+	out := make([]stateJSON, 0, len(states))
+	for _, st := range states {
+		out = append(out, stateJSON{st.Version, st.Generation, st.Holder, st.Ticket, st.SealedAt.UTC(), st.Invalid})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"states": out})
 }

@@ -89,6 +89,14 @@ func TestAnswersFitTheOpenAPIDescription(t *testing.T) {
 	check("POST", "/v1/clients/shop/documents", `{"pk":"1"}`, admin)   // 400
 	check("GET", "/v1/clients/shop/documents/1", "", admin)
 	check("GET", "/v1/clients/shop/documents/nosuch", "", admin)
+	if b := check("GET", "/v1/numerator/check?state=0.0.1.7&data=0.0.1.5", "", seller); !strings.Contains(b, `"usable":true`) {
+		t.Errorf("a usable pair: %s", b)
+	}
+	if b := check("GET", "/v1/numerator/check?state=0.0.2.7&data=0.0.1.5", "", seller); !strings.Contains(b, `"usable":false`) || !strings.Contains(b, "renumbered") {
+		t.Errorf("data of another rebuild: %s", b)
+	}
+	check("GET", "/v1/numerator/check?state=0.0.x&data=0.0.1.5", "", seller) // 422
+	check("GET", "/v1/numerator/states", "", seller)
 	var d schemas.Draft
 	if err := json.Unmarshal([]byte(check("POST", "/v1/drafts/current", `{"category":"cars"}`, seller)), &d); err != nil {
 		t.Fatal(err)

@@ -1,9 +1,16 @@
 package numerator
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
 )
 
 // Version is the version of a numerator state, T.S.V.G:
@@ -40,6 +47,36 @@ func ParseVersion(s string) (Version, error) {
 // version, and a state generation at least the data's (doc_ids are
 // persistent between rebuilds, so a newer generation only adds ids). In
 // every other case the doc_ids of the data may mean other offers.
-func Usable(data, state Version) bool {
-	return data.T == state.T && data.S == state.S && data.V == state.V && state.G >= data.G
+func Usable(data, state Version) bool { return Compatible(data, state) == nil }
+
+// Compatible returns nil if data built on state version data can be used
+// with a state of version state (Usable), or says why not.
+func Compatible(data, state Version) error {
+	switch {
+	case data.T != state.T:
+		return fmt.Errorf("numerator: data %s is of state type %d, the state %s of type %d", data, data.T, state, state.T)
+	case data.S != state.S:
+		return fmt.Errorf("numerator: data %s is of sharding scheme %d, the state %s of scheme %d: shards differ", data, data.S, state, state.S)
+	case data.V != state.V:
+		return fmt.Errorf("numerator: data %s is of rebuild %d, the state %s of rebuild %d: doc_ids were renumbered", data, data.V, state, state.V)
+	case state.G < data.G:
+		return fmt.Errorf("numerator: the state %s is older than the data %s: the data may name doc_ids the state does not have", state, data)
+	}
+	return nil
+}
+
+// States returns every record of numerator.states that decodes, oldest
+// first: the states, and the builds refused (Invalid set).
+func States(ctx context.Context, brokers []string) ([]schemas.NumeratorState, error) {
+	var out []schemas.NumeratorState
+	err := streams.ReadToEnd(ctx, brokers, topics.NumeratorStates, func(r *kgo.Record) {
+		var st schemas.NumeratorState
+		if schemas.NumeratorStates.Decode(r.Value, &st) == nil {
+			out = append(out, st)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", topics.NumeratorStates, err)
+	}
+	return out, nil
 }

@@ -1,6 +1,9 @@
 package numerator
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestUsable(t *testing.T) {
 	state := Version{T: 1, S: 2, V: 3, G: 10}
@@ -33,6 +36,29 @@ func TestParseVersion(t *testing.T) {
 	for _, bad := range []string{"", "1.2.3", "1.2.3.4.5", "1.2.x.4", "1.-2.3.4"} {
 		if _, err := ParseVersion(bad); err == nil {
 			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+func TestCompatibleSaysWhy(t *testing.T) {
+	v := func(s string) Version {
+		x, err := ParseVersion(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	for _, c := range []struct{ data, state, why string }{
+		{"1.0.2.5", "1.0.2.7", ""},
+		{"1.0.2.5", "1.0.2.5", ""},
+		{"1.0.2.5", "1.0.2.4", "older than the data"},
+		{"1.0.2.5", "1.0.3.9", "renumbered"},
+		{"1.0.2.5", "1.1.2.9", "shards differ"},
+		{"1.0.2.5", "2.0.2.9", "state type"},
+	} {
+		err := Compatible(v(c.data), v(c.state))
+		if (c.why == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.why)) {
+			t.Errorf("data %s on state %s: %v, want %q", c.data, c.state, err, c.why)
 		}
 	}
 }
