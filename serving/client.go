@@ -43,13 +43,24 @@ type ClientConfig struct {
 	DialOptions []grpc.DialOption
 	// Table, if set, is the only table whose shards Get routes to: a
 	// server of another table in Hosts is passed over.
-	Table  string
+	Table string
+	// DC is the caller's data centre. With it, Get asks the replicas of
+	// its own data centre first and those of the others only after Hedge,
+	// or at once when a local replica fails or none holds some keys: read
+	// load does not grow with the number of data centres. Without it (or
+	// with Hedge 0), Get asks every replica at once, as the seed does.
+	DC string
+	// Hedge is how long Get waits for its own data centre before asking
+	// the others (default 50 ms; negative: at once, the seed's fan-out).
+	Hedge  time.Duration
 	Logger *slog.Logger
 }
 
-// Client is the cache client of the seed: Get sends every key to every
-// known replica of its shard, in every data centre, and returns as soon as
-// each key has an answer. Safe for concurrent use.
+// Client is the cache client of the seed: Get sends every key to the known
+// replicas of its shard, and returns as soon as each key has an answer.
+// Those of its own data centre (ClientConfig.DC) are asked first, the
+// others after a hedge delay or a local failure; without a DC, every
+// replica at once (the seed's fan-out). Safe for concurrent use.
 type Client struct {
 	cfg ClientConfig
 
@@ -86,6 +97,9 @@ func NewClient(cfg ClientConfig) *Client {
 	}
 	if cfg.NoShardWait <= 0 {
 		cfg.NoShardWait = 3 * cfg.PingPeriod
+	}
+	if cfg.Hedge == 0 {
+		cfg.Hedge = 50 * time.Millisecond
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -242,6 +256,34 @@ func (c *Client) Shards() map[string]*servingv1.Shard {
 	return out
 }
 
+// hedged returns the hosts of routes whose requests wait for the hedge: the
+// other data centres' when the client's own holds every one of their keys.
+func (c *Client) hedged(routes map[string][]string) map[string]bool {
+	if c.cfg.DC == "" || c.cfg.Hedge < 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	local := map[string]bool{} // keys a host of this data centre holds
+	remote := []string{}
+	for h, ks := range routes {
+		if s := c.shards[h]; s != nil && s.Dc == c.cfg.DC {
+			for _, k := range ks {
+				local[k] = true
+			}
+		} else {
+			remote = append(remote, h)
+		}
+	}
+	out := map[string]bool{}
+	for _, h := range remote {
+		if !slices.ContainsFunc(routes[h], func(k string) bool { return !local[k] }) {
+			out[h] = true
+		}
+	}
+	return out
+}
+
 // route returns, per host, the keys of its shard, and the keys no known
 // host holds.
 func (c *Client) route(keys []string) (map[string][]string, []string) {
@@ -378,8 +420,24 @@ func (c *Client) get(ctx context.Context, keys []string, after map[int32]int64) 
 	answers := make(chan answer, len(routes))
 	// Late answers only refresh the shard map: their requests outlive Get.
 	bg := context.WithoutCancel(ctx)
+	// The other data centres' replicas wait for the hedge, a local
+	// failure, or the end of Get (then they are not asked at all).
+	hedged := c.hedged(routes)
+	failed, finished := make(chan struct{}), make(chan struct{})
+	var failOnce sync.Once
+	defer close(finished)
 	for h, ks := range routes {
 		go func() {
+			if hedged[h] {
+				t := time.NewTimer(c.cfg.Hedge)
+				defer t.Stop()
+				select {
+				case <-t.C:
+				case <-failed:
+				case <-finished:
+					return
+				}
+			}
 			var resp *servingv1.GetResponse
 			var err error
 			for attempt := 0; attempt <= c.cfg.Retries; attempt++ {
@@ -400,6 +458,9 @@ func (c *Client) get(ctx context.Context, keys []string, after map[int32]int64) 
 		case a = <-answers:
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		}
+		if (a.err != nil || !a.resp.AllMatched) && !hedged[a.host] {
+			failOnce.Do(func() { close(failed) })
 		}
 		switch {
 		case a.err != nil:

@@ -55,6 +55,7 @@ type Server struct {
 	next map[int32]int64
 
 	gets   *metrics.CounterVec
+	keys   *metrics.Counter // keys answered
 	loaded *metrics.Counter
 }
 
@@ -71,6 +72,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	return &Server{cfg: cfg,
 		gets:   cfg.Metrics.Counter("offerlog_cache_gets_total", "Cache Gets by outcome.", "outcome"),
+		keys:   cfg.Metrics.Counter("offerlog_cache_keys_total", "Keys the cache answered (found or not).").With(),
 		loaded: cfg.Metrics.Counter("offerlog_cache_records_total", "Table records applied to the cache's store.").With(),
 	}, nil
 }
@@ -332,5 +334,6 @@ func (s *Server) Get(_ context.Context, req *servingv1.GetRequest) (*servingv1.G
 		resp.Entries[i] = &servingv1.Entry{Key: k, Found: ok, Value: v}
 	}
 	s.gets.With("ok").Inc()
+	s.keys.Add(uint64(len(req.Keys)))
 	return resp, nil
 }

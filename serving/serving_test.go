@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/internal/zkconn"
 	"github.com/offerlog/offerlog/schemas/proto/servingv1"
@@ -54,6 +55,7 @@ type node struct {
 	owner *serving.ZooKeeper
 	addr  string
 	stop  func()
+	keys  *metrics.Counter // keys the server answered
 }
 
 func (c *cluster) start(dc, host string) *node {
@@ -67,14 +69,16 @@ func (c *cluster) start(dc, host string) *node {
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	reg := metrics.New()
 	srv, err := serving.NewServer(serving.ServerConfig{Brokers: c.brokers, Table: table, Shards: 4, DC: dc, Host: host,
-		Owner: owner, Logger: testkit.Logger()})
+		Owner: owner, Metrics: reg, Logger: testkit.Logger()})
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	n := &node{srv: srv, owner: owner, addr: ln.Addr().String()}
+	n := &node{srv: srv, owner: owner, addr: ln.Addr().String(),
+		keys: reg.Counter("offerlog_cache_keys_total", "Keys the cache answered (found or not).").With()}
 	stopped := false
 	n.stop = func() {
 		if !stopped {
@@ -292,4 +296,86 @@ func TestTwoDataCentresOfFourShards(t *testing.T) {
 		_, err = servingv1.NewCacheClient(conn).Get(ctx, &servingv1.GetRequest{})
 		return status.Code(err) == codes.Unavailable
 	})
+}
+
+// TestGetsStayInTheirDataCentre: a client of data centre a asks a's
+// replicas only while they answer; when one is away, the other data
+// centre answers its keys at once, not after the hedge.
+func TestGetsStayInTheirDataCentre(t *testing.T) {
+	zkAddr := testkit.ZooKeeper(t)
+	b := testkit.Broker(t, "")
+	brokers := b.Addrs()
+	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: table, Partitions: 8, Compacted: true}})
+	values := map[string]string{}
+	var keys []string
+	for i := range 100 {
+		k := fmt.Sprint("key-", i)
+		values[k] = fmt.Sprint("value-", i)
+		keys = append(keys, k)
+	}
+	produce(t, brokers, values)
+	c := &cluster{t: t, brokers: brokers, zk: zkAddr, servers: map[string]*node{}}
+	for _, dc := range []string{"a", "b"} {
+		for h := range 4 {
+			c.start(dc, fmt.Sprint(dc, "-host-", h))
+		}
+	}
+	testkit.Eventually(t, 30*time.Second, "every server holds a loaded shard", func() bool {
+		for _, n := range c.servers {
+			if !n.srv.Ready() {
+				return false
+			}
+		}
+		return true
+	})
+	zconn, _, err := zkconn.Dial(testkit.Context(t, 30*time.Second), zkAddr, 4*time.Second, testkit.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zconn.Close()
+	client := serving.NewClient(serving.ClientConfig{
+		Hosts:      func(context.Context) ([]string, error) { return serving.Hosts(zconn, table) },
+		PingPeriod: 200 * time.Millisecond, Timeout: 300 * time.Millisecond, Retries: 1, DC: "a", Hedge: time.Minute,
+		NoShardWait: 2 * time.Second, Logger: testkit.Logger()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go client.Run(ctx)
+	testkit.Eventually(t, 10*time.Second, "the client knows the 8 servers", func() bool { return len(client.Shards()) == 8 })
+	answered := func(dc string) (n uint64) {
+		for name, s := range c.servers {
+			if name[:1] == dc {
+				n += s.keys.Value()
+			}
+		}
+		return n
+	}
+	getAll := func(what string) {
+		t.Helper()
+		for i := 0; i < len(keys); i += 10 {
+			got, err := client.Get(ctx, keys[i:i+10])
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			for _, k := range keys[i : i+10] {
+				if string(got[k]) != values[k] {
+					t.Fatalf("%s: %s = %q", what, k, got[k])
+				}
+			}
+		}
+	}
+	getAll("both data centres up")
+	if a, b := answered("a"), answered("b"); a != uint64(len(keys)) || b != 0 {
+		t.Errorf("data centre a answered %d keys and b %d, want a all %d and b none", a, b, len(keys))
+	}
+	// A replica of a away: its keys are asked of b at once, not after the
+	// minute's hedge.
+	c.servers["a/a-host-2"].stop()
+	start := time.Now()
+	getAll("one server of a away")
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the Gets waited %s: for the hedge, not for the failure", d)
+	}
+	if answered("b") == 0 {
+		t.Error("data centre b answered nothing while a replica of a was away")
+	}
 }

@@ -287,7 +287,7 @@ func (f *flags) platform() *platform.Config {
 	f.DurationVar(&cfg.ZooKeeperSession, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the numerator's coordinator: a killed master's lock is free this long after")
 	f.StringVar(&cfg.Cache.Table, "table", cfg.Cache.Table, "the table topic the cache serves, or several comma-separated (one port; --reads cache needs offers-table,registry-table)")
 	f.StringVar(&cfg.Cache.Addr, "cache-grpc", cfg.Cache.Addr, "gRPC address of the cache (run cache takes --grpc too)")
-	f.StringVar(&cfg.Cache.DC, "dc", cfg.Cache.DC, "the cache server's data centre")
+	f.StringVar(&cfg.Cache.DC, "dc", cfg.Cache.DC, "the data centre of the cache server, and of the API's reads through the cache (asked first)")
 	f.StringVar(&cfg.Cache.Host, "host", cfg.Cache.Host, "the cache server's name in ZooKeeper (default: the hostname)")
 	f.IntVar(&cfg.Cache.Shards, "shards", cfg.Cache.Shards, "how many shards the cache's table is cut into (more than 1 needs --zookeeper)")
 	f.StringVar(&cfg.Reads, "reads", platform.ReadsView, "where the API reads offers and documents: view (a copy of the whole offers-table and registry-table in this process) "+
@@ -296,6 +296,7 @@ func (f *flags) platform() *platform.Config {
 		cfg.CacheHosts = strings.Split(s, ",")
 		return nil
 	})
+	f.DurationVar(&cfg.CacheHedge, "cache-hedge", 50*time.Millisecond, "how long --reads cache waits for the cache servers of its own data centre (--dc) before asking the others; negative: ask every data centre at once (the seed's fan-out)")
 	f.StringVar(&cfg.CacheToken, "cache-token", os.Getenv("OFFERLOG_CACHE_TOKEN"), "admin token --reads cache sends to the cache (default: $OFFERLOG_CACHE_TOKEN, else DATA/admin.token)")
 	f.StringVar(&cfg.YDB, "ydb", "", "YDB DSN (grpc://host:2136/local) of the sinks; without it no sink runs")
 	f.Func("source", "topic(s) the YDB sink follows, comma-separated (default: every topic it maps)", func(s string) error {
@@ -309,9 +310,10 @@ func (f *flags) platform() *platform.Config {
 	f.concern([]string{platform.ComponentAPI, platform.ComponentCache}, "grpc")
 	f.concern([]string{platform.ComponentNumerator, platform.ComponentCache, platform.ComponentAPI}, "zookeeper")
 	f.concern([]string{platform.ComponentNumerator, platform.ComponentCache}, "session-timeout")
-	f.concern([]string{platform.ComponentAPI}, "reads", "cache-hosts", "cache-token")
+	f.concern([]string{platform.ComponentAPI}, "reads", "cache-hosts", "cache-token", "cache-hedge")
 	f.concern([]string{platform.ComponentNumerator}, "master", "lock-timeout", "ttl-generations", "rebuild-share", "scheme", "state-type")
-	f.concern([]string{platform.ComponentCache}, "table", "cache-grpc", "dc", "host", "shards")
+	f.concern([]string{platform.ComponentCache}, "table", "cache-grpc", "host", "shards")
+	f.concern([]string{platform.ComponentCache, platform.ComponentAPI}, "dc")
 	f.concern([]string{platform.ComponentSinkYDB}, "ydb", "source")
 	return cfg
 }

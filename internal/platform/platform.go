@@ -120,6 +120,9 @@ type Config struct {
 	Reads      string
 	CacheHosts []string
 	CacheToken string
+	// CacheHedge is how long the reads wait for the cache servers of their
+	// data centre (Cache.DC) before asking the others (serving.ClientConfig.Hedge).
+	CacheHedge time.Duration
 	// Stages are the scheduler's stages (the offers component declares
 	// their queues too); StagesFile, if set, is read into Stages.
 	Stages     scheduler.Config

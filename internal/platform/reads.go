@@ -102,7 +102,7 @@ func (p *process) zookeeper(ctx context.Context) (*zkConn, error) {
 // process's cache), with the process's TLS trust and the cache token, run
 // until the process stops.
 func (p *process) cacheClient(ctx context.Context, table string) (*serving.Client, error) {
-	cc := serving.ClientConfig{Table: table, Logger: p.log}
+	cc := serving.ClientConfig{Table: table, DC: p.cfg.Cache.DC, Hedge: p.cfg.CacheHedge, Logger: p.log}
 	switch {
 	case len(p.cfg.CacheHosts) > 0:
 		cc.Hosts = serving.StaticHosts(p.cfg.CacheHosts...)
