@@ -945,3 +945,66 @@ func TestAPausedMasterFinishesAndTheNextSeals(t *testing.T) {
 		t.Errorf("%d assignments, want 20", len(as))
 	}
 }
+
+// TestAdoptionReadsTheDurableAssignments: DC B, asked to seal long after DC
+// A's states (A's numerator.results no longer holds their decisions),
+// adopts A's newest state from A's compacted numerator.assignments: the
+// keys A numbered keep their ids in B, and B's new keys come after them.
+func TestAdoptionReadsTheDurableAssignments(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	zkAddr := testkit.ZooKeeper(t)
+	dial := func() *coordinator.ZooKeeper {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		zk, err := coordinator.DialZooKeeper(ctx, zkAddr, "/offerlog/numerator/0", 0, testkit.Logger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(zk.Close)
+		return zk
+	}
+	a, b := newStopped(t, 10, 0), newStopped(t, 10, 0)
+	a.cfg.Coordinator, a.cfg.Holder, a.cfg.Cluster = dial(), "dc-a", strings.Join(a.brokers, ",")
+	b.cfg.Coordinator, b.cfg.Holder, b.cfg.Cluster = dial(), "dc-b", strings.Join(b.brokers, ",")
+	a.start()
+	b.start()
+	a.offers(1, 0, 20)
+	a.seal(1, 1)
+	a.offers(2, 0, 30)
+	a.seal(2, 2)
+	// A's decisions are gone from numerator.results (past its retention).
+	ctx := testkit.Context(t, time.Minute)
+	adm := testkit.Admin(t, a.brokers)
+	ends, err := adm.ListEndOffsets(ctx, topics.NumeratorResults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var del kadm.Offsets
+	ends.Each(func(o kadm.ListedOffset) {
+		del.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
+	})
+	if _, err := adm.DeleteRecords(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(testkit.ReadAll(t, a.brokers, topics.NumeratorResults)); n != 0 {
+		t.Fatalf("%d decisions left on A's numerator.results", n)
+	}
+	b.offers(3, 0, 40)
+	st := b.seal(3, 2) // the adopted state, then B's own
+	if st.Generation != 3 || st.Holder != "dc-b" {
+		t.Fatalf("B's state %+v", st)
+	}
+	fromA, fromB := a.assignments(), b.assignments()
+	for i := range 30 {
+		k := key(i).String()
+		if fromB[k] != fromA[k] {
+			t.Errorf("key %d: id %v in B, %v given by A", i, fromB[k], fromA[k])
+		}
+	}
+	checkUnique(t, fromB)
+	if len(fromB) != 40 {
+		t.Errorf("B holds %d keys, want A's 30 and its 10 new", len(fromB))
+	}
+}

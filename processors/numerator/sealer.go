@@ -421,16 +421,31 @@ func (s *sealer) invalid(ctx context.Context, st *schemas.NumeratorState, why er
 // V (rebuilds, reshards) and G (seals).
 func newer(a, b Version) bool { return a.V > b.V || (a.V == b.V && a.G > b.G) }
 
+// adoptWait bounds every call an adoption makes to the other cluster.
+const adoptWait = time.Minute
+
 // adopt copies into this cluster the newest state, when the coordinator's
 // pointer names one that a master wrote in another cluster after the last
-// state here (a master of another data centre): the decisions of the
-// versions after the local one, from that cluster's numerator.results, then
-// the state itself, so that the build that follows starts from it (the
-// numerator group applies the decisions here before the build reads the
-// table: caughtUp). A cluster is named by its seed brokers, so the pointer
-// says where to read. It reports whether it copied anything.
+// state here (a master of another data centre), so that the build that
+// follows starts from it. A cluster is named by its seed brokers, so the
+// pointer says where to read. It reports whether it copied anything.
+//
+// The copy comes from durable storage: the other cluster's
+// numerator.assignments, compacted (every key's current assignment, however
+// long ago it was decided), once that cluster's numerator group has applied
+// every decision (else its assignments are not the state yet). The
+// assignments of the versions after the local one go to numerator.results
+// here; once the numerator group here applied them, the numbered keys of
+// every shard are counted against the state's summary, and only a copy
+// that matches is recorded as the state. An incomplete copy, or a cluster
+// that does not answer, is an error saying so: the marker is tried again.
 func (s *sealer) adopt(ctx context.Context, cur *schemas.NumeratorState, v Version) (bool, error) {
-	p, ok, err := s.cfg.Coordinator.State(ctx)
+	var p coordinator.Pointer
+	var ok bool
+	err := s.coordinated(ctx, func(ctx context.Context) (err error) {
+		p, ok, err = s.cfg.Coordinator.State(ctx)
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("read the state pointer: %w", err)
 	}
@@ -441,12 +456,52 @@ func (s *sealer) adopt(ctx context.Context, cur *schemas.NumeratorState, v Versi
 	if err != nil || pv.T != v.T || !newer(pv, v) {
 		return false, nil // not a state of this numerator's line, or not newer
 	}
+	st, copies, err := s.readRemote(ctx, p, v, pv)
+	if err != nil {
+		return false, fmt.Errorf("adopt the state %s of cluster %s: %w", p.Version, p.Cluster, err)
+	}
+	if err := s.cl.ProduceSync(ctx, copies...).FirstErr(); err != nil {
+		return false, fmt.Errorf("copy the decisions of state %s of %s: %w", p.Version, p.Cluster, err)
+	}
+	if err := s.caughtUp(ctx); err != nil {
+		return false, err
+	}
+	if err := s.verify(st); err != nil {
+		return false, fmt.Errorf("adopt the state %s of cluster %s: the copy is incomplete, not adopted: %w", p.Version, p.Cluster, err)
+	}
+	// Its marker was a record of the other cluster: none here.
+	st.MarkerPartition, st.MarkerOffset = -1, -1
+	data, err := schemas.NumeratorStates.Encode(st)
+	if err != nil {
+		return false, err
+	}
+	if err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: topics.NumeratorStates, Key: []byte(fmt.Sprint(v.T)), Value: data}).FirstErr(); err != nil {
+		return false, fmt.Errorf("record the adopted state %s: %w", p.Version, err)
+	}
+	s.cfg.Logger.Info("sealer: adopted the newest state from another cluster", "cluster", p.Cluster,
+		"version", st.Version, "decisions", len(copies))
+	return true, nil
+}
+
+// readRemote reads, from the cluster the pointer p names, the state it
+// points to and the assignments of the versions after v up to pv, as
+// records for numerator.results here; each call has adoptWait to answer.
+func (s *sealer) readRemote(ctx context.Context, p coordinator.Pointer, v, pv Version) (*schemas.NumeratorState, []*kgo.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, adoptWait)
+	defer cancel()
+	unanswered := func(what string, err error) error {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: the cluster did not answer within %s (the handover waits for it): %w", what, adoptWait, err)
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	remote := strings.Split(p.Cluster, ",")
 	cl, err := streams.NewClient(remote, kgo.ClientID("numerator-sealer-adopt"))
 	if err != nil {
-		return false, fmt.Errorf("adopt the state of %s: %w", p.Cluster, err)
+		return nil, nil, err
 	}
 	defer cl.Close()
+	adm := kadm.NewClient(cl)
 	// The state the pointer names: the last record before its offsets.
 	from := map[int32]int64{}
 	for part, end := range p.Offsets {
@@ -460,19 +515,24 @@ func (s *sealer) adopt(ctx context.Context, cur *schemas.NumeratorState, v Versi
 		}
 	})
 	if err != nil {
-		return false, fmt.Errorf("read the state of %s: %w", p.Cluster, err)
+		return nil, nil, unanswered("read the state", err)
 	}
 	if st == nil {
-		return false, fmt.Errorf("the state %s the pointer names is not at %v of %s on %s", p.Version, p.Offsets, p.Topic, p.Cluster)
+		return nil, nil, fmt.Errorf("the state the pointer names is not at %v of %s", p.Offsets, p.Topic)
 	}
-	ends, err := streams.EndOffsets(ctx, kadm.NewClient(cl), topics.NumeratorResults)
+	// Its decisions are in its numerator's assignments once its group
+	// applied every one of them.
+	ends, err := adm.ListEndOffsets(ctx, topics.NumeratorResults)
 	if err != nil {
-		return false, fmt.Errorf("end offsets of %s on %s: %w", topics.NumeratorResults, p.Cluster, err)
+		return nil, nil, unanswered("end offsets of its decisions", err)
+	}
+	if err := streams.WaitCommitted(ctx, adm, string(Group), ends.Offsets()); err != nil {
+		return nil, nil, unanswered("wait for its numerator group to apply the state's decisions", err)
 	}
 	var copies []*kgo.Record
-	err = streams.ReadRange(ctx, remote, topics.NumeratorResults, nil, ends, func(r *kgo.Record) {
+	err = streams.ReadToEnd(ctx, remote, topics.NumeratorAssignments, func(r *kgo.Record) {
 		var a schemas.Assignment
-		if schemas.Assignments.Decode(r.Value, &a) != nil {
+		if r.Value == nil || schemas.Assignments.Decode(r.Value, &a) != nil {
 			return
 		}
 		if av, err := ParseVersion(a.Version); err == nil && newer(av, v) && !newer(av, pv) {
@@ -480,21 +540,38 @@ func (s *sealer) adopt(ctx context.Context, cur *schemas.NumeratorState, v Versi
 		}
 	})
 	if err != nil {
-		return false, fmt.Errorf("read the decisions of %s: %w", p.Cluster, err)
+		return nil, nil, unanswered("read its assignments", err)
 	}
-	// Its marker was a record of the other cluster: none here.
-	st.MarkerPartition, st.MarkerOffset = -1, -1
-	data, err := schemas.NumeratorStates.Encode(st)
+	return st, copies, nil
+}
+
+// verify checks that the table here numbers, in every shard, as many keys
+// as the state st says, none past its largest doc_id.
+func (s *sealer) verify(st *schemas.NumeratorState) error {
+	live := map[int32]int64{}
+	maxID := map[int32]int64{}
+	it, err := s.cfg.View.Iterator()
 	if err != nil {
-		return false, err
+		return fmt.Errorf("iterate the table: %w", err)
 	}
-	copies = append(copies, &kgo.Record{Topic: topics.NumeratorStates, Key: []byte(fmt.Sprint(v.T)), Value: data})
-	if err := s.cl.ProduceSync(ctx, copies...).FirstErr(); err != nil {
-		return false, fmt.Errorf("copy the state of %s: %w", p.Cluster, err)
+	defer it.Release()
+	for it.Next() {
+		v, err := it.Value()
+		e, ok := v.(*schemas.NumeratorEntry)
+		if err != nil || !ok || e == nil || e.DocID == NoDocID {
+			continue
+		}
+		live[e.Shard]++
+		maxID[e.Shard] = max(maxID[e.Shard], e.DocID)
 	}
-	s.cfg.Logger.Info("sealer: adopted the newest state from another cluster", "cluster", p.Cluster,
-		"version", st.Version, "decisions", len(copies)-1)
-	return true, nil
+	var errs []error
+	for _, sh := range st.Shards {
+		if live[sh.Shard] != sh.Live || (live[sh.Shard] > 0 && maxID[sh.Shard] > sh.MaxDocID) {
+			errs = append(errs, fmt.Errorf("shard %d numbers %d keys here (largest doc_id %d), the state %d (largest %d)",
+				sh.Shard, live[sh.Shard], maxID[sh.Shard], sh.Live, sh.MaxDocID))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // caughtUp waits until the numerator group has applied every offer and
