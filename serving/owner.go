@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,11 +39,13 @@ func (s Static) Claim(context.Context) (int, int64, <-chan struct{}, error) {
 // Close does nothing.
 func (Static) Close() {}
 
-// ZooKeeper holds shards in ZooKeeper under /offerlog/serving/<table>/<dc>:
+// ZooKeeper holds shards in ZooKeeper under /offerlog/serving/<table>/<dc>,
+// whose data is the data centre's shard count (DialOwner checks it):
 // shards/<i> is an ephemeral node of the host holding shard i (at most one
 // per data centre); hosts/<host> remembers the shard a host held last, which
 // it takes back first; members/<host> is an ephemeral node with the host's
-// gRPC address, for clients to find it. A session that is lost, or only
+// gRPC address, for clients to find it; running/<host> an ephemeral node of
+// every server up, serving or not. A session that is lost, or only
 // disconnected, loses the shard at once (the server stops answering); a
 // session that comes back still owning its node keeps the shard.
 type ZooKeeper struct {
@@ -75,13 +79,80 @@ func DialOwner(ctx context.Context, servers, table, dc, host, addr string, shard
 	z := &ZooKeeper{conn: conn, root: path.Join(Root(table), dc), host: host, addr: addr, shards: shards, log: log,
 		connected: true, change: make(chan struct{})}
 	go z.watch(events)
-	for _, p := range []string{"/offerlog", "/offerlog/serving", Root(table), z.root, z.root + "/shards", z.root + "/hosts", z.root + "/members"} {
+	for _, p := range []string{"/offerlog", "/offerlog/serving", Root(table), z.root, z.root + "/shards", z.root + "/hosts", z.root + "/members", z.root + "/running"} {
 		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			conn.Close()
 			return nil, fmt.Errorf("serving: create %s: %w", p, err)
 		}
 	}
+	if err := z.count(dc); err != nil {
+		conn.Close()
+		return nil, err
+	}
 	return z, nil
+}
+
+// count checks the data centre's recorded shard count against the
+// server's, under the running/<host> node it creates: a data centre is
+// resharded by stopping every one of its servers and starting them with
+// the new count (the other data centres answer meanwhile); a server with
+// another count than the running ones' is refused.
+func (z *ZooKeeper) count(dc string) error {
+	if _, err := z.conn.Create(z.root+"/running/"+z.host, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return fmt.Errorf("serving: register %s as running: %w", z.host, err)
+	}
+	for {
+		data, st, err := z.conn.Get(z.root)
+		if err != nil {
+			return fmt.Errorf("serving: read the shard count of %s: %w", dc, err)
+		}
+		recorded, _ := strconv.Atoi(string(data))
+		if recorded == z.shards {
+			return nil
+		}
+		if recorded > 0 {
+			running, _, err := z.conn.Children(z.root + "/running")
+			if err != nil {
+				return fmt.Errorf("serving: list the running servers of %s: %w", dc, err)
+			}
+			others := slices.DeleteFunc(running, func(h string) bool { return h == z.host })
+			if len(others) > 0 {
+				return fmt.Errorf("serving: data centre %s is cut into %d shards, and %d of its servers run (%s): to cut it into %d, stop every one of them, then start them with --shards %d",
+					dc, recorded, len(others), strings.Join(others, ", "), z.shards, z.shards)
+			}
+			z.log.Warn("serving: data centre resharded", "dc", dc, "from", recorded, "to", z.shards)
+		}
+		_, err = z.conn.Set(z.root, []byte(strconv.Itoa(z.shards)), st.Version)
+		if errors.Is(err, zk.ErrBadVersion) {
+			continue // another server recorded a count meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("serving: record the shard count of %s: %w", dc, err)
+		}
+		return nil
+	}
+}
+
+// Shards returns the shard count recorded for each data centre of table.
+func Shards(conn *zk.Conn, table string) (map[string]int, error) {
+	dcs, _, err := conn.Children(Root(table))
+	if err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			return map[string]int{}, nil
+		}
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, dc := range dcs {
+		data, _, err := conn.Get(path.Join(Root(table), dc))
+		if err != nil {
+			return nil, err
+		}
+		if n, err := strconv.Atoi(string(data)); err == nil {
+			out[dc] = n
+		}
+	}
+	return out, nil
 }
 
 // watch follows the session: anything but an established session loses the

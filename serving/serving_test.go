@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,6 +49,7 @@ type cluster struct {
 	brokers []string
 	zk      string
 	servers map[string]*node // by dc/host
+	shards  map[string]int   // by dc, when not 4
 }
 
 type node struct {
@@ -64,13 +66,18 @@ func (c *cluster) start(dc, host string) *node {
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	shards := 4
+	if n := c.shards[dc]; n > 0 {
+		shards = n
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	owner, err := serving.DialOwner(ctx, c.zk, table, dc, host, ln.Addr().String(), 4, testkit.Logger())
+	owner, err := serving.DialOwner(ctx, c.zk, table, dc, host, ln.Addr().String(), shards, testkit.Logger())
 	if err != nil {
+		cancel()
 		c.t.Fatal(err)
 	}
 	reg := metrics.New()
-	srv, err := serving.NewServer(serving.ServerConfig{Brokers: c.brokers, Table: table, Shards: 4, DC: dc, Host: host,
+	srv, err := serving.NewServer(serving.ServerConfig{Brokers: c.brokers, Table: table, Shards: shards, DC: dc, Host: host,
 		Owner: owner, Metrics: reg, Logger: testkit.Logger()})
 	if err != nil {
 		c.t.Fatal(err)
@@ -377,5 +384,138 @@ func TestGetsStayInTheirDataCentre(t *testing.T) {
 	}
 	if answered("b") == 0 {
 		t.Error("data centre b answered nothing while a replica of a was away")
+	}
+}
+
+// TestReshardOneDataCentreAtATime: each data centre's shard count is kept
+// in ZooKeeper; a data centre is cut anew by stopping all its servers and
+// starting them with the new count, one data centre at a time, while a
+// client reads every key throughout; a server with another count than its
+// running data centre's is refused, saying how to reshard.
+func TestReshardOneDataCentreAtATime(t *testing.T) {
+	zkAddr := testkit.ZooKeeper(t)
+	b := testkit.Broker(t, "")
+	brokers := b.Addrs()
+	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: table, Partitions: 8, Compacted: true}})
+	values := map[string]string{}
+	var keys []string
+	for i := range 64 {
+		k := fmt.Sprint("key-", i)
+		values[k], keys = fmt.Sprint("value-", i), append(keys, k)
+	}
+	produce(t, brokers, values)
+	c := &cluster{t: t, brokers: brokers, zk: zkAddr, servers: map[string]*node{}, shards: map[string]int{}}
+	start := func(dc string, n int) {
+		for h := range n {
+			c.start(dc, fmt.Sprint(dc, "-host-", h))
+		}
+	}
+	loaded := func(what string) {
+		testkit.Eventually(t, 30*time.Second, what, func() bool {
+			for _, n := range c.servers {
+				if !n.srv.Ready() {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	start("a", 4)
+	start("b", 4)
+	loaded("both data centres loaded")
+	zconn, _, err := zkconn.Dial(testkit.Context(t, 30*time.Second), zkAddr, 4*time.Second, testkit.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zconn.Close()
+	counts := func() map[string]int {
+		got, err := serving.Shards(zconn, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := counts(); got["a"] != 4 || got["b"] != 4 {
+		t.Fatalf("recorded shard counts %v, want 4 and 4", got)
+	}
+	client := serving.NewClient(serving.ClientConfig{
+		Hosts:      func(context.Context) ([]string, error) { return serving.Hosts(zconn, table) },
+		PingPeriod: 200 * time.Millisecond, Timeout: 300 * time.Millisecond, Retries: 1, NoShardWait: 5 * time.Second,
+		Logger: testkit.Logger()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go client.Run(ctx)
+	testkit.Eventually(t, 10*time.Second, "the client knows the 8 servers", func() bool { return len(client.Shards()) == 8 })
+	// A reader asks for every key throughout; each answer must be whole.
+	readErrs := make(chan error, 1)
+	stopReading := make(chan struct{})
+	reads := 0
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		for {
+			select {
+			case <-stopReading:
+				return
+			default:
+			}
+			got, err := client.Get(ctx, keys)
+			if err == nil {
+				for _, k := range keys {
+					if string(got[k]) != values[k] {
+						err = fmt.Errorf("%s = %q, want %q", k, got[k], values[k])
+						break
+					}
+				}
+			}
+			if err != nil {
+				select {
+				case readErrs <- err:
+				default:
+				}
+			}
+			reads++
+		}
+	}()
+	reshard := func(dc string, from, to int) {
+		t.Helper()
+		for h := range from {
+			name := fmt.Sprint(dc, "/", dc, "-host-", h)
+			c.servers[name].stop()
+			delete(c.servers, name)
+		}
+		c.shards[dc] = to
+		start(dc, to)
+		loaded(dc + " loaded in its new cut")
+		if got := counts(); got[dc] != to {
+			t.Fatalf("recorded shard counts %v, want %s at %d", got, dc, to)
+		}
+		// As an operator would: the next data centre goes once the
+		// clients know this one's new servers.
+		testkit.Eventually(t, 10*time.Second, "the client knows "+dc+"'s new servers", func() bool {
+			return len(client.Shards()) == len(c.servers)
+		})
+	}
+	reshard("a", 4, 2)
+	reshard("b", 4, 8)
+	// A server of a with b's old count is refused while a runs.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if _, err := serving.DialOwner(testkit.Context(t, 30*time.Second), zkAddr, table, "a", "a-host-9", ln.Addr().String(), 4, testkit.Logger()); err == nil ||
+		!strings.Contains(err.Error(), "cut into 2 shards") {
+		t.Errorf("a server of another count in a running data centre: %v", err)
+	}
+	close(stopReading)
+	<-readerDone
+	select {
+	case err := <-readErrs:
+		t.Errorf("a read while resharding: %v", err)
+	default:
+	}
+	if reads == 0 {
+		t.Error("no read was made while resharding")
 	}
 }
