@@ -195,6 +195,14 @@ type OfferRecord struct {
 	// the last outside change (gost-scheduler.md's chain reactions).
 	ByStage    string `avro:"by_stage"`
 	StageDepth int32  `avro:"stage_depth"`
+	// FieldVersions are the versions that last changed each field.
+	FieldVersions []FieldVersion `avro:"field_versions"`
+}
+
+// FieldVersion is the version that last changed one field of an offer.
+type FieldVersion struct {
+	Field   string `avro:"field"`
+	Version int64  `avro:"version"`
 }
 
 // CommandKind is what an OfferCommand asks.
@@ -249,6 +257,12 @@ type OfferCommand struct {
 	// or its result refused: the offer leaves the stage's queue, and
 	// nothing else changes (no state, no version, no effect).
 	Failed string `avro:"failed"`
+	// Patch, on a STAGE_RESULT, makes Offer a patch of PatchFields: they
+	// are applied to the offer's current version unless one of them
+	// changed since ReadVersion (then it is a conflict, as a whole result
+	// of an older version always is).
+	Patch       bool     `avro:"patch"`
+	PatchFields []string `avro:"patch_fields"`
 }
 
 // OfferEvent is the full offer after a change (offers.events).

@@ -426,6 +426,7 @@ func written(next, cur *schemas.OfferRecord, in Input, change string) Decision {
 	}
 	next.Offer.Expose(before, Exposed(next), in.At.UnixMilli())
 	next.Summary = SummaryOf(next)
+	noteFieldVersions(next, cur)
 	next.SourceTopic, next.SourcePartition, next.SourceOffset = in.Topic, in.Partition, in.Offset
 	d := Decision{Outcome: schemas.OutcomeOK, Version: next.Version, Record: next, Change: change}
 	for _, p := range next.Offer.Photos {
@@ -445,6 +446,7 @@ func clone(r *schemas.OfferRecord) *schemas.OfferRecord {
 	c.Moderation.Reasons = slices.Clone(r.Moderation.Reasons)
 	c.Stages = slices.Clone(r.Stages)
 	c.Recent = slices.Clone(r.Recent)
+	c.FieldVersions = slices.Clone(r.FieldVersions)
 	return &c
 }
 

@@ -113,7 +113,16 @@ func stageCommand(cur *schemas.OfferRecord, in Input) Decision {
 		if !st.Queued {
 			return refuse(schemas.OutcomeIgnored, cur, "stage", "offer is not in the queue of %s: a result already saved", c.Stage)
 		}
-		if c.ReadVersion != cur.Version {
+		if c.Patch && c.Offer != nil {
+			if bad := slices.DeleteFunc(slices.Clone(c.PatchFields), func(f string) bool { return slices.Contains(Patchable, f) }); len(bad) > 0 {
+				return refuse(schemas.OutcomeInvalid, cur, "patch_fields", "stage %s: %v cannot be patched (patchable: %v)", c.Stage, bad, Patchable)
+			}
+		}
+		if c.ReadVersion != cur.Version && c.Patch && c.Offer != nil && !patchConflicts(cur, c) {
+			// A patch of fields that did not change since the stage read
+			// the offer applies to the current version (gost-scheduler.md:
+			// patches, fewer conflicts when stages touch one offer).
+		} else if c.ReadVersion != cur.Version {
 			// Discarded: the stage runs again on the new version.
 			d := refuse(schemas.OutcomeConflict, cur, "read_version", "offer is at version %d, the stage read %d", cur.Version, c.ReadVersion)
 			d.Queue = &schemas.QueueItem{OfferID: cur.Offer.ID, Stage: c.Stage, Version: cur.Version, StateVersion: st.Version, At: in.At}
@@ -143,6 +152,11 @@ func stageCommand(cur *schemas.OfferRecord, in Input) Decision {
 			d = stateWritten(next, in, d, cur.Version)
 		} else {
 			o := *c.Offer
+			if c.Patch {
+				o = cur.Offer
+				o.Attributes, o.Photos = slices.Clone(o.Attributes), slices.Clone(o.Photos)
+				applyPatch(&o, c.Offer, c.PatchFields)
+			}
 			o.ID, o.SellerID, o.ExternalID, o.CreatedAt = cur.Offer.ID, cur.Offer.SellerID, cur.Offer.ExternalID, cur.Offer.CreatedAt
 			if e := Validate(&o); e != nil {
 				return refuse(schemas.OutcomeInvalid, cur, e.Field, "stage %s: %s", c.Stage, e.Reason)
@@ -214,4 +228,71 @@ func PublicStages(sts []schemas.StageState) []schemas.StageState {
 		out[i] = Public(st)
 	}
 	return out
+}
+
+// Patchable are the fields a stage's patch may set.
+var Patchable = []string{"category", "title", "description", "price", "currency", "attributes", "photos", "status"}
+
+// applyPatch copies fields of from into o.
+func applyPatch(o, from *schemas.Offer, fields []string) {
+	for _, f := range fields {
+		switch f {
+		case "category":
+			o.Category = from.Category
+		case "title":
+			o.Title = from.Title
+		case "description":
+			o.Description = from.Description
+		case "price":
+			o.Price = from.Price
+		case "currency":
+			o.Currency = from.Currency
+		case "attributes":
+			o.Attributes = slices.Clone(from.Attributes)
+		case "photos":
+			o.Photos = slices.Clone(from.Photos)
+		case "status":
+			o.Status = from.Status
+		}
+	}
+}
+
+// patchConflicts reports whether a field c patches changed in r after the
+// version the stage read.
+func patchConflicts(r *schemas.OfferRecord, c *schemas.OfferCommand) bool {
+	return slices.ContainsFunc(c.PatchFields, func(f string) bool { return FieldVersion(r, f) > c.ReadVersion })
+}
+
+// FieldVersion returns the version that last changed field f of r: its
+// current version for a record written before they were kept (any patch
+// of an older version then conflicts, as a whole result does).
+func FieldVersion(r *schemas.OfferRecord, f string) int64 {
+	for _, fv := range r.FieldVersions {
+		if fv.Field == f {
+			return fv.Version
+		}
+	}
+	if len(r.FieldVersions) == 0 {
+		return r.Version
+	}
+	return 0
+}
+
+// noteFieldVersions notes next's version for every field that differs
+// from cur (every field of a new offer), in Fields order.
+func noteFieldVersions(next, cur *schemas.OfferRecord) {
+	changed := ChangedFields(cur, next)
+	if cur != nil && len(cur.FieldVersions) == 0 {
+		// Written before field versions were kept: what changed before
+		// is unknown, so every field counts as changed now.
+		changed = slices.Clone(Fields)
+	}
+	for _, f := range changed {
+		i := slices.IndexFunc(next.FieldVersions, func(fv schemas.FieldVersion) bool { return fv.Field == f })
+		if i < 0 {
+			next.FieldVersions = append(next.FieldVersions, schemas.FieldVersion{Field: f})
+			i = len(next.FieldVersions) - 1
+		}
+		next.FieldVersions[i].Version = next.Version
+	}
 }

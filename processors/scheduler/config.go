@@ -58,6 +58,11 @@ type StageConfig struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// Days is the expiry stage's exposure (default 180).
 	Days int `yaml:"days"`
+	// Patches makes the stage's offer results patches of the fields it
+	// changed: applied to the offer's current version unless one of those
+	// fields changed since the stage read it (a whole result of an older
+	// version is always discarded and the stage run again).
+	Patches bool `yaml:"patches"`
 }
 
 // Config is the stages configuration file: which stages run.

@@ -347,3 +347,57 @@ func TestChainReactionsAreBounded(t *testing.T) {
 		t.Errorf("an outside change kept the chain: by %q depth %d", d.Record.ByStage, d.Record.StageDepth)
 	}
 }
+
+// TestPatchesConflictOnlyOnTheirFields: a stage's patch of an offer that
+// moved since it read it applies to the current version unless a field it
+// patches changed meanwhile; a whole result of an older version is always
+// discarded (gost-scheduler.md: patches, fewer conflicts).
+func TestPatchesConflictOnlyOnTheirFields(t *testing.T) {
+	id := offers.IDFrom(1)
+	create := offers.Decide(nil, cmd(&schemas.OfferCommand{Kind: schemas.CommandCreate, SellerID: "s", DraftOwner: "user:s", DraftID: id,
+		Offer: &schemas.Offer{Category: "cars", Title: "t", Price: new(int64(10)), Currency: "RUB"}}, 1)).Record
+	if v := offers.FieldVersion(create, "title"); v != 1 || len(create.FieldVersions) != len(offers.Fields) {
+		t.Fatalf("a new offer's field versions %+v", create.FieldVersions)
+	}
+	queued := offers.Decide(create, cmd(&schemas.OfferCommand{Kind: schemas.CommandEnqueue, Stage: "a"}, 2)).Record
+	read := *queued // what the stage read: version 1
+	// The seller changes the title meanwhile: version 2.
+	upd := queued.Offer
+	upd.Title = "the seller's title"
+	moved := offers.Decide(queued, cmd(&schemas.OfferCommand{Kind: schemas.CommandUpdate, SellerID: "s", Offer: &upd}, 3)).Record
+	if moved.Version != 2 || offers.FieldVersion(moved, "title") != 2 || offers.FieldVersion(moved, "price") != 1 {
+		t.Fatalf("after the seller's update: version %d, field versions %+v", moved.Version, moved.FieldVersions)
+	}
+	result := read.Offer
+	result.Price = new(int64(99))
+	patch := &schemas.OfferCommand{Kind: schemas.CommandResult, Stage: "a", ReadVersion: read.Version, Offer: &result,
+		Patch: true, PatchFields: PatchOf(&read, &result)}
+	if !slices.Equal(patch.PatchFields, []string{"price"}) {
+		t.Fatalf("the patch's fields %v, want price", patch.PatchFields)
+	}
+	d := offers.Decide(moved, cmd(patch, 4))
+	if d.Outcome != schemas.OutcomeOK || d.Record.Version != 3 || *d.Record.Offer.Price != 99 || d.Record.Offer.Title != "the seller's title" {
+		t.Fatalf("a patch of a field nobody changed: %+v %+v", d, d.Record.Offer)
+	}
+	// A patch of the title the seller changed conflicts, and is queued again.
+	result = read.Offer
+	result.Title = "the stage's title"
+	d = offers.Decide(moved, cmd(&schemas.OfferCommand{Kind: schemas.CommandResult, Stage: "a", ReadVersion: read.Version, Offer: &result,
+		Patch: true, PatchFields: PatchOf(&read, &result)}, 5))
+	if d.Outcome != schemas.OutcomeConflict || d.Queue == nil {
+		t.Errorf("a patch of a changed field: %+v", d)
+	}
+	// A whole result of the older version conflicts, whatever it changed.
+	result = read.Offer
+	result.Price = new(int64(99))
+	d = offers.Decide(moved, cmd(&schemas.OfferCommand{Kind: schemas.CommandResult, Stage: "a", ReadVersion: read.Version, Offer: &result}, 6))
+	if d.Outcome != schemas.OutcomeConflict {
+		t.Errorf("a whole result of an older version: %+v", d)
+	}
+	// Moderation is not a stage's to patch.
+	d = offers.Decide(moved, cmd(&schemas.OfferCommand{Kind: schemas.CommandResult, Stage: "a", ReadVersion: moved.Version, Offer: &result,
+		Patch: true, PatchFields: []string{"moderation"}}, 7))
+	if d.Outcome != schemas.OutcomeInvalid || d.Field != "patch_fields" {
+		t.Errorf("a patch of moderation: %+v", d)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/offerlog/offerlog/third_party/forked/goka"
@@ -108,6 +109,9 @@ func (w *worker) item(ctx context.Context, r *kgo.Record) error {
 	}
 	c := &schemas.OfferCommand{Kind: schemas.CommandResult, OfferID: it.OfferID, SellerID: rec.Offer.SellerID,
 		ExpectedVersion: -1, Stage: w.cfg.Name, ReadVersion: rec.Version, Offer: res.Offer, State: res.State, TimerAt: res.TimerAt}
+	if w.cfg.Patches && res.Offer != nil {
+		c.Patch, c.PatchFields = true, PatchOf(rec, res.Offer)
+	}
 	out, err := w.offers.Do(ctx, c)
 	if err != nil {
 		// Not committed: the loop tries the item again.
@@ -212,4 +216,13 @@ func (w *worker) dead(ctx context.Context, r *kgo.Record, reason string) {
 	if err := streams.SendDeadLetter(ctx, w.prod, topics.SchedulerDead, Group(w.cfg.Name, false), r, reason); err != nil {
 		w.log.Error("scheduler: dead letter not written", "stage", w.cfg.Name, "err", err)
 	}
+}
+
+// PatchOf returns the fields of the offer of read that result changes,
+// those a stage may patch (offers.Patchable).
+func PatchOf(read *schemas.OfferRecord, result *schemas.Offer) []string {
+	next := *read
+	next.Offer = *result
+	changed := offers.ChangedFields(read, &next)
+	return slices.DeleteFunc(changed, func(f string) bool { return !slices.Contains(offers.Patchable, f) })
 }
