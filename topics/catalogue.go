@@ -90,7 +90,7 @@ const (
 	// ModerationOpinions holds moderation's bans and lifts, key offer id.
 	ModerationOpinions = "moderation.opinions"
 	// CabinetChanges carries each offer's moves to its seller's cabinet,
-	// key seller id.
+	// key seller/n (offers.CabinetKey).
 	CabinetChanges = "cabinet.changes"
 	// CabinetPresets holds each offer's preset memberships, compacted, key
 	// seller/preset/rank/offer id so that a seller's preset reads in order.
@@ -293,11 +293,11 @@ func Catalogue(partitions int32) []Topic {
 		{Name: ModerationOpinions, Partitions: partitions, Retention: Forever, Schema: schemas.ModerationOpinionName,
 			Doc: "moderation's opinions (ban or lift), key offer id"},
 		{Name: CabinetChanges, Partitions: partitions, Retention: Forever, Schema: schemas.CabinetChangeName,
-			Doc: "each offer's move in its seller's cabinet, key seller id"},
+			Doc: "each offer's move in its seller's cabinet, key seller/n (n 0-9 by offer id: a seller is spread over 10 keys)"},
 		{Name: CabinetPresets, Partitions: partitions, Compacted: true, Schema: schemas.PresetEntryName,
 			Doc: "preset memberships, key seller/preset/rank/offer id"},
 		{Name: CabinetTable, Partitions: partitions, Compacted: true, Schema: schemas.SellerCabinetName,
-			Doc: "the cabinet's table: every seller's preset counts and counters"},
+			Doc: "the cabinet's table: every seller's preset counts and counters, in 10 parts (key seller/n) that reads sum"},
 		{Name: FeedsIngest, Partitions: partitions, Retention: 7 * day, Schema: schemas.FeedItemName,
 			Doc: "bulk upload items and end markers, key seller id"},
 		{Name: FeedsIndex, Partitions: partitions, Compacted: true, Schema: schemas.FeedEntryName,

@@ -103,15 +103,20 @@ func (s *Service) Counters(ctx context.Context, seller string) (*schemas.SellerC
 	return s.counters(seller)
 }
 
+// counters sums the parts of the seller's cabinet (cabinet.Keys).
 func (s *Service) counters(seller string) (*schemas.SellerCabinet, error) {
-	v, err := s.cfg.CabinetView.Get(seller)
-	if err != nil {
-		return nil, &Error{Kind: Unavailable, Reason: err.Error()}
+	keys := cabinet.Keys(seller)
+	parts := make([]*schemas.SellerCabinet, 0, len(keys))
+	for _, k := range keys {
+		v, err := s.cfg.CabinetView.Get(k)
+		if err != nil {
+			return nil, &Error{Kind: Unavailable, Reason: err.Error()}
+		}
+		if c, ok := v.(*schemas.SellerCabinet); ok {
+			parts = append(parts, c)
+		}
 	}
-	if c, ok := v.(*schemas.SellerCabinet); ok {
-		return c, nil
-	}
-	return cabinet.Empty(seller), nil
+	return cabinet.Sum(seller, parts...), nil
 }
 
 // FeedSource calls fn with every item of an upload, in order, and returns

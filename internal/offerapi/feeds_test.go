@@ -321,6 +321,18 @@ func TestLeftoversGoInRounds(t *testing.T) {
 	n.want(t, 202, "POST", "/v1/sellers/eve/feeds/1", feed(1, items, "t1"), nil)
 	n.want(t, 202, "POST", "/v1/sellers/eve/feeds/1/finish", fmt.Sprintf(`{"items":%d}`, items), nil)
 	n.eventuallyCounters(t, "eve", items, [5]int64{items, 0, 0, 0, 0})
+	// A large seller is not one hot key of the cabinet: its counters are
+	// spread over offers.CabinetSpread keys, on several partitions, and
+	// the counters read are their sum.
+	keys, partitions := map[string]bool{}, map[int32]bool{}
+	for _, r := range testkit.ReadAll(t, b.Addrs(), topics.CabinetTable) {
+		if strings.HasPrefix(string(r.Key), "eve/") {
+			keys[string(r.Key)], partitions[r.Partition] = true, true
+		}
+	}
+	if len(keys) != offers.CabinetSpread || len(partitions) < 2 {
+		t.Errorf("eve's cabinet is %d keys on %d partitions, want %d keys on several", len(keys), len(partitions), offers.CabinetSpread)
+	}
 	before := n.metric(t, "offerlog_feeds_delete_rounds_total")
 	n.want(t, 202, "POST", "/v1/sellers/eve/feeds/2", feed(7, 7, "t2"), nil)
 	n.want(t, 202, "POST", "/v1/sellers/eve/feeds/2/finish", `{"items":1}`, nil)

@@ -27,16 +27,17 @@ func TestGarbageInTablesIsDeadLettered(t *testing.T) {
 	n := start(t, brokers, t.TempDir())
 	n.want(t, 202, "POST", "/v1/sellers/gina/feeds/1", feed(1, 3, "t1"), nil)
 	n.want(t, 202, "POST", "/v1/sellers/gina/feeds/1/finish", "", nil)
-	offers := n.byExternal(t, "gina", "all", 3)
+	loaded := n.byExternal(t, "gina", "all", 3)
 	var d schemas.Draft
 	n.want(t, 200, "POST", "/v1/drafts/current", `{"anon":"g1","category":"cars"}`, &d)
 	settle(t, brokers)
 	n.stop()
 
 	garbage := []byte("\x00garbage, not Avro")
-	victim := offers["vin-1"].Offer.ID
+	victim := loaded["vin-1"].Offer.ID
 	testkit.Put(t, brokers, topics.OffersTable, []byte(victim), garbage)
-	testkit.Put(t, brokers, topics.CabinetTable, []byte("gina"), garbage)
+	// The cabinet's part that vin-2's next change goes to (offers.CabinetKey).
+	testkit.Put(t, brokers, topics.CabinetTable, []byte(offers.CabinetKey("gina", loaded["vin-2"].Offer.ID)), garbage)
 	testkit.Put(t, brokers, topics.DraftsTable, []byte(d.Owner), garbage) // drafts are keyed by owner
 
 	n = start(t, brokers, t.TempDir())
@@ -47,7 +48,7 @@ func TestGarbageInTablesIsDeadLettered(t *testing.T) {
 	if status != 404 {
 		t.Errorf("PUT of the offer whose value is garbage: %d, want 404 (absent)", status)
 	}
-	n.want(t, 200, "PUT", "/v1/offers/"+offers["vin-2"].Offer.ID, body, nil)
+	n.want(t, 200, "PUT", "/v1/offers/"+loaded["vin-2"].Offer.ID, body, nil)
 	if status := n.do(t, "PUT", "/v1/drafts/"+d.ID, `{"anon":"g1","offer":`+offerBody+`}`, nil); status >= 500 {
 		t.Errorf("PUT of the draft whose value is garbage: %d", status)
 	}

@@ -76,27 +76,7 @@ func sameTables(t *testing.T, what string, a, b map[string]map[string][]byte) {
 // offer table.
 func recount(t *testing.T, snap map[string]map[string][]byte) {
 	t.Helper()
-	var recs []*schemas.OfferRecord
-	for _, v := range snap[topics.OffersTable] {
-		var r schemas.OfferRecord
-		if err := schemas.OfferRecords.Decode(v, &r); err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, &r)
-	}
-	want := cabinet.Recount(recs)
-	if len(want) != len(snap[topics.CabinetTable]) {
-		t.Errorf("%d sellers in the cabinet, %d in the offers", len(snap[topics.CabinetTable]), len(want))
-	}
-	for seller, w := range want {
-		var got schemas.SellerCabinet
-		if err := schemas.SellerCabinets.Decode(snap[topics.CabinetTable][seller], &got); err != nil {
-			t.Fatalf("%s: %v", seller, err)
-		}
-		if ok, diff := cabinet.Equal(&got, w); !ok {
-			t.Errorf("cabinet != recount: %s", diff)
-		}
-	}
+	testkit.Recount(t, snap[topics.OffersTable], snap[topics.CabinetTable])
 }
 
 func TestRestartAndReplayGiveTheSameState(t *testing.T) {

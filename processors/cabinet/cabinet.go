@@ -102,6 +102,51 @@ func clone(c *schemas.SellerCabinet) *schemas.SellerCabinet {
 	return &n
 }
 
+// Keys returns the keys of seller's cabinet in cabinet-table: the one of a
+// cabinet written before it was spread, then seller/0 ... (offers.CabinetKey).
+func Keys(seller string) []string {
+	out := []string{seller}
+	for n := range offers.CabinetSpread {
+		out = append(out, seller+"/"+strconv.Itoa(n))
+	}
+	return out
+}
+
+// Sum returns seller's cabinet from its parts (nil ones are empty):
+// counts and counters add up. Applied is left empty.
+func Sum(seller string, parts ...*schemas.SellerCabinet) *schemas.SellerCabinet {
+	out := Empty(seller)
+	for _, c := range parts {
+		if c == nil {
+			continue
+		}
+		for _, p := range c.Presets {
+			out.Presets.Add(p.Name, p.Count)
+		}
+		out.Active += c.Active
+		out.Expired += c.Expired
+		out.Banned += c.Banned
+		out.Sold += c.Sold
+		out.MoneyEarned = AddMoney(out.MoneyEarned, c.MoneyEarned)
+	}
+	return out
+}
+
+// Merge returns every seller's cabinet from the values of cabinet-table
+// by key (its parts summed).
+func Merge(table map[string]*schemas.SellerCabinet) map[string]*schemas.SellerCabinet {
+	parts := map[string][]*schemas.SellerCabinet{}
+	for k, c := range table {
+		s := offers.CabinetSeller(k)
+		parts[s] = append(parts[s], c)
+	}
+	out := make(map[string]*schemas.SellerCabinet, len(parts))
+	for s, ps := range parts {
+		out[s] = Sum(s, ps...)
+	}
+	return out
+}
+
 // Recount returns every seller's cabinet counted from scratch over offer
 // records (deleted ones included: their sales still count). Applied is
 // left empty. It is what Apply over the log must agree with.
@@ -160,8 +205,8 @@ func Graph(m *Metrics) *goka.GroupGraph {
 			data, _ := msg.([]byte)
 			var ch schemas.CabinetChange
 			err := schemas.CabinetChanges.Decode(data, &ch)
-			if err == nil && ch.SellerID != ctx.Key() {
-				err = fmt.Errorf("seller %q is not the message key %q", ch.SellerID, ctx.Key())
+			if err == nil && ch.SellerID != offers.CabinetSeller(ctx.Key()) {
+				err = fmt.Errorf("seller %q is not the one of the message key %q", ch.SellerID, ctx.Key())
 			}
 			if err != nil {
 				ctx.Emit(goka.Stream(topics.OffersDead), ctx.Key(), streams.NewDeadLetter(string(Group), string(ctx.Topic()),

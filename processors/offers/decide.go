@@ -2,6 +2,7 @@ package offers
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -463,6 +464,29 @@ func Recall(r *schemas.OfferRecord, partition int32, offset int64) (schemas.Rece
 		return schemas.RecentResult{}, false
 	}
 	return streams.Recall(r.Recent, partition, offset)
+}
+
+// CabinetSpread is how many keys a seller's cabinet is spread over (the
+// seed's seq_no, "для уменьшения нагрузки на конкретные строки"): an
+// offer's changes go to one of them, by its id, so a seller with a million
+// offers is not one hot key of the cabinet; readers sum them.
+const CabinetSpread = 10
+
+// CabinetKey is the key on cabinet.changes (and cabinet-table) of the
+// changes of offerID of seller: seller/n, n < CabinetSpread.
+func CabinetKey(seller, offerID string) string {
+	h := fnv.New32a()
+	h.Write([]byte(offerID))
+	return seller + "/" + strconv.Itoa(int(h.Sum32()%CabinetSpread))
+}
+
+// CabinetSeller returns the seller of a key of cabinet-table: seller/n, or
+// seller alone for a cabinet written before it was spread.
+func CabinetSeller(key string) string {
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		return key[:i]
+	}
+	return key
 }
 
 // PresetKey is the key of an offer's membership of a preset on

@@ -233,7 +233,7 @@ func (h *handler) emit(ctx goka.Context, r, prev *schemas.OfferRecord, change st
 	ctx.Emit(events, o.ID, &schemas.OfferEvent{Offer: *o, Version: r.Version, Change: change,
 		Banned: r.Moderation.Banned, BanReasons: r.Moderation.Reasons, At: o.UpdatedAt, Stages: PublicStages(r.Stages),
 		Changed: ChangedFields(prev, r), ByStage: r.ByStage, StageDepth: r.StageDepth})
-	ctx.Emit(changes, o.SellerID, &schemas.CabinetChange{SellerID: o.SellerID, OfferID: o.ID,
+	ctx.Emit(changes, CabinetKey(o.SellerID, o.ID), &schemas.CabinetChange{SellerID: o.SellerID, OfferID: o.ID,
 		SourceTopic: r.SourceTopic, SourcePartition: r.SourcePartition, SourceOffset: r.SourceOffset,
 		Before: r.Previous, After: r.Summary})
 	for _, p := range Presets {
