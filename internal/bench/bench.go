@@ -129,6 +129,7 @@ var Scenarios = []Scenario{
 	{Name: "cache", NoStores: true, Doc: "serving cache: materialise a table of --keys keys in a server, then Gets of 10 keys from 64 callers against 2 replicas", Run: runCache},
 	{Name: "scheduler", Doc: "stage scheduler: --keys pending timers, three external stages on offers created at 5 000/s, timer lateness meanwhile", Run: runSchedulerBench},
 	{Name: "offers", Doc: "offer storage: load offers into the aggregate, API writes and reads by id (and the same reads of a trivial Go server), replay of the aggregate", Run: runOffers},
+	{Name: "seller", Doc: "the cabinet of one seller of --offers offers (gost.md's largest, about a million): their creations counted over 10 keys, then on one key as before 0.5.0", Run: runSeller},
 	{Name: "dev", Doc: "offerlog dev: --dev-docs documents and --dev-offers offers into its tables, documents ?wait=true at 1 000/s, restart to ready", Run: runDev},
 }
 

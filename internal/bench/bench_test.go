@@ -25,7 +25,7 @@ func TestHarnessReports(t *testing.T) {
 	}
 	report := out.String()
 	for _, want := range []string{"vs copy", "vs goka", "copy ", "goka ", "pipeline ", "numerator ", "numerator/gen2 ", "cache ", "cache/franz-go-read ", "cache/gets ", "scheduler ", "scheduler/timers-load ", "scheduler/timer-lateness ", "offers ", "offers/writes ", "offers/reads ", "offers/replay ",
-		"offers/reads-trivial ", "offers/reads-cache ", "scale ", "scale/2-members ", "scale/4-members ", "dev ", "dev/wait ", "dev/restart ", "machine:", "targets (issue 18", "restart to ready", "memory  "} {
+		"offers/reads-trivial ", "offers/reads-cache ", "seller ", "seller/one-key ", "scale ", "scale/2-members ", "scale/4-members ", "dev ", "dev/wait ", "dev/restart ", "machine:", "targets (issue 18", "restart to ready", "memory  "} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
