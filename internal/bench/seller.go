@@ -111,4 +111,3 @@ func writeCreations(ctx context.Context, env *Env, seller string, n int, key fun
 	}
 	return first
 }
-
