@@ -380,8 +380,22 @@ func (s *Service) CurrentDraft(ctx context.Context, anon, user, category string)
 		return nil, errorf(Unavailable, "", "no offer id to give: %v", err)
 	}
 	c := &schemas.DraftCommand{Kind: schemas.DraftCurrent, Anon: anon, User: user, Category: category, NewID: id}
+	// An id the answers show unused (the visitor had a draft) is given
+	// back: asking for a draft one has costs no id of the space.
+	unused := func(ds ...*schemas.Draft) {
+		for _, d := range ds {
+			if d == nil || d.ID == id {
+				return
+			}
+		}
+		s.cfg.IDs.Unused(id)
+	}
 	if anon == "" || user == "" {
-		return s.draftCommand(ctx, c)
+		d, err := s.draftCommand(ctx, c)
+		if err == nil {
+			unused(d)
+		}
+		return d, err
 	}
 	// Both: read the anonymous draft, hand it to the user, drop it.
 	taken, err := s.draftCommand(ctx, c)
@@ -390,6 +404,9 @@ func (s *Service) CurrentDraft(ctx context.Context, anon, user, category string)
 	}
 	c.Kind, c.Draft = schemas.DraftHand, taken
 	d, err := s.draftCommand(ctx, c)
+	if err == nil && taken != nil {
+		unused(taken, d)
+	}
 	if err != nil || taken == nil {
 		return d, err
 	}

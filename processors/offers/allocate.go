@@ -45,7 +45,11 @@ type IDs struct {
 	mu        sync.Mutex
 	partition int32 // of the next claim, rotating
 	next, end uint64
+	unused    []string // ids handed out and given back (Unused)
 }
+
+// maxUnused bounds the ids kept for reuse.
+const maxUnused = 10_000
 
 // OpenIDs reads the permutation's key from offers.ids, writing it first
 // if the topic has none. by names this process in its claims. Close it.
@@ -124,6 +128,11 @@ func (a *IDs) claim(ctx context.Context, c schemas.IDClaim, partition int32) (in
 func (a *IDs) New(ctx context.Context) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if n := len(a.unused); n > 0 {
+		id := a.unused[n-1]
+		a.unused = a.unused[:n-1]
+		return id, nil
+	}
 	if a.next == a.end {
 		p := a.partition
 		a.partition = (a.partition + 1) % topics.OffersIDsPartitions
@@ -140,6 +149,18 @@ func (a *IDs) New(ctx context.Context) (string, error) {
 	n := a.next
 	a.next++
 	return IDFrom(a.perm.Of(n)), nil
+}
+
+// Unused gives back an id New handed out that is certain never to be used
+// (a command that offered it was answered without it): the next New hands
+// it out again, so that asking for a draft a visitor already has costs no
+// id of the space.
+func (a *IDs) Unused(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.unused) < maxUnused {
+		a.unused = append(a.unused, id)
+	}
 }
 
 // blockStart returns the first counter of the block claimed at (partition,

@@ -76,3 +76,27 @@ func TestIDsAreUniqueByConstruction(t *testing.T) {
 		t.Errorf("%d key claims and %d block claims, want 1 to %d keys (the first one counts) and %d blocks", keys, blocks, processes, processes*3)
 	}
 }
+
+// TestUnusedIdsAreHandedOutAgain: an id given back is the next one handed
+// out, so a request that needed none costs none.
+func TestUnusedIdsAreHandedOutAgain(t *testing.T) {
+	brokers := testkit.Broker(t, "").Addrs()
+	testkit.EnsureTopics(t, brokers, topics.Catalogue(2))
+	ctx := context.Background()
+	ids, err := offers.OpenIDs(ctx, brokers, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ids.Close()
+	a, err := ids.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids.Unused(a)
+	if b, err := ids.New(ctx); err != nil || b != a {
+		t.Errorf("after giving %s back, New gave %s (%v)", a, b, err)
+	}
+	if c, err := ids.New(ctx); err != nil || c == a {
+		t.Errorf("New gave %s again (%v)", c, err)
+	}
+}
