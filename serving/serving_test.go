@@ -101,6 +101,19 @@ func (c *cluster) start(dc, host string) *node {
 	return n
 }
 
+// loaded waits until every server holds a loaded shard.
+func (c *cluster) loaded(what string) {
+	c.t.Helper()
+	testkit.Eventually(c.t, 30*time.Second, what, func() bool {
+		for _, n := range c.servers {
+			if !n.srv.Ready() {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 func (c *cluster) shardOf(n *node) *servingv1.Shard {
 	c.t.Helper()
 	resp := get(c.t, n.addr, nil)
@@ -152,14 +165,7 @@ func TestTwoDataCentresOfFourShards(t *testing.T) {
 			c.start(dc, fmt.Sprint(dc, "-host-", h))
 		}
 	}
-	testkit.Eventually(t, 30*time.Second, "every server holds a loaded shard", func() bool {
-		for _, n := range c.servers {
-			if !n.srv.Ready() {
-				return false
-			}
-		}
-		return true
-	})
+	c.loaded("every server holds a loaded shard")
 	// One owner per shard per data centre.
 	for _, dc := range []string{"a", "b"} {
 		seen := map[int32]string{}
@@ -327,14 +333,7 @@ func TestGetsStayInTheirDataCentre(t *testing.T) {
 			c.start(dc, fmt.Sprint(dc, "-host-", h))
 		}
 	}
-	testkit.Eventually(t, 30*time.Second, "every server holds a loaded shard", func() bool {
-		for _, n := range c.servers {
-			if !n.srv.Ready() {
-				return false
-			}
-		}
-		return true
-	})
+	c.loaded("every server holds a loaded shard")
 	zconn, _, err := zkconn.Dial(testkit.Context(t, 30*time.Second), zkAddr, 4*time.Second, testkit.Logger())
 	if err != nil {
 		t.Fatal(err)
@@ -410,19 +409,9 @@ func TestReshardOneDataCentreAtATime(t *testing.T) {
 			c.start(dc, fmt.Sprint(dc, "-host-", h))
 		}
 	}
-	loaded := func(what string) {
-		testkit.Eventually(t, 30*time.Second, what, func() bool {
-			for _, n := range c.servers {
-				if !n.srv.Ready() {
-					return false
-				}
-			}
-			return true
-		})
-	}
 	start("a", 4)
 	start("b", 4)
-	loaded("both data centres loaded")
+	c.loaded("both data centres loaded")
 	zconn, _, err := zkconn.Dial(testkit.Context(t, 30*time.Second), zkAddr, 4*time.Second, testkit.Logger())
 	if err != nil {
 		t.Fatal(err)
@@ -486,7 +475,7 @@ func TestReshardOneDataCentreAtATime(t *testing.T) {
 		}
 		c.shards[dc] = to
 		start(dc, to)
-		loaded(dc + " loaded in its new cut")
+		c.loaded(dc + " loaded in its new cut")
 		if got := counts(); got[dc] != to {
 			t.Fatalf("recorded shard counts %v, want %s at %d", got, dc, to)
 		}

@@ -502,16 +502,7 @@ func TestSealWaitsForTheWriteLock(t *testing.T) {
 		t.Skip("integration")
 	}
 	zkAddr := testkit.ZooKeeper(t)
-	dial := func() *coordinator.ZooKeeper {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		zk, err := coordinator.DialZooKeeper(ctx, zkAddr, "/offerlog/numerator/0", 0, testkit.Logger())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(zk.Close)
-		return zk
-	}
+	dial := func() *coordinator.ZooKeeper { return dialCoordinator(t, zkAddr) }
 	other := dial()
 	ctx := testkit.Context(t, 2*time.Minute)
 	held, err := other.Acquire(ctx, "dc-b", time.Hour)
@@ -767,16 +758,7 @@ func TestMasterAdoptsTheNewestStateOfAnotherCluster(t *testing.T) {
 		t.Skip("integration")
 	}
 	zkAddr := testkit.ZooKeeper(t)
-	dial := func() *coordinator.ZooKeeper {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		zk, err := coordinator.DialZooKeeper(ctx, zkAddr, "/offerlog/numerator/0", 0, testkit.Logger())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(zk.Close)
-		return zk
-	}
+	dial := func() *coordinator.ZooKeeper { return dialCoordinator(t, zkAddr) }
 	a, b := newStopped(t, 10, 0), newStopped(t, 10, 0)
 	a.cfg.Coordinator, a.cfg.Holder, a.cfg.Cluster = dial(), "dc-a", strings.Join(a.brokers, ",")
 	b.cfg.Coordinator, b.cfg.Holder, b.cfg.Cluster = dial(), "dc-b", strings.Join(b.brokers, ",")
@@ -808,16 +790,7 @@ func TestMasterAdoptsTheNewestStateOfAnotherCluster(t *testing.T) {
 // coordinator.
 func fenced(t *testing.T, lockTimeout time.Duration) (c *cluster, other *coordinator.ZooKeeper, paused chan int64, resume chan struct{}) {
 	zkAddr := testkit.ZooKeeper(t)
-	dial := func() *coordinator.ZooKeeper {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		zk, err := coordinator.DialZooKeeper(ctx, zkAddr, "/offerlog/numerator/0", 0, testkit.Logger())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(zk.Close)
-		return zk
-	}
+	dial := func() *coordinator.ZooKeeper { return dialCoordinator(t, zkAddr) }
 	c = newStopped(t, 10, 0)
 	c.cfg.Coordinator, c.cfg.Holder, c.cfg.Cluster = dial(), "dc-a", strings.Join(c.brokers, ",")
 	c.cfg.LockTimeout = lockTimeout
@@ -955,16 +928,7 @@ func TestAdoptionReadsTheDurableAssignments(t *testing.T) {
 		t.Skip("integration")
 	}
 	zkAddr := testkit.ZooKeeper(t)
-	dial := func() *coordinator.ZooKeeper {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		zk, err := coordinator.DialZooKeeper(ctx, zkAddr, "/offerlog/numerator/0", 0, testkit.Logger())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(zk.Close)
-		return zk
-	}
+	dial := func() *coordinator.ZooKeeper { return dialCoordinator(t, zkAddr) }
 	a, b := newStopped(t, 10, 0), newStopped(t, 10, 0)
 	a.cfg.Coordinator, a.cfg.Holder, a.cfg.Cluster = dial(), "dc-a", strings.Join(a.brokers, ",")
 	b.cfg.Coordinator, b.cfg.Holder, b.cfg.Cluster = dial(), "dc-b", strings.Join(b.brokers, ",")
@@ -1007,4 +971,18 @@ func TestAdoptionReadsTheDurableAssignments(t *testing.T) {
 	if len(fromB) != 40 {
 		t.Errorf("B holds %d keys, want A's 30 and its 10 new", len(fromB))
 	}
+}
+
+// dialCoordinator returns a coordinator of type 0's numerator in the
+// ZooKeeper at zkAddr, closed when the test ends.
+func dialCoordinator(t *testing.T, zkAddr string) *coordinator.ZooKeeper {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	zk, err := coordinator.DialZooKeeper(ctx, zkAddr, "/offerlog/numerator/0", 0, testkit.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(zk.Close)
+	return zk
 }
