@@ -13,6 +13,14 @@ import (
 // test if the child had failed before it was killed.
 func Child(t testing.TB, test string, env ...string) (kill func()) {
 	t.Helper()
+	_, kill = ChildProcess(t, test, env...)
+	return kill
+}
+
+// ChildProcess is Child, with the process, for the signals a test sends
+// it besides the kill (SIGSTOP, SIGCONT).
+func ChildProcess(t testing.TB, test string, env ...string) (proc *os.Process, kill func()) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), env...)
 	var out strings.Builder
@@ -42,5 +50,5 @@ func Child(t testing.TB, test string, env ...string) (kill func()) {
 			_ = cmd.Wait()
 		}
 	})
-	return kill
+	return cmd.Process, kill
 }

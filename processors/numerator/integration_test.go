@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -784,141 +787,6 @@ func TestMasterAdoptsTheNewestStateOfAnotherCluster(t *testing.T) {
 	}
 }
 
-// fenced returns a cluster whose master dc-a uses ZooKeeper at zkAddr with
-// the lock timeout given, pausing in its first BeforeReport until resume
-// is closed (it sends the ticket on paused), and another master's
-// coordinator.
-func fenced(t *testing.T, lockTimeout time.Duration) (c *cluster, other *coordinator.ZooKeeper, paused chan int64, resume chan struct{}) {
-	zkAddr := testkit.ZooKeeper(t)
-	dial := func() *coordinator.ZooKeeper { return dialCoordinator(t, zkAddr) }
-	c = newStopped(t, 10, 0)
-	c.cfg.Coordinator, c.cfg.Holder, c.cfg.Cluster = dial(), "dc-a", strings.Join(c.brokers, ",")
-	c.cfg.LockTimeout = lockTimeout
-	paused, resume = make(chan int64, 1), make(chan struct{})
-	first := true
-	c.cfg.BeforeReport = func(ctx context.Context, ticket int64) {
-		if !first {
-			return
-		}
-		first = false
-		paused <- ticket
-		select {
-		case <-resume:
-		case <-ctx.Done():
-		}
-	}
-	return c, dial(), paused, resume
-}
-
-// TestABuildWhoseLockTimedOutLeavesNothing: a master paused past its lock
-// timeout, while another master takes the lock and reports, is refused when
-// it resumes: its decisions and state were one transaction, aborted, so the
-// numerator group applied none of them; numerator.states says the build
-// was invalid; the master then tries again and its next build is the one.
-func TestABuildWhoseLockTimedOutLeavesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration")
-	}
-	c, other, paused, resume := fenced(t, 2*time.Second)
-	ctx := testkit.Context(t, 3*time.Minute)
-	c.start()
-	c.offers(1, 0, 20)
-	data, _ := schemas.GenerationMarkers.Encode(&schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: 1, Scheme: -1})
-	c.produce(&kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: data})
-	ticket := <-paused
-	var lb coordinator.Lock
-	testkit.Eventually(t, time.Minute, "another master takes the timed-out lock", func() bool {
-		var err error
-		lb, err = other.Acquire(ctx, "dc-b", time.Minute)
-		return err == nil
-	})
-	if err := other.Report(ctx, lb.Ticket, nil); err != nil {
-		t.Fatal(err)
-	}
-	// Nothing of the paused build is visible, before or after it resumes.
-	if as := c.assignments(); len(as) != 0 {
-		t.Fatalf("%d assignments of a build not reported", len(as))
-	}
-	close(resume)
-	var bad, good schemas.NumeratorState
-	testkit.Eventually(t, time.Minute, "the refused build recorded and the next one written", func() bool {
-		bad, good = schemas.NumeratorState{}, schemas.NumeratorState{}
-		for _, r := range testkit.ReadAll(t, c.brokers, topics.NumeratorStates) {
-			var st schemas.NumeratorState
-			if schemas.NumeratorStates.Decode(r.Value, &st) != nil {
-				continue
-			}
-			if st.Invalid != "" {
-				bad = st
-			} else {
-				good = st
-			}
-		}
-		return bad.Ticket != 0 && good.Ticket != 0
-	})
-	if bad.Ticket != ticket || !strings.Contains(bad.Invalid, "stale ticket") {
-		t.Errorf("the invalid record %+v, want ticket %d refused as stale", bad, ticket)
-	}
-	if good.Ticket <= lb.Ticket || good.Generation != 1 {
-		t.Errorf("the state %+v, want generation 1 under a ticket after %d", good, lb.Ticket)
-	}
-	testkit.Eventually(t, time.Minute, "results applied", c.applied)
-	// The aborted decisions were never read: one decision per key, one
-	// assignment each.
-	if n := len(testkit.ReadAll(t, c.brokers, topics.NumeratorResults)); n != 20 {
-		t.Errorf("%d committed decisions, want the 20 of the valid build", n)
-	}
-	if n := len(testkit.ReadAll(t, c.brokers, topics.NumeratorAssignments)); n != 20 {
-		t.Errorf("%d assignments emitted, want 20", n)
-	}
-	checkUnique(t, c.assignments())
-	p, ok, err := other.State(ctx)
-	if err != nil || !ok || p.Ticket != good.Ticket || p.Version != good.Version {
-		t.Errorf("the pointer %+v (%v %v), want the valid build's", p, ok, err)
-	}
-}
-
-// TestAPausedMasterFinishesAndTheNextSeals: a master paused for less than
-// its lock timeout while it holds the lock finishes its build when it
-// resumes, and the other master, refused meanwhile, gets the lock at once
-// after it (not after the lock's timeout).
-func TestAPausedMasterFinishesAndTheNextSeals(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration")
-	}
-	c, other, paused, resume := fenced(t, 10*time.Minute)
-	ctx := testkit.Context(t, 3*time.Minute)
-	c.start()
-	c.offers(1, 0, 20)
-	data, _ := schemas.GenerationMarkers.Encode(&schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: 1, Scheme: -1})
-	c.produce(&kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: data})
-	ticket := <-paused
-	if _, err := other.Acquire(ctx, "dc-b", time.Minute); !errors.Is(err, coordinator.ErrLocked) {
-		t.Fatalf("the other master while dc-a builds: %v, want ErrLocked", err)
-	}
-	time.Sleep(3 * time.Second) // the pause itself, not a wait for a condition
-	close(resume)
-	resumed := time.Now()
-	var lb coordinator.Lock
-	testkit.Eventually(t, time.Minute, "the other master gets the lock", func() bool {
-		var err error
-		lb, err = other.Acquire(ctx, "dc-b", time.Minute)
-		return err == nil
-	})
-	t.Logf("the other master had the lock %s after dc-a resumed", time.Since(resumed).Round(10*time.Millisecond))
-	p, ok, err := other.State(ctx)
-	if err != nil || !ok || p.Ticket != ticket || p.Holder != "dc-a" || p.Version != "0.0.0.1" {
-		t.Fatalf("the pointer %+v (%v %v), want dc-a's build under ticket %d", p, ok, err, ticket)
-	}
-	if err := other.Report(ctx, lb.Ticket, nil); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Eventually(t, time.Minute, "results applied", c.applied)
-	if as := c.assignments(); len(as) != 20 {
-		t.Errorf("%d assignments, want 20", len(as))
-	}
-}
-
 // TestAdoptionReadsTheDurableAssignments: DC B, asked to seal long after DC
 // A's states (A's numerator.results no longer holds their decisions),
 // adopts A's newest state from A's compacted numerator.assignments: the
@@ -985,4 +853,165 @@ func dialCoordinator(t *testing.T, zkAddr string) *coordinator.ZooKeeper {
 	}
 	t.Cleanup(zk.Close)
 	return zk
+}
+
+// TestNumeratorMasterProcess is a numerator master in a process of its own,
+// for the tests that SIGSTOP it: master dc-child with the coordinator in
+// ZooKeeper, which, once its first build is written, says so in a file and
+// waits for another file before it reports.
+func TestNumeratorMasterProcess(t *testing.T) {
+	brokers := os.Getenv("OFFERLOG_TEST_MASTER_BROKERS")
+	if brokers == "" {
+		t.Skip("runs only as the process the SIGSTOP tests pause")
+	}
+	lock, err := time.ParseDuration(os.Getenv("OFFERLOG_TEST_MASTER_LOCK"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, resume := os.Getenv("OFFERLOG_TEST_MASTER_BUILT"), os.Getenv("OFFERLOG_TEST_MASTER_RESUME")
+	cfg := testConfig(strings.Split(brokers, ","), os.Getenv("OFFERLOG_TEST_MASTER_STATE"), 10, 0)
+	cfg.Coordinator, cfg.Holder, cfg.Cluster = dialCoordinator(t, os.Getenv("OFFERLOG_TEST_MASTER_ZK")), "dc-child", brokers
+	cfg.LockTimeout = lock
+	first := true
+	cfg.BeforeReport = func(ctx context.Context, ticket int64) {
+		if !first {
+			return
+		}
+		first = false
+		if err := os.WriteFile(built, []byte(fmt.Sprint(ticket)), 0o644); err != nil {
+			t.Error(err)
+		}
+		for ctx.Err() == nil {
+			if _, err := os.Stat(resume); err == nil {
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // polls for the file: the parent's go-ahead
+		}
+	}
+	err = numerator.Run(context.Background(), cfg)
+	t.Fatalf("the numerator returned before it was killed: %v", err)
+}
+
+// pausedMaster starts TestNumeratorMasterProcess on c with lock, sends it
+// a seal of generation 1 of 20 keys, waits for its build to be written and
+// SIGSTOPs it. It returns its first ticket, a function that lets it report
+// and SIGCONTs it, and the coordinator of another master, dc-b.
+func pausedMaster(t *testing.T, lock time.Duration) (c *cluster, ticket int64, resume func(), other *coordinator.ZooKeeper) {
+	zkAddr := testkit.ZooKeeper(t)
+	c = newStopped(t, 10, 0)
+	dir := t.TempDir()
+	built, goAhead := filepath.Join(dir, "built"), filepath.Join(dir, "resume")
+	proc, kill := testkit.ChildProcess(t, "TestNumeratorMasterProcess", "OFFERLOG_TEST_MASTER_BROKERS="+strings.Join(c.brokers, ","),
+		"OFFERLOG_TEST_MASTER_STATE="+c.cfg.Streams.StateDir, "OFFERLOG_TEST_MASTER_ZK="+zkAddr, "OFFERLOG_TEST_MASTER_LOCK="+lock.String(),
+		"OFFERLOG_TEST_MASTER_BUILT="+built, "OFFERLOG_TEST_MASTER_RESUME="+goAhead)
+	t.Cleanup(func() { _ = proc.Signal(syscall.SIGCONT); kill() })
+	c.offers(1, 0, 20)
+	data, _ := schemas.GenerationMarkers.Encode(&schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: 1, Scheme: -1})
+	c.produce(&kgo.Record{Topic: topics.NumeratorGenerations, Key: []byte("numerator"), Value: data})
+	var text []byte
+	testkit.Eventually(t, 2*time.Minute, "the child's build written", func() bool {
+		var err error
+		text, err = os.ReadFile(built)
+		return err == nil && len(text) > 0
+	})
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	ticket, err := strconv.ParseInt(string(text), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resume = func() {
+		if err := os.WriteFile(goAhead, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := proc.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c, ticket, resume, dialCoordinator(t, zkAddr)
+}
+
+// TestAMasterStoppedPastItsLockChangesNothing: a master SIGSTOPped past its
+// lock's timeout while another master takes the lock and seals is refused
+// when it resumes: nothing of its build is applied, numerator.states says
+// it was invalid, and its next build, under a new ticket, is the one.
+func TestAMasterStoppedPastItsLockChangesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	c, ticket, resume, other := pausedMaster(t, 2*time.Second)
+	ctx := testkit.Context(t, 3*time.Minute)
+	var lb coordinator.Lock
+	testkit.Eventually(t, time.Minute, "dc-b takes the stopped master's timed-out lock", func() bool {
+		var err error
+		lb, err = other.Acquire(ctx, "dc-b", time.Minute)
+		return err == nil
+	})
+	if err := other.Report(ctx, lb.Ticket, &coordinator.Pointer{Version: "0.0.0.1", Cluster: strings.Join(c.brokers, ","),
+		Topic: topics.NumeratorStates, Offsets: map[int32]int64{0: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if as := c.assignments(); len(as) != 0 {
+		t.Fatalf("%d assignments of the stopped master's build", len(as))
+	}
+	resume()
+	var bad, good schemas.NumeratorState
+	testkit.Eventually(t, 2*time.Minute, "the refused build recorded and the next one written", func() bool {
+		bad, good = schemas.NumeratorState{}, schemas.NumeratorState{}
+		for _, r := range testkit.ReadAll(t, c.brokers, topics.NumeratorStates) {
+			var st schemas.NumeratorState
+			if schemas.NumeratorStates.Decode(r.Value, &st) == nil {
+				if st.Invalid != "" {
+					bad = st
+				} else {
+					good = st
+				}
+			}
+		}
+		return bad.Ticket != 0 && good.Ticket != 0
+	})
+	if bad.Ticket != ticket || good.Ticket <= lb.Ticket || good.Holder != "dc-child" {
+		t.Errorf("refused %+v, written %+v; want the first ticket %d refused and one after %d written", bad, good, ticket, lb.Ticket)
+	}
+	testkit.Eventually(t, time.Minute, "results applied", c.applied)
+	if n := len(testkit.ReadAll(t, c.brokers, topics.NumeratorResults)); n != 20 {
+		t.Errorf("%d committed decisions, want the 20 of the valid build", n)
+	}
+}
+
+// TestAMasterStoppedBrieflyFinishesAndTheNextSeals: a master SIGSTOPped
+// for less than its lock's timeout and its ZooKeeper session while it holds
+// the lock finishes its build once resumed, and the other master, refused
+// meanwhile, has the lock at once after it (issue 32 saw both wait for
+// minutes).
+func TestAMasterStoppedBrieflyFinishesAndTheNextSeals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	c, ticket, resume, other := pausedMaster(t, time.Minute)
+	ctx := testkit.Context(t, 3*time.Minute)
+	if _, err := other.Acquire(ctx, "dc-b", time.Minute); !errors.Is(err, coordinator.ErrLocked) {
+		t.Fatalf("dc-b while the stopped master holds the lock: %v, want ErrLocked", err)
+	}
+	time.Sleep(3 * time.Second) // the pause itself, shorter than the 10 s session
+	resume()
+	resumed := time.Now()
+	var lb coordinator.Lock
+	testkit.Eventually(t, time.Minute, "dc-b gets the lock", func() bool {
+		var err error
+		lb, err = other.Acquire(ctx, "dc-b", time.Minute)
+		return err == nil
+	})
+	t.Logf("dc-b had the lock %s after the stopped master resumed", time.Since(resumed).Round(10*time.Millisecond))
+	if p, ok, err := other.State(ctx); err != nil || !ok || p.Ticket != ticket || p.Holder != "dc-child" {
+		t.Fatalf("the pointer %+v (%v %v), want the resumed master's build under ticket %d", p, ok, err, ticket)
+	}
+	if err := other.Report(ctx, lb.Ticket, nil); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, time.Minute, "results applied", c.applied)
+	if as := c.assignments(); len(as) != 20 {
+		t.Errorf("%d assignments, want 20", len(as))
+	}
 }
