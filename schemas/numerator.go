@@ -73,6 +73,10 @@ type ShardSummary struct {
 	Free     int64 `avro:"free"`
 	Expired  int64 `avro:"expired"`
 	New      int64 `avro:"new"`
+	// HighDocID is the largest doc_id given in the shard since its last
+	// renumbering, held now or not (-1: none, or a state of an older
+	// release).
+	HighDocID int64 `avro:"high_doc_id"`
 }
 
 // NumeratorState is the state after a seal, rebuild or reshard
@@ -91,6 +95,9 @@ type NumeratorState struct {
 	MarkerPartition int32     `avro:"marker_partition"`
 	MarkerOffset    int64     `avro:"marker_offset"`
 	SealedAt        time.Time `avro:"sealed_at"`
+	// LastReuse is the G of the last seal that gave a doc_id another key
+	// held before to a new key (numerator.CompatibleWith).
+	LastReuse int64 `avro:"last_reuse"`
 	// Invalid, when not empty, says why the build under Ticket was
 	// refused: it left no decision applied, and this record is no state.
 	Invalid string `avro:"invalid"`

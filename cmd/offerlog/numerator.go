@@ -27,7 +27,7 @@ func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stder
 	verb := args[0]
 	switch verb {
 	case "check":
-		return numeratorCheck(args[1:], stdout, stderr)
+		return numeratorCheck(ctx, args[1:], stdout, stderr)
 	case "states":
 		return numeratorStates(ctx, args[1:], stdout, stderr)
 	}
@@ -164,10 +164,13 @@ var errIncompatible = errors.New("not usable")
 
 // numeratorCheck answers the seed's rule: may data built on state version
 // --data be used with the state --state (numerator.Compatible)?
-func numeratorCheck(args []string, stdout, stderr io.Writer) error {
+func numeratorCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newFlags("numerator check", stderr)
-	state := f.String("state", "", "the state's version T.S.V.G")
+	state := f.String("state", "", "the state's version T.S.V.G (with --brokers, read from numerator.states: data older than its last reuse of a doc_id is refused too)")
 	data := f.String("data", "", "the version T.S.V.G the data was built on")
+	// After --data: here it names a version, not a data directory (so
+	// --kafka-config, not DATA/kafka.properties, gives the credentials).
+	brokers := f.brokers()
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -179,7 +182,21 @@ func numeratorCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: --data: %v", errUsage, err)
 	}
-	if err := numerator.Compatible(dv, sv); err != nil {
+	check := numerator.Compatible(dv, sv)
+	if len(*brokers) > 0 {
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		states, err := numerator.States(cctx, *brokers)
+		if err != nil {
+			return err
+		}
+		st, ok := numerator.StateOf(states, sv.String())
+		if !ok {
+			return fmt.Errorf("no state %s on %s (numerator states lists them)", sv, topics.NumeratorStates)
+		}
+		check = numerator.CompatibleWith(dv, st)
+	}
+	if err := check; err != nil {
 		return fmt.Errorf("%w: %v", errIncompatible, err)
 	}
 	fmt.Fprintf(stdout, "usable: data %s with state %s\n", dv, sv)

@@ -77,6 +77,13 @@ func TestNumeratorWaitSaysARefusedBuild(t *testing.T) {
 		!strings.HasPrefix(lines[1], "0.0.0.7") || strings.Contains(lines[1], "INVALID") {
 		t.Errorf("numerator states: %d\n%s%s", code, out, stderr)
 	}
+	// check against the cluster's state record, and a state it has not.
+	if code, out, stderr := offerlog(t, "", "numerator", "check", "--brokers", addr, "--state", "0.0.0.7", "--data", "0.0.0.7"); code != 0 || !strings.Contains(out, "usable") {
+		t.Errorf("check against the state on the cluster: %d %s%s", code, out, stderr)
+	}
+	if code, _, stderr := offerlog(t, "", "numerator", "check", "--brokers", addr, "--state", "0.0.0.9", "--data", "0.0.0.7"); code != 1 || !strings.Contains(stderr, "no state 0.0.0.9") {
+		t.Errorf("check against a state the cluster has not: %d %s", code, stderr)
+	}
 }
 
 // TestNumeratorCheck: the seed's compatibility rule from the command line,

@@ -711,12 +711,26 @@ func (s *Server) numeratorCheck(w http.ResponseWriter, r *http.Request) {
 		}
 		vs[i] = v
 	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	states, err := numerator.States(ctx, s.brokers())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
 	out := struct {
 		Usable bool   `json:"usable"`
 		Reason string `json:"reason,omitempty"`
 	}{Usable: true}
-	if err := numerator.Compatible(vs[1], vs[0]); err != nil {
-		out.Usable, out.Reason = false, err.Error()
+	check := numerator.Compatible(vs[1], vs[0])
+	if st, ok := numerator.StateOf(states, vs[0].String()); ok {
+		check = numerator.CompatibleWith(vs[1], st)
+	} else if check == nil {
+		writeError(w, http.StatusNotFound, fieldErr("state", "no state %s on %s", vs[0], topics.NumeratorStates))
+		return
+	}
+	if check != nil {
+		out.Usable, out.Reason = false, check.Error()
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -89,8 +89,8 @@ func TestAnswersFitTheOpenAPIDescription(t *testing.T) {
 	check("POST", "/v1/clients/shop/documents", `{"pk":"1"}`, admin)   // 400
 	check("GET", "/v1/clients/shop/documents/1", "", admin)
 	check("GET", "/v1/clients/shop/documents/nosuch", "", admin)
-	if b := check("GET", "/v1/numerator/check?state=0.0.1.7&data=0.0.1.5", "", seller); !strings.Contains(b, `"usable":true`) {
-		t.Errorf("a usable pair: %s", b)
+	if b := check("GET", "/v1/numerator/check?state=0.0.1.7&data=0.0.1.5", "", seller); !strings.Contains(b, "no state 0.0.1.7") {
+		t.Errorf("a state the cluster has not: %s", b)
 	}
 	if b := check("GET", "/v1/numerator/check?state=0.0.2.7&data=0.0.1.5", "", seller); !strings.Contains(b, `"usable":false`) || !strings.Contains(b, "renumbered") {
 		t.Errorf("data of another rebuild: %s", b)

@@ -289,7 +289,7 @@ func TestAutomaticRebuild(t *testing.T) {
 	c.seal(1, 1)
 	c.offers(2, 0, 40)
 	st := c.seal(2, 2)
-	if !st.Rebuilt || st.Version != "0.0.1.2" {
+	if !st.Rebuilt || st.Version != "0.0.1.1" { // G grows only with new doc_ids: the seal of 2 added none
 		t.Fatalf("state %+v", st)
 	}
 	for _, s := range st.Shards {
@@ -311,7 +311,7 @@ func TestForcedRebuild(t *testing.T) {
 		t.Fatal("rebuilt without being asked")
 	}
 	st = c.marker(schemas.GenerationMarker{Action: schemas.MarkerRebuild, Scheme: -1}, 3)
-	if !st.Rebuilt || st.Version != "0.0.1.2" {
+	if !st.Rebuilt || st.Version != "0.0.1.1" { // G grows only with new doc_ids: the seal of 2 added none
 		t.Fatalf("state %+v", st)
 	}
 	live := int64(0)
@@ -1014,4 +1014,58 @@ func TestAMasterStoppedBrieflyFinishesAndTheNextSeals(t *testing.T) {
 	if as := c.assignments(); len(as) != 20 {
 		t.Errorf("%d assignments, want 20", len(as))
 	}
+}
+
+// TestGGrowsWithNewDocIDsOnly: the seed's G grows when a seal adds doc_ids,
+// not with the operator's generation (kept beside it); the state remembers
+// the G of its last reuse of a freed doc_id, and data older than it is not
+// usable with it (stricter than the seed: the data may name a reused id
+// for its former key).
+func TestGGrowsWithNewDocIDsOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	c := newCluster(t, 1, 0) // a key not seen in the next generation loses its id
+	c.offers(1, 0, 10)
+	st1 := c.seal(1, 1)
+	c.offers(2, 0, 5)
+	st2 := c.seal(2, 2) // 5 ids freed, none given
+	c.offers(3, 0, 5)
+	c.offers(3, 10, 15)
+	st3 := c.seal(3, 3) // the 5 freed ids given to new keys
+	c.offers(4, 0, 5)
+	c.offers(4, 10, 20)
+	st4 := c.seal(4, 4) // 5 more new keys: in these keys' shards, some take an id freed at 2 too
+	for i, c := range []struct {
+		st          schemas.NumeratorState
+		version     string
+		gen, reused int64
+	}{{st1, "0.0.0.1", 1, 0}, {st2, "0.0.0.1", 2, 0}, {st3, "0.0.0.2", 3, 2}, {st4, "0.0.0.3", 4, 3}} {
+		if c.st.Version != c.version || c.st.Generation != c.gen || c.st.LastReuse != c.reused {
+			t.Errorf("state %d: %s generation %d last reuse %d, want %s, %d, %d", i+1, c.st.Version, c.st.Generation, c.st.LastReuse, c.version, c.gen, c.reused)
+		}
+	}
+	g := func(s string) numerator.Version {
+		v, err := numerator.ParseVersion(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if err := numerator.Compatible(g("0.0.0.1"), g(st4.Version)); err != nil {
+		t.Errorf("the seed's rule: %v", err)
+	}
+	if err := numerator.CompatibleWith(g("0.0.0.1"), &st4); err == nil || !strings.Contains(err.Error(), "gave doc_ids other keys held") {
+		t.Errorf("data of G 1 with a state that reused ids at G 2: %v", err)
+	}
+	if err := numerator.CompatibleWith(g("0.0.0.2"), &st3); err != nil {
+		t.Errorf("data of G 2 with its own state: %v", err)
+	}
+	if err := numerator.CompatibleWith(g("0.0.0.3"), &st4); err != nil {
+		t.Errorf("data of G 3 with its own state: %v", err)
+	}
+	if err := numerator.CompatibleWith(g("0.0.0.2"), &st4); err == nil {
+		t.Error("data of G 2 with a state that reused ids at G 3: usable")
+	}
+	checkUnique(t, c.assignments())
 }

@@ -22,8 +22,9 @@ type StatePlan struct {
 	Shards []schemas.ShardSummary
 	// Rebuilt is true when the ids were renumbered (V+1).
 	Rebuilt bool
-	// Seen counts the keys seen in a sealed generation.
-	Seen int64
+	// Seen counts the keys seen in a sealed generation; New the keys that
+	// got a doc_id.
+	Seen, New int64
 }
 
 // ShardStateOf derives a shard's allocator state from its entries: the
@@ -111,6 +112,7 @@ func PlanShards(scheme sharding.Scheme, m schemas.GenerationMarker, g, ttl int64
 		for s := range scheme.Shards {
 			a, sum, stats, n := PlanShard(shard(s), s, m, g, ttl, rebuild, rebuildShare)
 			plan.Seen += stats.Seen
+			plan.New += stats.New
 			plan.Assignments = append(plan.Assignments, a...)
 			plan.Shards = append(plan.Shards, sum)
 			needs = needs || n

@@ -253,12 +253,19 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 	}
 	next := v
 	scheme, _ := sharding.Get(v.S)
+	// gen is the operator's generation the build counts in (a seal's; the
+	// last sealed one for a rebuild or reshard). G is the seed's: it grows
+	// when a seal adds doc_ids, whatever the generation's number.
+	var gen, lastReuse int64
+	if cur != nil {
+		gen, lastReuse = cur.Generation, cur.LastReuse
+	}
 	switch m.Action {
 	case schemas.MarkerSeal:
-		if m.Generation <= v.G {
-			return dead("generation %d is not after the sealed generation %d", m.Generation, v.G)
+		if m.Generation <= gen {
+			return dead("generation %d is not after the sealed generation %d", m.Generation, gen)
 		}
-		next.G = m.Generation
+		gen = m.Generation
 	case schemas.MarkerRebuild:
 		next.V++
 	case schemas.MarkerReshard:
@@ -277,9 +284,9 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 	// one pass over the table for all of them when it is small enough.
 	var readErr error
 	loader := &shardLoader{budget: s.cfg.EntryBudget, read: func(lo, hi int, keep func(int) (bool, int)) (map[int][]Entry, error) {
-		return s.entries(next.G, scheme, lo, hi, keep)
+		return s.entries(gen, scheme, lo, hi, keep)
 	}}
-	plan := PlanShards(scheme, *m, next.G, s.cfg.TTL, s.cfg.RebuildShare, func(shard int) []Entry {
+	plan := PlanShards(scheme, *m, gen, s.cfg.TTL, s.cfg.RebuildShare, func(shard int) []Entry {
 		es, err := loader.shard(shard, scheme.Shards)
 		if err != nil && readErr == nil {
 			readErr = err
@@ -295,7 +302,13 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 	if plan.Rebuilt && m.Action == schemas.MarkerSeal {
 		next.V++
 	}
-	st := &schemas.NumeratorState{Version: next.String(), Generation: next.G, Scheme: next.S, Rebuilt: plan.Rebuilt,
+	if plan.New > 0 {
+		next.G++
+	}
+	if reuses(cur, &plan, next.V == v.V && next.S == v.S) {
+		lastReuse = next.G
+	}
+	st := &schemas.NumeratorState{Version: next.String(), Generation: gen, LastReuse: lastReuse, Scheme: next.S, Rebuilt: plan.Rebuilt,
 		Shards: plan.Shards, Holder: lock.Holder, Ticket: lock.Ticket, MarkerPartition: r.Partition, MarkerOffset: r.Offset,
 		SealedAt: time.Now().UTC().Truncate(time.Millisecond)}
 	written, err := s.write(ctx, plan.Assignments, st, next)
@@ -349,7 +362,7 @@ func (s *sealer) write(ctx context.Context, as []Planned, st *schemas.NumeratorS
 	var writeErr error
 	for _, a := range as {
 		out := &schemas.Assignment{BusinessID: int64(a.Key.BusinessID), OfferID: a.Key.OfferID, ShopID: int64(a.Key.ShopID),
-			WarehouseID: int64(a.Key.WarehouseID), Shard: int32(a.Shard), DocID: a.DocID, Version: st.Version, Generation: next.G}
+			WarehouseID: int64(a.Key.WarehouseID), Shard: int32(a.Shard), DocID: a.DocID, Version: st.Version, Generation: st.Generation}
 		data, err := schemas.Assignments.Encode(out)
 		if err != nil {
 			return fail(err)
@@ -417,6 +430,34 @@ func (s *sealer) invalid(ctx context.Context, st *schemas.NumeratorState, why er
 	}
 }
 
+// reuses notes in plan's shard summaries the largest doc_id given since
+// the shard's last renumbering (HighDocID), and reports whether the plan
+// gives a new key an id at or below the one of the state before it, cur:
+// an id another key held. same says whether the plan keeps cur's
+// numbering (no rebuild, no reshard).
+func reuses(cur *schemas.NumeratorState, plan *StatePlan, same bool) bool {
+	high := map[int]int64{}
+	if cur != nil && same {
+		for _, sh := range cur.Shards {
+			high[int(sh.Shard)] = max(sh.HighDocID, sh.MaxDocID)
+		}
+	}
+	reused := false
+	for _, a := range plan.Assignments {
+		if h, ok := high[a.Shard]; ok && a.DocID != NoDocID && a.DocID <= h {
+			reused = true
+		}
+	}
+	for i := range plan.Shards {
+		sh := &plan.Shards[i]
+		sh.HighDocID = sh.MaxDocID
+		if h, ok := high[int(sh.Shard)]; ok {
+			sh.HighDocID = max(h, sh.MaxDocID)
+		}
+	}
+	return reused
+}
+
 // newer reports whether state version a comes after b: versions move on by
 // V (rebuilds, reshards) and G (seals).
 func newer(a, b Version) bool { return a.V > b.V || (a.V == b.V && a.G > b.G) }
@@ -453,12 +494,19 @@ func (s *sealer) adopt(ctx context.Context, cur *schemas.NumeratorState, v Versi
 		return false, nil
 	}
 	pv, err := ParseVersion(p.Version)
-	if err != nil || pv.T != v.T || !newer(pv, v) {
-		return false, nil // not a state of this numerator's line, or not newer
+	if err != nil || pv.T != v.T || newer(v, pv) {
+		return false, nil // not a state of this numerator's line, or older
 	}
-	st, copies, err := s.readRemote(ctx, p, v, pv)
+	var curGen int64
+	if cur != nil {
+		curGen = cur.Generation
+	}
+	st, copies, err := s.readRemote(ctx, p, v, pv, curGen)
 	if err != nil {
 		return false, fmt.Errorf("adopt the state %s of cluster %s: %w", p.Version, p.Cluster, err)
+	}
+	if st == nil {
+		return false, nil // not newer: the same version of no later generation
 	}
 	if err := s.cl.ProduceSync(ctx, copies...).FirstErr(); err != nil {
 		return false, fmt.Errorf("copy the decisions of state %s of %s: %w", p.Version, p.Cluster, err)
@@ -484,9 +532,12 @@ func (s *sealer) adopt(ctx context.Context, cur *schemas.NumeratorState, v Versi
 }
 
 // readRemote reads, from the cluster the pointer p names, the state it
-// points to and the assignments of the versions after v up to pv, as
-// records for numerator.results here; each call has adoptWait to answer.
-func (s *sealer) readRemote(ctx context.Context, p coordinator.Pointer, v, pv Version) (*schemas.NumeratorState, []*kgo.Record, error) {
+// points to and the assignments after the local state (version v of
+// generation gen) up to it, as records for numerator.results here; each
+// call has adoptWait to answer. A state that is not after the local one
+// (the same version, of no later generation: G grows only with new
+// doc_ids) is nil.
+func (s *sealer) readRemote(ctx context.Context, p coordinator.Pointer, v, pv Version, gen int64) (*schemas.NumeratorState, []*kgo.Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, adoptWait)
 	defer cancel()
 	unanswered := func(what string, err error) error {
@@ -520,6 +571,9 @@ func (s *sealer) readRemote(ctx context.Context, p coordinator.Pointer, v, pv Ve
 	if st == nil {
 		return nil, nil, fmt.Errorf("the state the pointer names is not at %v of %s", p.Offsets, p.Topic)
 	}
+	if !newer(pv, v) && st.Generation <= gen {
+		return nil, nil, nil
+	}
 	// Its decisions are in its numerator's assignments once its group
 	// applied every one of them.
 	ends, err := adm.ListEndOffsets(ctx, topics.NumeratorResults)
@@ -535,7 +589,8 @@ func (s *sealer) readRemote(ctx context.Context, p coordinator.Pointer, v, pv Ve
 		if r.Value == nil || schemas.Assignments.Decode(r.Value, &a) != nil {
 			return
 		}
-		if av, err := ParseVersion(a.Version); err == nil && newer(av, v) && !newer(av, pv) {
+		if av, err := ParseVersion(a.Version); err == nil && !newer(av, pv) && a.Generation <= st.Generation &&
+			(newer(av, v) || a.Generation > gen) {
 			copies = append(copies, &kgo.Record{Topic: topics.NumeratorResults, Key: r.Key, Value: r.Value})
 		}
 	})

@@ -65,6 +65,35 @@ func Compatible(data, state Version) error {
 	return nil
 }
 
+// CompatibleWith is Compatible against a state's record: stricter than the
+// seed's rule, it also refuses data older than the state's last reuse of a
+// doc_id (LastReuse), which the data may name for the key that held it.
+func CompatibleWith(data Version, state *schemas.NumeratorState) error {
+	sv, err := ParseVersion(state.Version)
+	if err != nil {
+		return err
+	}
+	if err := Compatible(data, sv); err != nil {
+		return err
+	}
+	if state.LastReuse > data.G {
+		return fmt.Errorf("numerator: the state %s gave doc_ids other keys held to new keys at G %d, after the data's %s: the data may name one of them for its former key",
+			state.Version, state.LastReuse, data)
+	}
+	return nil
+}
+
+// StateOf returns the newest valid state of version v among states, and
+// false if none is.
+func StateOf(states []schemas.NumeratorState, v string) (*schemas.NumeratorState, bool) {
+	for i := len(states) - 1; i >= 0; i-- {
+		if states[i].Version == v && states[i].Invalid == "" {
+			return &states[i], true
+		}
+	}
+	return nil, false
+}
+
 // States returns every record of numerator.states that decodes, oldest
 // first: the states, and the builds refused (Invalid set).
 func States(ctx context.Context, brokers []string) ([]schemas.NumeratorState, error) {
