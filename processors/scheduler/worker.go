@@ -92,6 +92,9 @@ func (w *worker) item(ctx context.Context, r *kgo.Record) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if errors.Is(err, errViewBehind) {
+			return err // not committed: the loop tries the item again, with backoff
+		}
 		w.m.Processed.With(w.cfg.Name, "gone").Inc()
 		w.log.Warn("scheduler: queue item skipped", "stage", w.cfg.Name, "offer", it.OfferID, "err", err)
 		return nil
@@ -200,6 +203,12 @@ func (w *worker) at(ctx context.Context, it *schemas.QueueItem) (*schemas.OfferR
 	})
 	switch {
 	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		if v, gerr := w.view.Get(it.OfferID); gerr == nil && v != nil {
+			// The record is there, behind the item: the view lags (a
+			// broker restart, a loaded machine). The item is tried again,
+			// never dropped for it.
+			return nil, schemas.StageState{}, fmt.Errorf("%w: offer %s not at version %d, queued, in the view yet", errViewBehind, it.OfferID, it.Version)
+		}
 		return nil, schemas.StageState{}, fmt.Errorf("offer %s not at version %d, queued, in the view", it.OfferID, it.Version)
 	case err != nil:
 		return nil, schemas.StageState{}, err
@@ -217,6 +226,10 @@ func (w *worker) dead(ctx context.Context, r *kgo.Record, reason string) {
 		w.log.Error("scheduler: dead letter not written", "stage", w.cfg.Name, "err", err)
 	}
 }
+
+// errViewBehind is at's error when the offers view holds the item's offer
+// but not yet at the item's version.
+var errViewBehind = errors.New("scheduler: the offers view is behind")
 
 // PatchOf returns the fields of the offer of read that result changes,
 // those a stage may patch (offers.Patchable).

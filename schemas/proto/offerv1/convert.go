@@ -14,7 +14,7 @@ import (
 func FromOffer(o *schemas.Offer) *Offer {
 	out := &Offer{Id: o.ID, SellerId: o.SellerID, Category: o.Category, Title: o.Title, Description: o.Description,
 		Price: o.Price, Currency: o.Currency, Attributes: o.Attributes.Map(), Status: string(o.Status), ExternalId: o.ExternalID,
-		CreatedAtMs: Millis(o.CreatedAt), UpdatedAtMs: Millis(o.UpdatedAt)}
+		CreatedAtMs: Millis(o.CreatedAt), UpdatedAtMs: Millis(o.UpdatedAt), ExposedMs: o.ExposedMs, ExposedSinceMs: o.ExposedSince}
 	for _, p := range o.Photos {
 		out.Photos = append(out.Photos, &Photo{SourceUrl: p.SourceURL, Url: p.URL, Status: string(p.Status), Error: p.Error})
 	}

@@ -104,12 +104,19 @@ type Offer struct {
 	Attributes  map[string]string      `protobuf:"bytes,8,rep,name=attributes,proto3" json:"attributes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Photos      []*Photo               `protobuf:"bytes,9,rep,name=photos,proto3" json:"photos,omitempty"`
 	// ACTIVE, INACTIVE, EXPIRED, SOLD or DELETED.
-	Status        string `protobuf:"bytes,10,opt,name=status,proto3" json:"status,omitempty"`
-	ExternalId    string `protobuf:"bytes,11,opt,name=external_id,json=externalId,proto3" json:"external_id,omitempty"`
-	CreatedAtMs   int64  `protobuf:"varint,12,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
-	UpdatedAtMs   int64  `protobuf:"varint,13,opt,name=updated_at_ms,json=updatedAtMs,proto3" json:"updated_at_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Status      string `protobuf:"bytes,10,opt,name=status,proto3" json:"status,omitempty"`
+	ExternalId  string `protobuf:"bytes,11,opt,name=external_id,json=externalId,proto3" json:"external_id,omitempty"`
+	CreatedAtMs int64  `protobuf:"varint,12,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	UpdatedAtMs int64  `protobuf:"varint,13,opt,name=updated_at_ms,json=updatedAtMs,proto3" json:"updated_at_ms,omitempty"`
+	// The offer's exposure (ACTIVE and not banned), kept by offerlog from
+	// the log's time: the milliseconds before its current exposure, and
+	// since when it is exposed now (Unix ms; 0: not exposed; -1: an offer
+	// written before exposure was kept, counted from its creation).
+	// Read-only: a write's values are ignored.
+	ExposedMs      int64 `protobuf:"varint,14,opt,name=exposed_ms,json=exposedMs,proto3" json:"exposed_ms,omitempty"`
+	ExposedSinceMs int64 `protobuf:"varint,15,opt,name=exposed_since_ms,json=exposedSinceMs,proto3" json:"exposed_since_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Offer) Reset() {
@@ -229,6 +236,20 @@ func (x *Offer) GetCreatedAtMs() int64 {
 func (x *Offer) GetUpdatedAtMs() int64 {
 	if x != nil {
 		return x.UpdatedAtMs
+	}
+	return 0
+}
+
+func (x *Offer) GetExposedMs() int64 {
+	if x != nil {
+		return x.ExposedMs
+	}
+	return 0
+}
+
+func (x *Offer) GetExposedSinceMs() int64 {
+	if x != nil {
+		return x.ExposedSinceMs
 	}
 	return 0
 }
@@ -1078,7 +1099,7 @@ const file_offer_v1_offer_proto_rawDesc = "" +
 	"source_url\x18\x01 \x01(\tR\tsourceUrl\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x16\n" +
 	"\x06status\x18\x03 \x01(\tR\x06status\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\"\x85\x04\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"\xce\x04\n" +
 	"\x05Offer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tseller_id\x18\x02 \x01(\tR\bsellerId\x12\x1a\n" +
@@ -1096,7 +1117,10 @@ const file_offer_v1_offer_proto_rawDesc = "" +
 	"\vexternal_id\x18\v \x01(\tR\n" +
 	"externalId\x12\"\n" +
 	"\rcreated_at_ms\x18\f \x01(\x03R\vcreatedAtMs\x12\"\n" +
-	"\rupdated_at_ms\x18\r \x01(\x03R\vupdatedAtMs\x1a=\n" +
+	"\rupdated_at_ms\x18\r \x01(\x03R\vupdatedAtMs\x12\x1d\n" +
+	"\n" +
+	"exposed_ms\x18\x0e \x01(\x03R\texposedMs\x12(\n" +
+	"\x10exposed_since_ms\x18\x0f \x01(\x03R\x0eexposedSinceMs\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +
