@@ -89,17 +89,23 @@ const ExposureUnknown = -1
 // was ACTIVE and not banned (gost-scheduler.md: "180 дней экспозиции"),
 // and whether it is exposed now.
 func (o *Offer) Exposure(at int64) (ms int64, now bool) {
-	since := o.ExposedSince
-	if since == ExposureUnknown {
-		if o.Status != OfferActive {
-			return o.ExposedMs, false
-		}
-		since = o.CreatedAt.UnixMilli()
-	}
+	since := o.exposedSince()
 	if since <= 0 {
 		return o.ExposedMs, false
 	}
 	return o.ExposedMs + max(0, at-since), true
+}
+
+// exposedSince is ExposedSince, read for a record written before exposure
+// was kept as its creation if it is ACTIVE (0: not exposed now).
+func (o *Offer) exposedSince() int64 {
+	if o.ExposedSince != ExposureUnknown {
+		return o.ExposedSince
+	}
+	if o.Status != OfferActive {
+		return 0
+	}
+	return o.CreatedAt.UnixMilli()
 }
 
 // Expose carries o's exposure from before, the offer's previous version
@@ -114,10 +120,7 @@ func (o *Offer) Expose(before *Offer, shown bool, at int64) {
 	}
 	switch {
 	case shown && was:
-		o.ExposedMs, o.ExposedSince = before.ExposedMs, before.ExposedSince
-		if o.ExposedSince == ExposureUnknown {
-			o.ExposedSince = before.CreatedAt.UnixMilli()
-		}
+		o.ExposedMs, o.ExposedSince = before.ExposedMs, before.exposedSince()
 	case shown:
 		o.ExposedMs, o.ExposedSince = ms, max(at, 1)
 	default:

@@ -103,16 +103,17 @@ func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stder
 func awaitState(ctx context.Context, brokers []string, rec *kgo.Record, d time.Duration) (*schemas.NumeratorState, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
+	cl, err := streams.NewClient(brokers)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
 	var from map[int32]int64
 	for {
 		var found *schemas.NumeratorState
 		var next map[int32]int64
-		cl, err := streams.NewClient(brokers)
-		if err != nil {
-			return nil, err
-		}
-		ends, err := streams.EndOffsets(ctx, kadm.NewClient(cl), topics.NumeratorStates)
-		cl.Close()
+		ends, err := streams.EndOffsets(ctx, adm, topics.NumeratorStates)
 		if err == nil {
 			next = ends
 			err = streams.ReadRange(ctx, brokers, topics.NumeratorStates, from, ends, func(r *kgo.Record) {
@@ -146,17 +147,16 @@ func awaitState(ctx context.Context, brokers []string, rec *kgo.Record, d time.D
 func sealedState(ctx context.Context, brokers []string, g int64) (*schemas.NumeratorState, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	var found *schemas.NumeratorState
-	err := streams.ReadToEnd(ctx, brokers, topics.NumeratorStates, func(r *kgo.Record) {
-		var st schemas.NumeratorState
-		if schemas.NumeratorStates.Decode(r.Value, &st) == nil && st.Invalid == "" && st.Generation >= g {
-			found = &st
-		}
-	})
+	states, err := numerator.States(ctx, brokers)
 	if err != nil {
-		return nil, false, fmt.Errorf("read %s: %w", topics.NumeratorStates, err)
+		return nil, false, err
 	}
-	return found, found != nil, nil
+	for i := len(states) - 1; i >= 0; i-- {
+		if st := &states[i]; st.Invalid == "" && st.Generation >= g {
+			return st, true, nil
+		}
+	}
+	return nil, false, nil
 }
 
 // errIncompatible is check's answer "no": exit 1, said on stderr.

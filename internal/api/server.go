@@ -478,8 +478,11 @@ func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
 		// indexing.md's RawDocument, converted here once.
 		r.Body = http.MaxBytesReader(w, r.Body, int64(4*s.cfg.Rules.MaxDocumentBytes))
 		data, err := io.ReadAll(r.Body)
-		if err != nil {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("body is larger than %d bytes", 4*s.cfg.Rules.MaxDocumentBytes))
+		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("body is larger than %d bytes", tooBig.Limit))
+			return
+		} else if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("read the body: %w", err))
 			return
 		}
 		var pb documentv1.RawDocument

@@ -118,11 +118,11 @@ func stageCommand(cur *schemas.OfferRecord, in Input) Decision {
 				return refuse(schemas.OutcomeInvalid, cur, "patch_fields", "stage %s: %v cannot be patched (patchable: %v)", c.Stage, bad, Patchable)
 			}
 		}
-		if c.ReadVersion != cur.Version && c.Patch && c.Offer != nil && !patchConflicts(cur, c) {
-			// A patch of fields that did not change since the stage read
-			// the offer applies to the current version (gost-scheduler.md:
-			// patches, fewer conflicts when stages touch one offer).
-		} else if c.ReadVersion != cur.Version {
+		// A patch of fields that did not change since the stage read the
+		// offer applies to the current version (gost-scheduler.md: patches,
+		// fewer conflicts when stages touch one offer).
+		patchApplies := c.Patch && c.Offer != nil && !patchConflicts(cur, c)
+		if c.ReadVersion != cur.Version && !patchApplies {
 			// Discarded: the stage runs again on the new version.
 			d := refuse(schemas.OutcomeConflict, cur, "read_version", "offer is at version %d, the stage read %d", cur.Version, c.ReadVersion)
 			d.Queue = &schemas.QueueItem{OfferID: cur.Offer.ID, Stage: c.Stage, Version: cur.Version, StateVersion: st.Version, At: in.At}
