@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"sync/atomic"
 
-	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -78,20 +77,6 @@ func kgoCodec(name string) (kgo.CompressionCodec, error) {
 		return kgo.ZstdCompression(), nil
 	}
 	return kgo.CompressionCodec{}, fmt.Errorf("compression %q: want one of %v", name, Compressions)
-}
-
-func saramaCodec(name string) sarama.CompressionCodec {
-	switch name {
-	case "gzip":
-		return sarama.CompressionGZIP
-	case "snappy":
-		return sarama.CompressionSnappy
-	case "lz4":
-		return sarama.CompressionLZ4
-	case "zstd":
-		return sarama.CompressionZSTD
-	}
-	return sarama.CompressionNone
 }
 
 // ClientOptions are the options of the process's settings for franz-go:

@@ -2,7 +2,6 @@ package streams
 
 import (
 	"bufio"
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -65,7 +63,7 @@ func (c Credentials) mechanism() sasl.Mechanism {
 var credentials sync.Map
 
 // Authenticate makes every client this process makes of the cluster of
-// brokers (NewClient, Loops, and goka's sarama clients of Config)
+// brokers (NewClient, and through it every loop, group and view)
 // authenticate with c; no brokers: every cluster not given its own.
 func Authenticate(brokers []string, c Credentials) error {
 	if err := c.validate(); err != nil {
@@ -122,63 +120,6 @@ func clusterOptions(brokers []string) []kgo.Opt {
 	}
 	return opts
 }
-
-// saramaSASL sets the credentials of brokers' cluster on a sarama config.
-func saramaSASL(cfg *sarama.Config, brokers []string) {
-	c, ok := credentialsOf(brokers)
-	if !ok {
-		return
-	}
-	if c.TLS != nil {
-		cfg.Net.TLS.Enable, cfg.Net.TLS.Config = true, c.TLS.Clone()
-	}
-	if !c.sasl() {
-		return
-	}
-	cfg.Net.SASL.Enable = true
-	cfg.Net.SASL.Handshake = true
-	cfg.Net.SASL.User, cfg.Net.SASL.Password = c.User, c.Password
-	switch c.Mechanism {
-	case "PLAIN":
-		cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
-	case "SCRAM-SHA-256":
-		cfg.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA256
-	default:
-		cfg.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
-	}
-	if c.Mechanism != "PLAIN" {
-		cfg.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{mech: c.mechanism()} }
-	}
-}
-
-// scramClient is sarama's SCRAM client on franz-go's implementation of the
-// mechanism (sarama leaves SCRAM to the caller).
-type scramClient struct {
-	mech    sasl.Mechanism
-	session sasl.Session
-	done    bool
-}
-
-func (s *scramClient) Begin(string, string, string) error { return nil }
-
-func (s *scramClient) Step(challenge string) (string, error) {
-	if s.session == nil {
-		session, first, err := s.mech.Authenticate(context.Background(), "")
-		if err != nil {
-			return "", err
-		}
-		s.session = session
-		return string(first), nil
-	}
-	done, resp, err := s.session.Challenge([]byte(challenge))
-	if err != nil {
-		return "", err
-	}
-	s.done = done
-	return string(resp), nil
-}
-
-func (s *scramClient) Done() bool { return s.done }
 
 // KafkaConfig is what a librdkafka properties file (kcat -F FILE) says of
 // a cluster: its brokers and how to authenticate.

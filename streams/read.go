@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -179,61 +178,4 @@ func Partitions(ctx context.Context, brokers []string, topic string) (int32, err
 		return 0, err
 	}
 	return int32(len(ends)), nil
-}
-
-// WaitView waits until view has read its topic up to the end offsets the
-// topic has at the call: after it, the view shows every record written
-// before the call (a goka view says only that it caught up once, at start).
-func WaitView(ctx context.Context, adm *kadm.Client, view *goka.View) error {
-	ends, err := EndOffsets(ctx, adm, view.Topic())
-	if err != nil {
-		return err
-	}
-	for {
-		stats := view.Stats(ctx)
-		behind := 0
-		for p, end := range ends {
-			if end <= 0 {
-				continue
-			}
-			s := stats.Partitions[p]
-			if s == nil || max(s.Recovery.Offset, s.Input.LastOffset) < end-1 {
-				behind++
-			}
-		}
-		if behind == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("view of %s: %d partition(s) behind: %w", view.Topic(), behind, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// RunView runs view for as long as readers runs, and stops it only once
-// readers has returned: goka's View.Get races with the close that ends
-// View.Run, so a view must outlive every goroutine that reads it. readers'
-// context ends with ctx, or when the view fails; RunView returns both
-// errors.
-func RunView(ctx context.Context, view *goka.View, readers func(context.Context) error) error {
-	vctx, stopView := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopView()
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	viewErr := make(chan error, 1)
-	go func() {
-		err := view.Run(vctx)
-		if vctx.Err() != nil {
-			err = nil // stopped by RunView
-		} else if err != nil {
-			err = fmt.Errorf("view of %s: %w", view.Topic(), err)
-			cancel()
-		}
-		viewErr <- err
-	}()
-	err := readers(rctx)
-	stopView()
-	return errors.Join(err, <-viewErr)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // ErrGroupRunning is returned by PrepareReplay when the group has members:
@@ -361,4 +362,24 @@ func (r Replay) report(ctx context.Context, adm *kadm.Client, ends kadm.Offsets,
 // Config.ProcessorOptions lays it out.
 func (c Config) StateDirOf(group string) string {
 	return filepath.Join(c.StateDir, "processor", group)
+}
+
+// ReplayGroup rebuilds a table group from its inputs (Replay.Run), the one
+// way every group is replayed: spec names the group, its inputs, its table
+// and the table's configs and partitions; the group's local state, the gap
+// rule and the logger come from s. run runs the group with the config the
+// replay made of s (its outputs dropped or marked), until its context ends.
+// The group must not be running.
+func ReplayGroup(ctx context.Context, s Config, spec Replay, run func(context.Context, Config) error) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	spec.StateDir, spec.AllowGaps, spec.Logger = s.StateDirOf(spec.Group), s.AllowGaps, s.Logger
+	s = spec.For(s)
+	cl, err := NewClient(s.Brokers, kgo.ClientID("offerlog-replay"))
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	defer cl.Close()
+	return spec.Run(ctx, kadm.NewClient(cl), func(ctx context.Context) error { return run(ctx, s) })
 }

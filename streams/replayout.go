@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
@@ -48,11 +47,11 @@ func (o ReplayOutputs) String() string {
 
 // replayRun is what the processor a replay runs needs to know, shared by
 // the Replay (which fills answered in Prepare, before the processor
-// starts) and the processor's context wrapper.
+// starts) and the table group's batches (TableBatch.Emit).
 type replayRun struct {
 	mode   ReplayOutputs
 	inputs []string
-	header goka.Headers
+	header map[string][]byte
 	// answered are the group's committed offsets before the replay: an
 	// input record below its partition's offset had been processed.
 	answered kadm.OffsetResponses
@@ -62,7 +61,7 @@ type replayRun struct {
 
 func newReplayRun(mode ReplayOutputs, inputs []string) *replayRun {
 	return &replayRun{mode: mode, inputs: slices.Clone(inputs),
-		header: goka.Headers{ReplayHeader: []byte(time.Now().UTC().Format(time.RFC3339))}}
+		header: map[string][]byte{ReplayHeader: []byte(time.Now().UTC().Format(time.RFC3339))}}
 }
 
 // isLive reports whether the input record at offset of topic's partition
@@ -84,31 +83,4 @@ func (r *replayRun) reemits(topic string) bool {
 	}
 	r.dropped.Add(1)
 	return false
-}
-
-// wrap is the goka context wrapper of the processor a replay runs.
-func (r *replayRun) wrap(ctx goka.Context) goka.Context {
-	return replayContext{gokaContext: ctx, run: r, live: r.isLive(string(ctx.Topic()), ctx.Partition(), ctx.Offset())}
-}
-
-// gokaContext names the embedded context apart from its Context method.
-type gokaContext = goka.Context
-
-// replayContext is a goka context whose Emit follows the replay's rule for
-// its input record: live (not processed before the replay) or answered.
-// Table writes (SetValue, Delete) are not emits: they always happen.
-type replayContext struct {
-	gokaContext
-	run  *replayRun
-	live bool
-}
-
-func (c replayContext) Emit(topic goka.Stream, key string, value any, options ...goka.ContextOption) {
-	switch {
-	case c.live:
-		c.run.live.Add(1)
-		c.gokaContext.Emit(topic, key, value, options...)
-	case c.run.reemits(string(topic)):
-		c.gokaContext.Emit(topic, key, value, append(options, goka.WithCtxEmitHeaders(c.run.header))...)
-	}
 }

@@ -125,6 +125,7 @@ type TableBatch struct {
 	sets  map[string][]byte
 	order []string // keys of sets in the order first set
 	out   []*kgo.Record
+	after []func()
 }
 
 // Run consumes until ctx ends (nil) or a batch fails fatally; the stores
@@ -402,8 +403,17 @@ func (g *TableGroup) batch(ctx context.Context, b *Batch) error {
 	if err := g.Handle(ctx, tb); err != nil {
 		return err
 	}
-	return tb.commit(ctx)
+	if err := tb.commit(ctx); err != nil {
+		return err
+	}
+	for _, fn := range tb.after {
+		fn()
+	}
+	return nil
 }
+
+// AfterCommit calls fn once the batch is committed (Context.AfterCommit).
+func (b *TableBatch) AfterCommit(fn func()) { b.after = append(b.after, fn) }
 
 // Values returns the table's current value of each of keys that has one,
 // what this batch set included. The keys are read in order through one

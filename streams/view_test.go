@@ -2,50 +2,122 @@ package streams_test
 
 import (
 	"context"
-	"runtime"
-	"strings"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
-
-	"github.com/offerlog/offerlog/third_party/forked/goka"
-	"github.com/offerlog/offerlog/third_party/forked/goka/codec"
 
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
-// TestAViewThatStoppedLeavesNoClient runs views with offerlog's options
-// and stops them: no sarama client of theirs is left running (goka's View
-// never closed the consumer and topic manager it made: third_party/forked/goka patch
-// 1), so a process that restarts its views does not pile clients up.
-func TestAViewThatStoppedLeavesNoClient(t *testing.T) {
-	b := testkit.Broker(t, "")
-	brokers := b.Addrs()
-	table := goka.Table("leak-table")
-	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: string(table), Partitions: 4, Compacted: true}})
-	cfg := streams.Config{Brokers: brokers, StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
-	for i := range 3 {
-		v, err := goka.NewView(brokers, table, new(codec.String), cfg.ViewOptions("leak")...)
-		if err != nil {
-			t.Fatal(err)
+// runView runs v until the test ends, or stop is called; it returns stop.
+func runView(t *testing.T, v *streams.View) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- v.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- v.Run(ctx) }()
-		select {
-		case <-v.WaitRunning():
-		case err := <-done:
-			t.Fatalf("view %d stopped: %v", i, err)
-		}
+		stopped = true
 		cancel()
 		if err := <-done; err != nil {
-			t.Fatalf("view %d: %v", i, err)
+			t.Errorf("view: %v", err)
 		}
 	}
-	testkit.Eventually(t, 10*time.Second, "no sarama client left running", func() bool {
-		buf := make([]byte, 1<<22)
-		stacks := string(buf[:runtime.Stack(buf, true)])
-		return !strings.Contains(stacks, "sarama.(*client).backgroundMetadataUpdater")
-	})
+	t.Cleanup(stop)
+	select {
+	case <-v.Ready():
+	case err := <-done:
+		t.Fatalf("view stopped before it was ready: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("view not ready after 30 s")
+	}
+	return stop
+}
+
+// TestAViewCopiesItsTable: a view is ready with what the topic held, keeps
+// up with later writes and deletes (Sync), lists the keys of every
+// partition in key order within a range, answers an error (not a crash)
+// once stopped, and a view restarted on its store reads on from its offsets
+// without losing a delete made while it was down.
+func TestAViewCopiesItsTable(t *testing.T) {
+	b := testkit.Broker(t, "")
+	brokers := b.Addrs()
+	const table = "view-table"
+	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: table, Partitions: 4, Compacted: true}})
+	for i := range 20 {
+		testkit.Put(t, brokers, table, fmt.Appendf(nil, "k/%02d", i), fmt.Appendf(nil, "v%d", i))
+	}
+	cfg := streams.Config{Brokers: brokers, StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
+	v := streams.NewView(cfg, table, streams.Bytes{}, "test")
+	if _, err := v.Get("k/01"); err == nil {
+		t.Error("a view that never ran answered a Get")
+	}
+	stop := runView(t, v)
+	get := func(key string) string {
+		t.Helper()
+		val, err := v.Get(key)
+		if err != nil {
+			t.Fatalf("get %s: %v", key, err)
+		}
+		if val == nil {
+			return "<none>"
+		}
+		return string(val.([]byte))
+	}
+	if got := get("k/07"); got != "v7" {
+		t.Fatalf("k/07 = %s once ready, want v7", got)
+	}
+	testkit.Put(t, brokers, table, []byte("k/07"), []byte("again"))
+	testkit.Put(t, brokers, table, []byte("k/03"), nil)
+	if err := v.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, gone := get("k/07"), get("k/03"); got != "again" || gone != "<none>" {
+		t.Fatalf("after sync: k/07 = %s, k/03 = %s; want again, <none>", got, gone)
+	}
+	it, err := v.IteratorWithRange("k/10", "k/15")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for it.Next() {
+		keys = append(keys, it.Key())
+	}
+	it.Release()
+	if want := []string{"k/10", "k/11", "k/12", "k/13", "k/14"}; !slices.Equal(keys, want) {
+		t.Fatalf("range k/10..k/15: %v, want %v (every partition's keys, in order)", keys, want)
+	}
+	stop()
+	if _, err := v.Get("k/07"); err == nil {
+		t.Error("a stopped view answered a Get")
+	}
+	testkit.Put(t, brokers, table, []byte("k/05"), nil)
+	testkit.Put(t, brokers, table, []byte("k/20"), []byte("v20"))
+	again := streams.NewView(cfg, table, streams.Bytes{}, "test")
+	runView(t, again)
+	v = again
+	if err := v.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if a, b, c := get("k/05"), get("k/20"), get("k/07"); a != "<none>" || b != "v20" || c != "again" {
+		t.Fatalf("after a restart: k/05 = %s, k/20 = %s, k/07 = %s; want <none>, v20, again", a, b, c)
+	}
+	n := 0
+	all, err := v.Iterator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for all.Next() {
+		n++
+	}
+	all.Release()
+	if n != 19 { // 20 keys, two deleted, k/20 added
+		t.Fatalf("the view holds %d keys, want 19", n)
+	}
 }

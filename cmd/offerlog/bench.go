@@ -20,6 +20,7 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	partitions := f.Int("partitions", 8, "partitions of every topic")
 	cpuProfile := f.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile := f.String("memprofile", "", "write the allocations of the whole run (allocs profile) to this file")
+	ceiling := f.String("goka-ceiling", "", "the goka-ceiling binary the goka ceiling runs in (default: beside offerlog, on the PATH, or built with go)")
 	profiles := f.String("profiles", "", "write a CPU and an allocation profile of each scenario to this directory")
 	memory := int64(defaultMemory)
 	f.Func("memory", fmt.Sprintf("the Go runtime's soft memory limit, as offerlog dev sets it from its --memory (default %s)", formatBytes(defaultMemory)),
@@ -53,5 +54,5 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	return bench.Run(ctx, bench.Config{Docs: *docs, Keys: *keys, Offers: *offerCount,
 		DevDocs: *devDocs, DevOffers: *devOffers, Memory: memory, Partitions: int32(*partitions), Only: f.Args(),
-		ProfileDir: *profiles, Out: stdout, Logger: f.logger(stderr)})
+		ProfileDir: *profiles, GokaCeiling: *ceiling, Out: stdout, Logger: f.logger(stderr)})
 }

@@ -55,8 +55,11 @@ type Env struct {
 	Source string
 	// StateDir is a fresh directory for the scenario's local state.
 	StateDir string
-	Logger   *slog.Logger
-	Admin    *kadm.Client
+	// GokaCeiling is the goka-ceiling binary (Config.GokaCeiling).
+	GokaCeiling string
+	binDir      string
+	Logger      *slog.Logger
+	Admin       *kadm.Client
 }
 
 // Result is what a scenario measured.
@@ -158,8 +161,12 @@ type Config struct {
 	// (SCENARIO.cpu.pprof) and the allocations up to its end
 	// (SCENARIO.allocs.pprof: compare two with go tool pprof -diff_base).
 	ProfileDir string
-	Out        io.Writer
-	Logger     *slog.Logger
+	// GokaCeiling is the goka-ceiling binary (cmd/goka-ceiling) the goka
+	// ceiling runs in; "" looks beside this binary, then on the PATH, then
+	// builds it with the go command (a checkout of offerlog).
+	GokaCeiling string
+	Out         io.Writer
+	Logger      *slog.Logger
 }
 
 // Run runs the benchmarks and prints the report to cfg.Out.
@@ -189,7 +196,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cl.Close()
 	env := &Env{Brokers: b.Addrs(), Partitions: cfg.Partitions, Docs: cfg.Docs, Keys: cfg.Keys, Offers: cfg.Offers,
 		DevDocs: cfg.DevDocs, DevOffers: cfg.DevOffers, WaitRate: cfg.WaitRate, WaitFor: cfg.WaitFor, Source: "bench.source",
-		Logger: cfg.Logger, Admin: kadm.NewClient(cl)}
+		GokaCeiling: cfg.GokaCeiling, binDir: dir, Logger: cfg.Logger, Admin: kadm.NewClient(cl)}
 	if _, err := topics.Ensure(ctx, env.Admin, -1, append(topics.Catalogue(cfg.Partitions),
 		topics.Topic{Name: env.Source, Partitions: cfg.Partitions, Retention: topics.Forever})); err != nil {
 		return err

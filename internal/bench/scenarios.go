@@ -1,15 +1,18 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
-	"github.com/offerlog/offerlog/third_party/forked/goka/codec"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -133,29 +136,59 @@ func runCopy(ctx context.Context, env *Env) (Result, error) {
 	return Result{Records: copied, Duration: d}, err
 }
 
+// runGoka runs the goka ceiling (package gokaceiling) in a process of its
+// own: offerlog's binary links no goka and no sarama.
 func runGoka(ctx context.Context, env *Env) (Result, error) {
 	const out = "bench.goka-out"
 	if err := ensure(ctx, env, out); err != nil {
 		return Result{}, err
 	}
-	scfg := streams.Config{Brokers: env.Brokers, StateDir: env.StateDir, Replication: 1, Logger: env.Logger}
-	graph := goka.DefineGroup("bench-goka",
-		goka.Input(goka.Stream(env.Source), new(codec.Bytes), func(ctx goka.Context, msg any) {
-			var n int64
-			if v, ok := ctx.Value().(int64); ok {
-				n = v
-			}
-			ctx.SetValue(n + 1)
-			ctx.Emit(goka.Stream(out), ctx.Key(), msg)
-		}),
-		goka.Persist(new(codec.Int64)),
-		goka.Output(goka.Stream(out), new(codec.Bytes)),
-	)
-	proc, err := goka.NewProcessor(env.Brokers, graph, scfg.ProcessorOptions("bench-goka")...)
+	bin, err := gokaCeiling(ctx, env)
 	if err != nil {
 		return Result{}, err
 	}
-	return runUntil(ctx, env, out, proc.Run)
+	return runUntil(ctx, env, out, func(ctx context.Context) error {
+		var stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, bin, "--brokers", strings.Join(env.Brokers, ","), "--state-dir", env.StateDir,
+			"--source", env.Source, "--out", out)
+		cmd.Stderr = &stderr
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.WaitDelay = 20 * time.Second
+		if err := cmd.Run(); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("%s: %w: %s", bin, err, stderr.Bytes())
+		}
+		return nil
+	})
+}
+
+// gokaCeiling returns the goka-ceiling binary: env's, the one beside this
+// binary or on the PATH, or one built now with the go command.
+func gokaCeiling(ctx context.Context, env *Env) (string, error) {
+	if env.GokaCeiling != "" {
+		return env.GokaCeiling, nil
+	}
+	if self, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(self), "goka-ceiling"); fileExists(p) {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("goka-ceiling"); err == nil {
+		return p, nil
+	}
+	p := filepath.Join(env.binDir, "goka-ceiling")
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", p, "github.com/offerlog/offerlog/cmd/goka-ceiling")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("no goka-ceiling binary (--goka-ceiling, beside offerlog or on the PATH; make bench builds it), and go build failed: %w: %s", err, out.Bytes())
+	}
+	env.GokaCeiling = p
+	return p, nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
 }
 
 // runUntil runs run from now until the topic holds env.Docs records.

@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
-
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/serving"
+	"github.com/offerlog/offerlog/streams"
 )
 
 // Records reads the offer aggregate's records (its table, offers-table) by
@@ -27,13 +26,13 @@ func recordOf(ctx context.Context, r Records, id string) (*schemas.OfferRecord, 
 	return m[id], err
 }
 
-// ViewRecords reads records from a goka view of the whole table: every
+// ViewRecords reads records from a view of the whole table: every
 // partition, in this process. Right for one process that runs everything
 // (offerlog dev); a fleet of API processes reads through the serving cache
 // (CacheRecords) instead.
-func ViewRecords(v *goka.View) Records { return viewRecords{v} }
+func ViewRecords(v *streams.View) Records { return viewRecords{v} }
 
-type viewRecords struct{ v *goka.View }
+type viewRecords struct{ v *streams.View }
 
 func (r viewRecords) Records(_ context.Context, ids []string) (map[string]*schemas.OfferRecord, error) {
 	out := make(map[string]*schemas.OfferRecord, len(ids))

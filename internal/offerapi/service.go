@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/auth"
@@ -115,10 +114,10 @@ type Config struct {
 	Records Records
 	// Views of the other tables read: the drafts', the cabinet's and
 	// cabinet.presets.
-	DraftsView, CabinetView, PresetsView *goka.View
+	DraftsView, CabinetView, PresetsView *streams.View
 	// StatusView is a view of feeds.status; nil answers feed statuses
 	// from what this process took only.
-	StatusView *goka.View
+	StatusView *streams.View
 	// Timeout bounds the wait for an answer and for a view to show a write.
 	Timeout time.Duration
 	// Hops, if set, observes the wait for the view to show a write (path

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc"
 
@@ -45,20 +44,17 @@ func readySignal(ready *[]<-chan struct{}) func() {
 }
 
 // view starts a view of table named name.
-func (g *process) view(ctx context.Context, table goka.Table, codec goka.Codec, name string) (*goka.View, error) {
-	v, err := goka.NewView(g.brokers, table, codec, g.scfg.ViewOptions(name)...)
-	if err != nil {
-		return nil, fmt.Errorf("view of %s: %w", table, err)
-	}
+func (g *process) view(ctx context.Context, table string, codec streams.Codec, name string) (*streams.View, error) {
+	v := streams.NewView(g.scfg, table, codec, name)
 	g.goView(ctx, name, v.Run)
-	g.ready = append(g.ready, v.WaitRunning())
+	g.ready = append(g.ready, v.Ready())
 	return v, nil
 }
 
 // goView runs a view until every component has stopped (a closer stops
-// it): its readers must not outlive it, for goka's View.Get races with the
-// close that ends View.Run. A view that fails stops the platform, as a
-// component that is not restarted does.
+// it), so that its readers are answered for as long as they run. A view
+// that fails stops the platform, as a component that is not restarted
+// does.
 func (g *process) goView(ctx context.Context, name string, run func(context.Context) error) {
 	vctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
@@ -199,17 +195,17 @@ func (g *process) api(ctx context.Context) (*offerapi.Service, error) {
 		return nil, err
 	}
 	views := []struct {
-		v     **goka.View
-		table goka.Table
-		codec goka.Codec
+		v     **streams.View
+		table string
+		codec streams.Codec
 	}{
 		{&cfg.DraftsView, drafts.Table, drafts.TableCodec},
 		{&cfg.CabinetView, cabinet.Table, cabinet.TableCodec},
-		{&cfg.PresetsView, goka.Table(topics.CabinetPresets), cabinet.PresetsCodec},
+		{&cfg.PresetsView, topics.CabinetPresets, cabinet.PresetsCodec},
 		{&cfg.StatusView, feeds.Statuses, feeds.StatusCodec},
 	}
 	for _, vw := range views {
-		if *vw.v, err = g.view(ctx, vw.table, vw.codec, "api-"+string(vw.table)); err != nil {
+		if *vw.v, err = g.view(ctx, vw.table, vw.codec, "api-"+vw.table); err != nil {
 			return nil, err
 		}
 	}

@@ -12,9 +12,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
-	"github.com/offerlog/offerlog/third_party/forked/goka/codec"
-
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
@@ -22,14 +19,14 @@ import (
 	"github.com/offerlog/offerlog/topics"
 )
 
-// Group is the cabinet's goka group; its table is Table.
-const Group goka.Group = "cabinet"
+// Group is the cabinet's group; its table is Table.
+const Group = "cabinet"
 
 // Table is the cabinet's group table (topic cabinet-table).
-var Table = goka.GroupTable(Group)
+var Table = streams.GroupTable(Group)
 
 // TableCodec is the codec of the table's values (*schemas.SellerCabinet).
-var TableCodec goka.Codec = streams.Table[schemas.SellerCabinet]{C: schemas.SellerCabinets}
+var TableCodec streams.Codec = streams.Table[schemas.SellerCabinet]{C: schemas.SellerCabinets}
 
 // Empty returns the cabinet of a seller with no offers.
 func Empty(seller string) *schemas.SellerCabinet {
@@ -199,22 +196,22 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 }
 
 // Graph returns the cabinet's group graph.
-func Graph(m *Metrics) *goka.GroupGraph {
-	return goka.DefineGroup(Group,
-		goka.Input(goka.Stream(topics.CabinetChanges), new(codec.Bytes), func(ctx goka.Context, msg any) {
-			data, _ := msg.([]byte)
+func Graph(m *Metrics) *streams.Graph {
+	return &streams.Graph{
+		Group: Group, Codec: TableCodec, DeadTopic: topics.OffersDead,
+		Inputs: []streams.Input{{Topic: topics.CabinetChanges, Callback: func(ctx streams.Context, data []byte) {
 			var ch schemas.CabinetChange
 			err := schemas.CabinetChanges.Decode(data, &ch)
 			if err == nil && ch.SellerID != offers.CabinetSeller(ctx.Key()) {
 				err = fmt.Errorf("seller %q is not the one of the message key %q", ch.SellerID, ctx.Key())
 			}
 			if err != nil {
-				ctx.Emit(goka.Stream(topics.OffersDead), ctx.Key(), streams.NewDeadLetter(string(Group), string(ctx.Topic()),
+				ctx.Emit(topics.OffersDead, ctx.Key(), streams.NewDeadLetter(Group, ctx.Topic(),
 					ctx.Partition(), ctx.Offset(), []byte(ctx.Key()), data, ctx.Timestamp(), err.Error()))
 				m.DeadLetters.Inc()
 				return
 			}
-			cur := streams.TableValue[schemas.SellerCabinet](ctx, goka.Stream(topics.OffersDead))
+			cur := streams.TableValue[schemas.SellerCabinet](ctx, topics.OffersDead)
 			next, applied := Apply(cur, &ch)
 			if !applied {
 				// Seen again: after a crash of this group, or re-emitted by
@@ -225,11 +222,10 @@ func Graph(m *Metrics) *goka.GroupGraph {
 			}
 			ctx.SetValue(next)
 			m.Changes.With("applied").Inc()
-		}),
-		goka.Persist(TableCodec),
-		goka.Output(goka.Stream(topics.OffersDead), streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}),
-	)
+		}}},
+		Outputs: []streams.Output{{Topic: topics.OffersDead, Codec: streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}}},
+	}
 }
 
 // PresetsCodec is the codec of cabinet.presets values, for views.
-var PresetsCodec goka.Codec = streams.Table[schemas.PresetEntry]{C: schemas.PresetEntries}
+var PresetsCodec streams.Codec = streams.Table[schemas.PresetEntry]{C: schemas.PresetEntries}

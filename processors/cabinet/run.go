@@ -3,21 +3,20 @@ package cabinet
 import (
 	"context"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
-
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
 )
 
 // Config of the cabinet group.
 type Config struct {
 	Streams streams.Config
 	Metrics *Metrics
-	// OnReady, if set, is called when the processor is processing.
+	// OnReady, if set, is called when the group is processing.
 	OnReady func()
 }
 
-func (c *Config) graph() *goka.GroupGraph {
+func (c *Config) graph() *streams.Graph {
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(metrics.New())
 	}
@@ -26,11 +25,15 @@ func (c *Config) graph() *goka.GroupGraph {
 
 // Run runs the cabinet group until ctx is done.
 func Run(ctx context.Context, cfg Config) error {
-	return streams.RunProcessor(ctx, cfg.Streams, cfg.graph(), cfg.OnReady)
+	return cfg.graph().Run(ctx, cfg.Streams, cfg.OnReady)
 }
 
 // Replay recounts every cabinet from cabinet.changes. The group must not
 // be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
-	return streams.ReplayGroup(ctx, cfg.Streams, cfg.graph, partitions, replication)
+	spec := streams.Replay{Group: Group, Inputs: []string{topics.CabinetChanges}, Table: Table,
+		TableConfigs: topics.Find(Table, partitions).Configs(), Partitions: partitions, Replication: replication}
+	return streams.ReplayGroup(ctx, cfg.Streams, spec, func(ctx context.Context, s streams.Config) error {
+		return cfg.graph().Run(ctx, s, nil)
+	})
 }

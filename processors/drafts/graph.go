@@ -8,9 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
-	"github.com/offerlog/offerlog/third_party/forked/goka/codec"
-
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
@@ -19,20 +16,20 @@ import (
 )
 
 // Group is the drafts group; its table is Table.
-const Group goka.Group = "drafts"
+const Group = "drafts"
 
 // Table is the drafts group's table (topic drafts-table).
-var Table = goka.GroupTable(Group)
+var Table = streams.GroupTable(Group)
 
 // TableCodec is the codec of the table's values (*schemas.DraftRecord).
-var TableCodec goka.Codec = streams.Table[schemas.DraftRecord]{C: schemas.DraftRecords}
+var TableCodec streams.Codec = streams.Table[schemas.DraftRecord]{C: schemas.DraftRecords}
 
-var (
-	commands = goka.Stream(topics.DraftsCommands)
-	results  = goka.Stream(topics.DraftsResults)
-	dead     = goka.Stream(topics.OffersDead)
+const (
+	commands = topics.DraftsCommands
+	results  = topics.DraftsResults
+	dead     = topics.OffersDead
 	// offerCommands receives the CREATE of a published draft, encoded.
-	offerCommands = goka.Stream(topics.OffersCommands)
+	offerCommands = topics.OffersCommands
 )
 
 // Metrics of the drafts group.
@@ -51,15 +48,17 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 
 // Graph returns the drafts group's graph; partitions is how many
 // drafts.commands has (0: a command's placement is not checked).
-func Graph(m *Metrics, partitions int32) *goka.GroupGraph {
+func Graph(m *Metrics, partitions int32) *streams.Graph {
 	h := &handler{m: m, partitions: partitions}
-	return goka.DefineGroup(Group,
-		goka.Input(commands, new(codec.Bytes), h.command),
-		goka.Persist(TableCodec),
-		goka.Output(results, streams.Avro[schemas.DraftResult]{C: schemas.DraftResults}),
-		goka.Output(dead, streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}),
-		goka.Output(offerCommands, new(codec.Bytes)),
-	)
+	return &streams.Graph{
+		Group: Group, Codec: TableCodec, DeadTopic: dead,
+		Inputs: []streams.Input{{Topic: commands, Callback: h.command}},
+		Outputs: []streams.Output{
+			{Topic: results, Codec: streams.Avro[schemas.DraftResult]{C: schemas.DraftResults}},
+			{Topic: dead, Codec: streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}},
+			{Topic: offerCommands, Codec: streams.Bytes{}},
+		},
+	}
 }
 
 type handler struct {
@@ -67,8 +66,7 @@ type handler struct {
 	partitions int32
 }
 
-func (h *handler) command(ctx goka.Context, msg any) {
-	data, _ := msg.([]byte)
+func (h *handler) command(ctx streams.Context, data []byte) {
 	var c schemas.DraftCommand
 	if reason := streams.Misplaced(ctx.Key(), ctx.Partition(), h.partitions); reason != "" {
 		h.reject(ctx, data, &c, reason) // the owner's draft lives on another partition
@@ -132,7 +130,7 @@ func (h *handler) command(ctx goka.Context, msg any) {
 // (a retry, or a redelivery) finds it published, emits the CREATE again (the
 // aggregate answers a CREATE of the same draft with the same content as
 // done) and gets the same answer.
-func (h *handler) publish(ctx goka.Context, c *schemas.DraftCommand, rec *schemas.DraftRecord) {
+func (h *handler) publish(ctx streams.Context, c *schemas.DraftCommand, rec *schemas.DraftRecord) {
 	switch {
 	case rec == nil || rec.Draft.ID != c.ExpectedID:
 		h.reply(ctx, c, schemas.OutcomeNotFound, fmt.Sprintf("%s has no draft %s", ctx.Key(), c.ExpectedID), nil)
@@ -168,10 +166,10 @@ func PublishCommand(d *schemas.Draft) *schemas.OfferCommand {
 		Offer: o, DraftOwner: d.Owner, DraftID: d.ID}
 }
 
-func (h *handler) emitCreate(ctx goka.Context, d *schemas.Draft) {
+func (h *handler) emitCreate(ctx streams.Context, d *schemas.Draft) {
 	data, err := schemas.OfferCommands.Encode(PublishCommand(d))
 	if err != nil { // a validated offer encodes: kept with the reason if not
-		ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(string(Group), string(ctx.Topic()), ctx.Partition(), ctx.Offset(),
+		ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(Group, ctx.Topic(), ctx.Partition(), ctx.Offset(),
 			[]byte(ctx.Key()), nil, ctx.Timestamp(), fmt.Sprintf("the CREATE of published draft %s does not encode: %v", d.ID, err)))
 		return
 	}
@@ -180,18 +178,18 @@ func (h *handler) emitCreate(ctx goka.Context, d *schemas.Draft) {
 
 // write sets next as the key's record, remembering the answer given to the
 // command (prev is the record before, whose answers are kept).
-func (h *handler) write(ctx goka.Context, next, prev *schemas.DraftRecord, outcome schemas.Outcome, reason string) {
+func (h *handler) write(ctx streams.Context, next, prev *schemas.DraftRecord, outcome schemas.Outcome, reason string) {
 	if prev != nil {
 		next.Recent = slices.Clone(prev.Recent)
 	}
-	next.Recent = streams.Remember(next.Recent, schemas.RecentResult{Topic: string(ctx.Topic()), Partition: ctx.Partition(),
+	next.Recent = streams.Remember(next.Recent, schemas.RecentResult{Topic: ctx.Topic(), Partition: ctx.Partition(),
 		Offset: ctx.Offset(), Outcome: string(outcome), Reason: reason, Version: next.Draft.Version})
 	ctx.SetValue(next)
 }
 
 // recall answers a command its record remembers, reasserting the record and
 // emitting again what the command emitted.
-func (h *handler) recall(ctx goka.Context, c *schemas.DraftCommand, rec *schemas.DraftRecord, rr schemas.RecentResult) {
+func (h *handler) recall(ctx streams.Context, c *schemas.DraftCommand, rec *schemas.DraftRecord, rr schemas.RecentResult) {
 	h.m.Recalled.Inc()
 	streams.Reassert(ctx, rec)
 	if c.Kind == schemas.DraftPublish && rec.Published {
@@ -200,7 +198,7 @@ func (h *handler) recall(ctx goka.Context, c *schemas.DraftCommand, rec *schemas
 	h.reply(ctx, c, schemas.Outcome(rr.Outcome), rr.Reason, &rec.Draft)
 }
 
-func (h *handler) current(ctx goka.Context, c *schemas.DraftCommand, anon, user *schemas.Draft, rec *schemas.DraftRecord) {
+func (h *handler) current(ctx streams.Context, c *schemas.DraftCommand, anon, user *schemas.Draft, rec *schemas.DraftRecord) {
 	if c.User == "" {
 		anon, user = user, nil // keyed by the anonymous owner: its draft is cur
 	}
@@ -251,14 +249,14 @@ func check(c *schemas.DraftCommand, key string) error {
 	return nil
 }
 
-func (h *handler) reply(ctx goka.Context, c *schemas.DraftCommand, outcome schemas.Outcome, reason string, d *schemas.Draft) {
+func (h *handler) reply(ctx streams.Context, c *schemas.DraftCommand, outcome schemas.Outcome, reason string, d *schemas.Draft) {
 	ctx.Emit(results, ctx.Key(), &schemas.DraftResult{Owner: ctx.Key(), SourcePartition: ctx.Partition(), SourceOffset: ctx.Offset(),
 		Outcome: outcome, Reason: reason, Draft: d})
 	h.m.Outcomes.With(string(c.Kind), string(outcome)).Inc()
 }
 
-func (h *handler) reject(ctx goka.Context, data []byte, c *schemas.DraftCommand, reason string) {
-	ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(string(Group), string(ctx.Topic()),
+func (h *handler) reject(ctx streams.Context, data []byte, c *schemas.DraftCommand, reason string) {
+	ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(Group, ctx.Topic(),
 		ctx.Partition(), ctx.Offset(), []byte(ctx.Key()), data, ctx.Timestamp(), reason))
 	kind := string(c.Kind)
 	if kind == "" || strings.ContainsAny(kind, " \n") {
@@ -279,7 +277,7 @@ type Config struct {
 	OnReady    func()
 }
 
-func (c *Config) graph() *goka.GroupGraph {
+func (c *Config) graph() *streams.Graph {
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(metrics.New())
 	}
@@ -295,14 +293,18 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		cfg.Partitions = n
 	}
-	return streams.RunProcessor(ctx, cfg.Streams, cfg.graph(), cfg.OnReady)
+	return cfg.graph().Run(ctx, cfg.Streams, cfg.OnReady)
 }
 
 // Replay rebuilds the drafts table from drafts.commands. The group must not
 // be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
 	cfg.Partitions = partitions
-	return streams.ReplayGroup(ctx, cfg.Streams, cfg.graph, partitions, replication)
+	spec := streams.Replay{Group: Group, Inputs: []string{commands}, Table: Table,
+		TableConfigs: topics.Find(Table, partitions).Configs(), Partitions: partitions, Replication: replication}
+	return streams.ReplayGroup(ctx, cfg.Streams, spec, func(ctx context.Context, s streams.Config) error {
+		return cfg.graph().Run(ctx, s, nil)
+	})
 }
 
 // NewResults returns the matcher of the drafts group's answers; run it

@@ -25,7 +25,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -39,24 +38,24 @@ import (
 // Group is the loader's consumer group.
 const Group = "feeds"
 
-// Index is the table of feeds.index, as a goka table name for views.
-var Index = goka.Table(topics.FeedsIndex)
+// Index is the table of feeds.index, for views.
+const Index = topics.FeedsIndex
 
 // IndexCodec is the codec of feeds.index values.
-var IndexCodec goka.Codec = streams.Table[schemas.FeedEntry]{C: schemas.FeedEntries}
+var IndexCodec streams.Codec = streams.Table[schemas.FeedEntry]{C: schemas.FeedEntries}
 
 // Tasks is the table of feeds.tasks (feeds.index by task), for views.
-var Tasks = goka.Table(topics.FeedsTasks)
+const Tasks = topics.FeedsTasks
 
 // Round is how many leftover offers a finished task deletes at a time
 // (gost.md: "... LIMIT 1000"): at most so many deletes are in flight.
 const Round = 1000
 
 // Statuses is the table of feeds.status, for views.
-var Statuses = goka.Table(topics.FeedsStatus)
+const Statuses = topics.FeedsStatus
 
 // StatusCodec is the codec of feeds.status values.
-var StatusCodec goka.Codec = streams.Table[schemas.FeedStatus]{C: schemas.FeedStatuses}
+var StatusCodec streams.Codec = streams.Table[schemas.FeedStatus]{C: schemas.FeedStatuses}
 
 // Metrics of the loader.
 type Metrics struct {
@@ -94,13 +93,13 @@ type Config struct {
 	// IDs hands out the ids of the offers items create.
 	IDs *offers.IDs
 	// View is a running view of feeds.index.
-	View *goka.View
+	View *streams.View
 	// Tasks is a running view of feeds.tasks: a task's entries, and the
 	// leftovers of the tasks before it, are ranges of it.
-	Tasks *goka.View
+	Tasks *streams.View
 	// Status is a running view of feeds.status, whence a loader takes the
 	// statuses of the tasks it continues; nil keeps no status.
-	Status *goka.View
+	Status *streams.View
 	// Partitions of feeds.ingest: an item on another partition than its
 	// seller's (a producer without Kafka's partitioner) is dead-lettered
 	// with the partition it belongs on, for a seller's items and end
@@ -137,12 +136,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Producer == nil || cfg.Offers == nil || cfg.View == nil {
 		return errors.New("feeds: producer, offers client and index view are required")
 	}
-	for _, v := range []*goka.View{cfg.View, cfg.Status} {
+	for _, v := range []*streams.View{cfg.View, cfg.Status} {
 		if v == nil {
 			continue
 		}
 		select {
-		case <-v.WaitRunning():
+		case <-v.Ready():
 		case <-ctx.Done():
 			return nil
 		}

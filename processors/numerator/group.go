@@ -7,8 +7,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
-
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/processors/numerator/sharding"
 	"github.com/offerlog/offerlog/schemas"
@@ -16,16 +14,16 @@ import (
 	"github.com/offerlog/offerlog/topics"
 )
 
-// Group is the numerator's consumer group; its table is Table, a goka
-// group table (the sealer reads it through a goka view).
-const Group goka.Group = "numerator"
+// Group is the numerator's consumer group; its table is Table (the sealer
+// reads it through a view).
+const Group = "numerator"
 
 // Table is the numerator's group table (topic numerator-table): one
 // NumeratorEntry per offer key.
-var Table = goka.GroupTable(Group)
+var Table = streams.GroupTable(Group)
 
 // TableCodec is the codec of the table's values (*NumeratorEntry).
-var TableCodec goka.Codec = streams.Table[schemas.NumeratorEntry]{C: schemas.NumeratorEntries}
+var TableCodec streams.Codec = streams.Table[schemas.NumeratorEntry]{C: schemas.NumeratorEntries}
 
 // Metrics of the numerator.
 type Metrics struct {
@@ -56,8 +54,8 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 // every key was last seen, and applies the sealer's decisions
 // (numerator.results), emitting every changed assignment on
 // numerator.assignments. It takes each partition's sightings and decisions
-// a batch at a time (streams.TableGroup); its table is goka's group table of
-// Group, which the sealer reads through a goka view.
+// a batch at a time (streams.TableGroup); its table is Table, which the
+// sealer reads through a view.
 //
 // partitions is how many numerator.offers and numerator.results have (0:
 // placement not checked): a key on another partition than its own is
@@ -65,7 +63,7 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 func newGroup(s streams.Config, m *Metrics, partitions int32, logger *slog.Logger) *streams.TableGroup {
 	h := &handler{m: m, partitions: partitions}
 	return &streams.TableGroup{
-		Streams: s, Group: string(Group), Table: string(Table),
+		Streams: s, Group: Group, Table: Table,
 		Inputs:    []string{topics.NumeratorOffers, topics.NumeratorResults},
 		Outputs:   []string{topics.NumeratorAssignments, topics.NumeratorDead},
 		DeadTopic: topics.NumeratorDead,
@@ -107,7 +105,7 @@ func (h *handler) batch(_ context.Context, b *streams.TableBatch) error {
 // dead dead-letters r with the reason, as an output of r (a replay does not
 // write it again).
 func (h *handler) dead(b *streams.TableBatch, r *kgo.Record, reason string) {
-	h.deadLetter(b, r, streams.NewDeadLetter(string(Group), r.Topic, r.Partition, r.Offset, r.Key, r.Value, r.Timestamp, reason))
+	h.deadLetter(b, r, streams.NewDeadLetter(Group, r.Topic, r.Partition, r.Offset, r.Key, r.Value, r.Timestamp, reason))
 }
 
 func (h *handler) deadLetter(b *streams.TableBatch, r *kgo.Record, d *schemas.DeadLetter) {

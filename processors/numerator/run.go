@@ -9,10 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/streams"
@@ -88,10 +84,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("numerator: %w", err)
 	}
 	group := newGroup(cfg.Streams, cfg.Metrics, parts, cfg.Logger)
-	view, err := goka.NewView(cfg.Streams.Brokers, Table, TableCodec, cfg.Streams.ViewOptions("numerator-sealer")...)
-	if err != nil {
-		return fmt.Errorf("numerator: %w", err)
-	}
+	view := streams.NewView(cfg.Streams, Table, TableCodec, "numerator-sealer")
 	// The view outlives the sealer, which reads it.
 	return streams.RunView(ctx, view, func(ctx context.Context) error {
 		ctx, cancel := context.WithCancel(ctx)
@@ -110,7 +103,7 @@ func Run(ctx context.Context, cfg Config) error {
 		run(0, group.Run)
 		run(1, func(ctx context.Context) error {
 			select {
-			case <-view.WaitRunning():
+			case <-view.Ready():
 			case <-ctx.Done():
 				return nil
 			}
@@ -140,17 +133,9 @@ func Replay(ctx context.Context, cfg Config, partitions int32, replication int16
 	if err := cfg.Streams.Validate(); err != nil {
 		return err
 	}
-	spec := streams.Replay{Group: string(Group), Table: string(Table), TableConfigs: topics.Find(string(Table), partitions).Configs(),
-		Inputs:     []string{topics.NumeratorOffers, topics.NumeratorResults},
-		Partitions: partitions, Replication: replication, StateDir: cfg.Streams.StateDirOf(string(Group)),
-		AllowGaps: cfg.Streams.AllowGaps, Logger: cfg.Streams.Logger}
-	s := spec.For(cfg.Streams)
-	cl, err := streams.NewClient(s.Brokers, kgo.ClientID("offerlog-replay"))
-	if err != nil {
-		return fmt.Errorf("replay: %w", err)
-	}
-	defer cl.Close()
-	return spec.Run(ctx, kadm.NewClient(cl), func(ctx context.Context) error {
+	spec := streams.Replay{Group: Group, Table: Table, TableConfigs: topics.Find(Table, partitions).Configs(),
+		Inputs: []string{topics.NumeratorOffers, topics.NumeratorResults}, Partitions: partitions, Replication: replication}
+	return streams.ReplayGroup(ctx, cfg.Streams, spec, func(ctx context.Context, s streams.Config) error {
 		return newGroup(s, cfg.Metrics, partitions, cfg.Logger).Run(ctx)
 	})
 }

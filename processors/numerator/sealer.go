@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -33,7 +32,7 @@ type SealerConfig struct {
 	// pointer newer than its own last state reads the state from there.
 	Cluster string
 	// View is a running view of the numerator table.
-	View *goka.View
+	View *streams.View
 	// Coordinator holds the write lock and the state pointer.
 	Coordinator coordinator.Coordinator
 	// Holder names this master; LockTimeout bounds one build; RetryEvery
@@ -580,7 +579,7 @@ func (s *sealer) readRemote(ctx context.Context, p coordinator.Pointer, v, pv Ve
 	if err != nil {
 		return nil, nil, unanswered("end offsets of its decisions", err)
 	}
-	if err := streams.WaitCommitted(ctx, adm, string(Group), ends.Offsets()); err != nil {
+	if err := streams.WaitCommitted(ctx, adm, Group, ends.Offsets()); err != nil {
 		return nil, nil, unanswered("wait for its numerator group to apply the state's decisions", err)
 	}
 	var copies []*kgo.Record
@@ -636,47 +635,16 @@ func (s *sealer) caughtUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("end offsets: %w", err)
 	}
-	if err := streams.WaitCommitted(ctx, s.adm, string(Group), ends.Offsets()); err != nil {
+	if err := streams.WaitCommitted(ctx, s.adm, Group, ends.Offsets()); err != nil {
 		return fmt.Errorf("wait for the numerator group: %w", err)
 	}
-	table, err := s.adm.ListEndOffsets(ctx, string(Table))
+	table, err := s.adm.ListEndOffsets(ctx, Table)
 	if err != nil {
 		return fmt.Errorf("end offsets of the table: %w", err)
 	}
-	for {
-		stats := s.cfg.View.Stats(ctx)
-		behind := false
-		table.Each(func(o kadm.ListedOffset) {
-			if o.Offset <= 0 {
-				return
-			}
-			if ps, ok := stats.Partitions[o.Partition]; !ok || applied(ps) < o.Offset {
-				behind = true
-			}
-		})
-		if !behind {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// applied returns the offset after the last record of the table a view's
-// partition holds: what it read since it started, or else where its
-// recovery found the table (goka sets Input only for records read in this
-// process, so a restarted view that had nothing to load has none).
-func applied(ps *goka.TableStats) int64 {
-	if ps.Input != nil && ps.Input.Count > 0 {
-		return ps.Input.LastOffset + 1
-	}
-	if ps.Recovery != nil {
-		return ps.Recovery.Offset
-	}
-	return 0
+	want := map[int32]int64{}
+	table.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
+	return s.cfg.View.WaitFor(ctx, want)
 }
 
 // SeenAsOf returns the last generation up to g that e was seen in, as far

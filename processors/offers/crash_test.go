@@ -38,18 +38,20 @@ func running(t *testing.T, brokers []string, dir string) (stop func()) {
 	return stop
 }
 
-// TestAnswerGivenBeforeACrashIsInTheTable recreates exactly what a kill -9
-// can leave: the aggregate answered an update and wrote it to its local
-// state, but its changelog write to offers-table was lost and the command's
-// offset not committed. Started on that state, it recognises the command
-// and answers it the same; the table topic must then hold the version the
-// client was told (streams.Reassert).
+// TestAnswerGivenBeforeACrashIsInTheTable recreates what a kill -9 can
+// leave on the table runtime: the update's batch wrote its table value to
+// offers-table, but not its mark (the changelog record naming the input it
+// applied), and the command's offset was not committed; the member's disk
+// is lost too. Started on that log, the aggregate handles the update again
+// against a table that holds it, recognises it (its record remembers the
+// answer), and answers it as the first time (OK, version 2), not as a new
+// update on version 2 (a conflict); the table ends at the version the
+// client was told.
 func TestAnswerGivenBeforeACrashIsInTheTable(t *testing.T) {
 	// The first run: a create and an update, answered and persisted.
 	first := testkit.Broker(t, "").Addrs()
 	testkit.EnsureTopics(t, first, topics.Catalogue(2))
-	dir := t.TempDir()
-	stop := running(t, first, dir)
+	stop := running(t, first, t.TempDir())
 	p := testkit.Client(t, first, kgo.RequiredAcks(kgo.AllISRAcks()))
 	res := offers.NewResults(testkit.Logger())
 	rctx, rcancel := context.WithCancel(context.Background())
@@ -69,47 +71,64 @@ func TestAnswerGivenBeforeACrashIsInTheTable(t *testing.T) {
 			t.Fatalf("command %d: %+v %v", i, r, err)
 		}
 	}
-	testkit.Eventually(t, time.Minute, "both versions in offers-table", func() bool {
-		return len(testkit.ReadAll(t, first, topics.OffersTable)) == 2
-	})
 	stop()
 	rcancel()
 	<-rdone
 	commands := testkit.ReadAll(t, first, topics.OffersCommands)
-	table := testkit.ReadAll(t, first, topics.OffersTable)
+	var values []*kgo.Record // the table without its marks
+	for _, r := range testkit.ReadAll(t, first, topics.OffersTable) {
+		if len(r.Headers) == 0 {
+			values = append(values, r)
+		}
+	}
+	if len(commands) != 2 || len(values) != 2 {
+		t.Fatalf("the first run left %d commands and %d table values, want 2 and 2", len(commands), len(values))
+	}
 
-	// The log the crash left: both commands, the table without version 2
-	// (an unrelated record in its place keeps the offsets the local state
-	// has read), the update's offset not committed.
+	// The log the crash left: both commands, both values without marks,
+	// the update's offset not committed.
 	second := testkit.Broker(t, "").Addrs()
 	testkit.EnsureTopics(t, second, topics.Catalogue(2))
 	w := testkit.Client(t, second, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
 	var recs []*kgo.Record
-	for _, r := range commands {
+	for _, r := range append(commands, values...) {
 		recs = append(recs, &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value})
 	}
-	recs = append(recs,
-		&kgo.Record{Topic: topics.OffersTable, Partition: table[0].Partition, Key: table[0].Key, Value: table[0].Value},
-		&kgo.Record{Topic: topics.OffersTable, Partition: table[1].Partition, Key: []byte("unrelated"), Value: nil})
 	if err := w.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+	update := commands[1]
 	var at kadm.Offsets
-	at.Add(kadm.Offset{Topic: topics.OffersCommands, Partition: commands[1].Partition, At: commands[1].Offset, LeaderEpoch: -1})
-	if _, err := testkit.Admin(t, second).CommitOffsets(ctx, string(offers.Group), at); err != nil {
+	at.Add(kadm.Offset{Topic: topics.OffersCommands, Partition: update.Partition, At: update.Offset, LeaderEpoch: -1})
+	if _, err := testkit.Admin(t, second).CommitOffsets(ctx, offers.Group, at); err != nil {
 		t.Fatal(err)
 	}
 
-	running(t, second, dir)
-	testkit.Eventually(t, time.Minute, "version 2 in offers-table after the restart", func() bool {
-		var last schemas.OfferRecord
-		for _, r := range testkit.ReadAll(t, second, topics.OffersTable) {
-			if string(r.Key) == o.ID && r.Value != nil {
-				if err := schemas.OfferRecords.Decode(r.Value, &last); err != nil {
-					t.Fatal(err)
+	running(t, second, t.TempDir())
+	testkit.Eventually(t, time.Minute, "the update answered again after the restart", func() bool {
+		for _, r := range testkit.ReadAll(t, second, topics.OffersResults) {
+			var a schemas.OfferResult
+			if err := schemas.OfferResults.Decode(r.Value, &a); err != nil {
+				t.Fatal(err)
+			}
+			if a.SourcePartition == update.Partition && a.SourceOffset == update.Offset {
+				if a.Outcome != schemas.OutcomeOK || a.Version != 2 {
+					t.Fatalf("the update was answered %s (version %d) after the crash, OK version 2 before", a.Outcome, a.Version)
 				}
+				return true
 			}
 		}
-		return last.Version == 2 && last.Offer.Title == "two"
+		return false
 	})
+	var last schemas.OfferRecord
+	for _, r := range testkit.ReadAll(t, second, topics.OffersTable) {
+		if string(r.Key) == o.ID && r.Value != nil {
+			if err := schemas.OfferRecords.Decode(r.Value, &last); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if last.Version != 2 || last.Offer.Title != "two" {
+		t.Fatalf("offers-table ends at version %d %q, the client was told 2 \"two\"", last.Version, last.Offer.Title)
+	}
 }

@@ -5,36 +5,33 @@ import (
 	"slices"
 	"time"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
-	"github.com/offerlog/offerlog/third_party/forked/goka/codec"
-
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
-// Group is the goka group of the offer aggregate; its table is Table.
-const Group goka.Group = "offers"
+// Group is the offer aggregate's group; its table is Table.
+const Group = "offers"
 
 // Table is the aggregate's group table (topic offers-table).
-var Table = goka.GroupTable(Group)
+var Table = streams.GroupTable(Group)
 
 // TableCodec is the codec of the table's values (*schemas.OfferRecord).
-var TableCodec goka.Codec = streams.Table[schemas.OfferRecord]{C: schemas.OfferRecords}
+var TableCodec streams.Codec = streams.Table[schemas.OfferRecord]{C: schemas.OfferRecords}
 
-var (
-	commands   = goka.Stream(topics.OffersCommands)
-	events     = goka.Stream(topics.OffersEvents)
-	results    = goka.Stream(topics.OffersResults)
-	dead       = goka.Stream(topics.OffersDead)
-	requests   = goka.Stream(topics.PhotosRequests)
-	changes    = goka.Stream(topics.CabinetChanges)
-	presets    = goka.Stream(topics.CabinetPresets)
-	feedsIndex = goka.Stream(topics.FeedsIndex)
-	feedsTasks = goka.Stream(topics.FeedsTasks)
-	timers     = goka.Stream(topics.SchedulerTimers)
-	effects    = goka.Stream(topics.SchedulerEffects)
+const (
+	commands   = topics.OffersCommands
+	events     = topics.OffersEvents
+	results    = topics.OffersResults
+	dead       = topics.OffersDead
+	requests   = topics.PhotosRequests
+	changes    = topics.CabinetChanges
+	presets    = topics.CabinetPresets
+	feedsIndex = topics.FeedsIndex
+	feedsTasks = topics.FeedsTasks
+	timers     = topics.SchedulerTimers
+	effects    = topics.SchedulerEffects
 )
 
 // Metrics of the aggregate.
@@ -66,32 +63,34 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 // Graph returns the aggregate's group graph, with the queues of stages;
 // partitions is how many offers.commands has (0: placement not checked);
 // offers.events, an export topic, is written in framing.
-func Graph(m *Metrics, stages []string, partitions int32, framing schemas.Framing) *goka.GroupGraph {
+func Graph(m *Metrics, stages []string, partitions int32, framing schemas.Framing) *streams.Graph {
 	return newGraph(&handler{m: m, stages: stages, partitions: partitions}, framing)
 }
 
-func newGraph(h *handler, framing schemas.Framing) *goka.GroupGraph {
-	edges := []goka.Edge{
-		goka.Input(commands, new(codec.Bytes), h.command),
-		goka.Output(commands, new(codec.Bytes)), // a publish moving along its draft's chain of ids
-		goka.Persist(TableCodec),
-		goka.Output(events, streams.Avro[schemas.OfferEvent]{C: schemas.OfferEvents, Framing: framing}),
-		goka.Output(results, streams.Avro[schemas.OfferResult]{C: schemas.OfferResults}),
-		goka.Output(dead, streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}),
-		goka.Output(requests, streams.Avro[schemas.PhotoRequest]{C: schemas.PhotoRequests}),
-		goka.Output(changes, streams.Avro[schemas.CabinetChange]{C: schemas.CabinetChanges}),
-		goka.Output(presets, streams.Avro[schemas.PresetEntry]{C: schemas.PresetEntries}),
-		goka.Output(feedsIndex, streams.Avro[schemas.FeedEntry]{C: schemas.FeedEntries}),
-		goka.Output(feedsTasks, streams.Avro[schemas.FeedEntry]{C: schemas.FeedEntries}),
-		goka.Output(timers, streams.Avro[schemas.StageTimer]{C: schemas.StageTimers}),
-		goka.Output(effects, streams.Avro[schemas.StageEffect]{C: schemas.StageEffects}),
+func newGraph(h *handler, framing schemas.Framing) *streams.Graph {
+	g := &streams.Graph{
+		Group: Group, Codec: TableCodec, DeadTopic: dead,
+		Inputs: []streams.Input{{Topic: commands, Callback: h.command}},
+		Outputs: []streams.Output{
+			{Topic: commands, Codec: streams.Bytes{}}, // a publish moving along its draft's chain of ids
+			{Topic: events, Codec: streams.Avro[schemas.OfferEvent]{C: schemas.OfferEvents, Framing: framing}},
+			{Topic: results, Codec: streams.Avro[schemas.OfferResult]{C: schemas.OfferResults}},
+			{Topic: dead, Codec: streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}},
+			{Topic: requests, Codec: streams.Avro[schemas.PhotoRequest]{C: schemas.PhotoRequests}},
+			{Topic: changes, Codec: streams.Avro[schemas.CabinetChange]{C: schemas.CabinetChanges}},
+			{Topic: presets, Codec: streams.Avro[schemas.PresetEntry]{C: schemas.PresetEntries}},
+			{Topic: feedsIndex, Codec: streams.Avro[schemas.FeedEntry]{C: schemas.FeedEntries}},
+			{Topic: feedsTasks, Codec: streams.Avro[schemas.FeedEntry]{C: schemas.FeedEntries}},
+			{Topic: timers, Codec: streams.Avro[schemas.StageTimer]{C: schemas.StageTimers}},
+			{Topic: effects, Codec: streams.Avro[schemas.StageEffect]{C: schemas.StageEffects}},
+		},
 	}
 	for _, s := range h.stages {
 		for _, low := range []bool{false, true} {
-			edges = append(edges, goka.Output(goka.Stream(topics.QueueTopic(s, low)), streams.Avro[schemas.QueueItem]{C: schemas.QueueItems}))
+			g.Outputs = append(g.Outputs, streams.Output{Topic: topics.QueueTopic(s, low), Codec: streams.Avro[schemas.QueueItem]{C: schemas.QueueItems}})
 		}
 	}
-	return goka.DefineGroup(Group, edges...)
+	return g
 }
 
 type handler struct {
@@ -103,16 +102,15 @@ type handler struct {
 	onAnswer func(schemas.OfferResult)
 }
 
-func current(ctx goka.Context) *schemas.OfferRecord {
+func current(ctx streams.Context) *schemas.OfferRecord {
 	return streams.TableValue[schemas.OfferRecord](ctx, dead)
 }
 
-func input(ctx goka.Context) Input {
-	return Input{Topic: string(ctx.Topic()), Partition: ctx.Partition(), Offset: ctx.Offset(), At: ctx.Timestamp(), Key: ctx.Key()}
+func input(ctx streams.Context) Input {
+	return Input{Topic: ctx.Topic(), Partition: ctx.Partition(), Offset: ctx.Offset(), At: ctx.Timestamp(), Key: ctx.Key()}
 }
 
-func (h *handler) command(ctx goka.Context, msg any) {
-	data, _ := msg.([]byte)
+func (h *handler) command(ctx streams.Context, data []byte) {
 	if reason := streams.Misplaced(ctx.Key(), ctx.Partition(), h.partitions); reason != "" {
 		h.reject(ctx, data, "", Decision{Outcome: schemas.OutcomeInvalid, Reason: reason})
 		return
@@ -166,7 +164,7 @@ func (h *handler) command(ctx goka.Context, msg any) {
 	h.result(ctx, c.Kind, d)
 }
 
-func (h *handler) apply(ctx goka.Context, cur *schemas.OfferRecord, d Decision) {
+func (h *handler) apply(ctx streams.Context, cur *schemas.OfferRecord, d Decision) {
 	if d.Record != nil {
 		ctx.SetValue(d.Record)
 		if !d.StateOnly {
@@ -177,7 +175,7 @@ func (h *handler) apply(ctx goka.Context, cur *schemas.OfferRecord, d Decision) 
 		ctx.Emit(requests, ctx.Key(), &d.Photos[i])
 	}
 	if q := d.Queue; q != nil {
-		ctx.Emit(goka.Stream(topics.QueueTopic(q.Stage, q.Low)), q.OfferID, q)
+		ctx.Emit(topics.QueueTopic(q.Stage, q.Low), q.OfferID, q)
 	}
 	if t := d.Timer; t != nil {
 		h.emitTimer(ctx, t)
@@ -190,7 +188,7 @@ func (h *handler) apply(ctx goka.Context, cur *schemas.OfferRecord, d Decision) 
 	if f := d.Forward; f != nil {
 		data, err := schemas.OfferCommands.Encode(f)
 		if err != nil { // a copy of a command that decoded encodes: kept with the reason if not
-			ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(string(Group), string(ctx.Topic()), ctx.Partition(), ctx.Offset(),
+			ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(Group, ctx.Topic(), ctx.Partition(), ctx.Offset(),
 				[]byte(ctx.Key()), nil, ctx.Timestamp(), fmt.Sprintf("the forwarded CREATE to %s does not encode: %v", f.OfferID, err)))
 			return
 		}
@@ -198,7 +196,7 @@ func (h *handler) apply(ctx goka.Context, cur *schemas.OfferRecord, d Decision) 
 	}
 }
 
-func (h *handler) emitTimer(ctx goka.Context, t *schemas.StageTimer) {
+func (h *handler) emitTimer(ctx streams.Context, t *schemas.StageTimer) {
 	key := t.OfferID + "/" + t.Stage
 	if t.DueAt == 0 {
 		ctx.Emit(timers, key, nil)
@@ -210,14 +208,14 @@ func (h *handler) emitTimer(ctx goka.Context, t *schemas.StageTimer) {
 // repeatStage emits again what a stage command seen again after a crash
 // may not have written: the queue item of a queued offer and the stage's
 // timer. Both are harmless when they were written.
-func (h *handler) repeatStage(ctx goka.Context, cur *schemas.OfferRecord, stage string) {
+func (h *handler) repeatStage(ctx streams.Context, cur *schemas.OfferRecord, stage string) {
 	st, ok := StageOf(cur, stage)
 	if !ok {
 		return
 	}
 	if st.Queued {
 		q := &schemas.QueueItem{OfferID: cur.Offer.ID, Stage: stage, Version: cur.Version, StateVersion: st.Version, At: ctx.Timestamp()}
-		ctx.Emit(goka.Stream(topics.QueueTopic(stage, false)), q.OfferID, q)
+		ctx.Emit(topics.QueueTopic(stage, false), q.OfferID, q)
 	}
 	h.emitTimer(ctx, &schemas.StageTimer{OfferID: cur.Offer.ID, Stage: stage, DueAt: st.TimerAt})
 }
@@ -225,7 +223,7 @@ func (h *handler) repeatStage(ctx goka.Context, cur *schemas.OfferRecord, stage 
 // emit writes the outputs of record r, written over prev. With full, every
 // preset membership is written, not only the changed ones: a redelivery
 // cannot tell which of its writes were lost.
-func (h *handler) emit(ctx goka.Context, r, prev *schemas.OfferRecord, change string, full bool) {
+func (h *handler) emit(ctx streams.Context, r, prev *schemas.OfferRecord, change string, full bool) {
 	o := &r.Offer
 	if change == "" {
 		change = "REPEATED"
@@ -265,20 +263,15 @@ func (h *handler) emit(ctx goka.Context, r, prev *schemas.OfferRecord, change st
 	}
 }
 
-func (h *handler) result(ctx goka.Context, kind schemas.CommandKind, d Decision) {
+func (h *handler) result(ctx streams.Context, kind schemas.CommandKind, d Decision) {
 	res := &schemas.OfferResult{OfferID: ctx.Key(), SourcePartition: ctx.Partition(), SourceOffset: ctx.Offset(),
 		Outcome: d.Outcome, Reason: d.Reason, Field: d.Field, Version: d.Version}
-	var opts []goka.ContextOption
+	ctx.Emit(results, ctx.Key(), res)
 	if h.onAnswer != nil {
-		// Handed over once it is written and acknowledged, as durable as
-		// the copy a matcher reads back from the topic, a hop earlier.
-		opts = append(opts, goka.WithCtxEmitDone(func(err error) {
-			if err == nil {
-				h.onAnswer(*res)
-			}
-		}))
+		// Handed over once the batch is committed, as durable as the copy
+		// a matcher reads back from the topic, a hop earlier.
+		ctx.AfterCommit(func() { h.onAnswer(*res) })
 	}
-	ctx.Emit(results, ctx.Key(), res, opts...)
 	if kind == "" {
 		kind = "undecodable"
 	}
@@ -287,12 +280,12 @@ func (h *handler) result(ctx goka.Context, kind schemas.CommandKind, d Decision)
 
 // reject keeps an undecodable or invalid input on offers.dead with the
 // reason; a command is also answered INVALID.
-func (h *handler) reject(ctx goka.Context, data []byte, kind schemas.CommandKind, d Decision) {
+func (h *handler) reject(ctx streams.Context, data []byte, kind schemas.CommandKind, d Decision) {
 	reason := d.Reason
 	if d.Field != "" {
 		reason = d.Field + ": " + d.Reason
 	}
-	ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(string(Group), string(ctx.Topic()),
+	ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(Group, ctx.Topic(),
 		ctx.Partition(), ctx.Offset(), []byte(ctx.Key()), data, ctx.Timestamp(), reason))
 	h.m.DeadLetters.Inc()
 	h.result(ctx, kind, d)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
-
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -37,7 +35,7 @@ type Config struct {
 	OnAnswer func(schemas.OfferResult)
 }
 
-func (c *Config) graph() *goka.GroupGraph {
+func (c *Config) graph() *streams.Graph {
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(metrics.New())
 	}
@@ -71,7 +69,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		inbox <- err
 	}()
-	err := streams.RunProcessor(ctx, cfg.Streams, cfg.graph(), cfg.OnReady)
+	err := cfg.graph().Run(ctx, cfg.Streams, cfg.OnReady)
 	cancel()
 	return errors.Join(err, <-inbox)
 }
@@ -82,5 +80,10 @@ func Run(ctx context.Context, cfg Config) error {
 // topics get the same values). The group must not be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
 	cfg.Partitions = partitions
-	return streams.ReplayGroup(ctx, cfg.Streams, cfg.graph, partitions, replication)
+	spec := streams.Replay{Group: Group, Inputs: []string{commands}, Table: Table,
+		TableConfigs: topics.Find(Table, partitions).Configs(), Partitions: partitions, Replication: replication}
+	return streams.ReplayGroup(ctx, cfg.Streams, spec, func(ctx context.Context, s streams.Config) error {
+		cfg.Streams = s
+		return cfg.graph().Run(ctx, s, nil)
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
@@ -14,15 +13,15 @@ import (
 	"github.com/offerlog/offerlog/topics"
 )
 
-// Group is the registry's consumer group; its table is Table, a goka group
-// table (the API and the indexer read it through goka views).
-const Group goka.Group = "registry"
+// Group is the registry's consumer group; its table is Table (the API and
+// the indexer read it through views).
+const Group = "registry"
 
 // Table is the registry's group table (topic registry-table).
-var Table = goka.GroupTable(Group)
+var Table = streams.GroupTable(Group)
 
 // TableCodec is the codec of the registry table's values (*RegistryRecord).
-var TableCodec goka.Codec = streams.Table[schemas.RegistryRecord]{C: schemas.RegistryRecords}
+var TableCodec streams.Codec = streams.Table[schemas.RegistryRecord]{C: schemas.RegistryRecords}
 
 // Metrics of the registry.
 type Metrics struct {
@@ -61,7 +60,7 @@ func newGroup(cfg Config, synced bool, partitions int32) *streams.TableGroup {
 	h := &handler{epochs: cfg.Epochs, synced: synced, rules: cfg.Rules, partitions: partitions, m: cfg.Metrics,
 		verdicts: streams.Avro[schemas.Verdict]{C: schemas.Verdicts, Framing: cfg.Framing}}
 	return &streams.TableGroup{
-		Streams: cfg.Streams, Group: string(Group), Table: string(Table),
+		Streams: cfg.Streams, Group: Group, Table: Table,
 		Inputs: []string{topics.DocumentsIngest},
 		// The sweep's expiry checks go into the group's own input.
 		Outputs:   []string{topics.DocumentsResults, topics.DocumentsChanges, topics.DocumentsUrgent, topics.DocumentsDead, topics.DocumentsIngest},
@@ -249,7 +248,7 @@ func validKey(key string) bool {
 // reject answers a message that is not a decodable document: an invalid
 // verdict, and the message kept whole on documents.dead.
 func (h *handler) reject(b *streams.TableBatch, r *kgo.Record, reason string) {
-	h.emitDead(b, r, streams.NewDeadLetter(string(Group), topics.DocumentsIngest,
+	h.emitDead(b, r, streams.NewDeadLetter(Group, topics.DocumentsIngest,
 		r.Partition, r.Offset, r.Key, r.Value, r.Timestamp, reason))
 	client, pk, ok := SplitKey(string(r.Key))
 	if !ok {

@@ -131,26 +131,10 @@ func sweep(ctx context.Context, group *streams.TableGroup, cfg Config) {
 	}
 }
 
-// ReplaySpec returns how to replay the registry: its input, its table and
-// its local state.
-func ReplaySpec(s streams.Config, partitions int32, replication int16) streams.Replay {
-	var table topics.Topic
-	for _, t := range topics.Catalogue(partitions) {
-		if t.Name == string(Table) {
-			table = t
-		}
-	}
-	return streams.Replay{
-		Group:        string(Group),
-		Inputs:       []string{topics.DocumentsIngest},
-		Table:        string(Table),
-		TableConfigs: table.Configs(),
-		Partitions:   partitions,
-		Replication:  replication,
-		StateDir:     s.StateDirOf(string(Group)),
-		AllowGaps:    s.AllowGaps,
-		Logger:       s.Logger,
-	}
+// ReplaySpec returns how to replay the registry: its input and its table.
+func ReplaySpec(partitions int32, replication int16) streams.Replay {
+	return streams.Replay{Group: Group, Inputs: []string{topics.DocumentsIngest}, Table: Table,
+		TableConfigs: topics.Find(Table, partitions).Configs(), Partitions: partitions, Replication: replication}
 }
 
 // Replay rebuilds the registry's table (and, with cfg.Streams.Replaying =
@@ -159,14 +143,9 @@ func ReplaySpec(s streams.Config, partitions int32, replication int16) streams.R
 // without the expiry sweep until it has committed every message that was in
 // the input when the replay began, and stops. The group must not be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
-	cl, err := streams.NewClient(cfg.Streams.Brokers, kgo.ClientID("offerlog-replay"))
-	if err != nil {
-		return fmt.Errorf("replay: %w", err)
-	}
-	defer cl.Close()
 	cfg.SweepInterval = 0
-	spec := ReplaySpec(cfg.Streams, partitions, replication)
-	cfg.Streams = spec.For(cfg.Streams)
-	return spec.Run(ctx, kadm.NewClient(cl),
-		func(ctx context.Context) error { return Run(ctx, cfg) })
+	return streams.ReplayGroup(ctx, cfg.Streams, ReplaySpec(partitions, replication), func(ctx context.Context, s streams.Config) error {
+		cfg.Streams = s
+		return Run(ctx, cfg)
+	})
 }

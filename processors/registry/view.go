@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/offerlog/offerlog/schemas"
@@ -15,17 +14,13 @@ import (
 // changelog, for readers outside the processor (the HTTP API, the indexer's
 // retries). Get is safe for concurrent use.
 type View struct {
-	v *goka.View
+	v *streams.View
 }
 
 // NewView returns a view of the registry table. name tells apart the local
 // storage of several views in one process.
 func NewView(cfg streams.Config, name string) (*View, error) {
-	v, err := goka.NewView(cfg.Brokers, Table, TableCodec, cfg.ViewOptions(name)...)
-	if err != nil {
-		return nil, fmt.Errorf("registry view: %w", err)
-	}
-	return &View{v: v}, nil
+	return &View{v: streams.NewView(cfg, Table, TableCodec, name)}, nil
 }
 
 // Run keeps the view up to date until ctx is done.
@@ -37,7 +32,7 @@ func (v *View) Run(ctx context.Context) error {
 }
 
 // Ready returns a channel closed once the view has recovered the table.
-func (v *View) Ready() <-chan struct{} { return v.v.WaitRunning() }
+func (v *View) Ready() <-chan struct{} { return v.v.Ready() }
 
 // Get returns the record of key ("client/pk"), or nil if the registry holds
 // none. It returns an error if the view is not running.

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -109,7 +108,7 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 }
 
 type router struct {
-	view   *goka.View // the offers table: stages' private states
+	view   *streams.View // the offers table: stages' private states
 	stages []StageConfig
 	impls  map[string]Stage
 	prod   *kgo.Client

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -77,10 +76,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		return err
 	}
 	defer prod.Close()
-	view, err := goka.NewView(brokers, offers.Table, offers.TableCodec, cfg.Streams.ViewOptions("scheduler-offers")...)
-	if err != nil {
-		return fmt.Errorf("scheduler: %w", err)
-	}
+	view := streams.NewView(cfg.Streams, offers.Table, offers.TableCodec, "scheduler-offers")
 	results := offers.NewResults(cfg.Logger)
 	if cfg.OnMatcher != nil {
 		defer cfg.OnMatcher(results)()
@@ -108,7 +104,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		}
 		goRun("answers", func(ctx context.Context) error { return results.Run(ctx, brokers) })
 		select {
-		case <-view.WaitRunning():
+		case <-view.Ready():
 		case <-ctx.Done():
 		}
 		select {
@@ -264,7 +260,7 @@ func (rc *recrawler) yield(ctx context.Context) error {
 // recrawlEvery re-crawls the stage every sc.RecrawlEvery over the
 // scheduler's view of the offers (its local copy, one record per offer,
 // read as it goes), until ctx is done.
-func recrawlEvery(ctx context.Context, sc StageConfig, stage Stage, view *goka.View, prod *kgo.Client, log *slog.Logger) error {
+func recrawlEvery(ctx context.Context, sc StageConfig, stage Stage, view *streams.View, prod *kgo.Client, log *slog.Logger) error {
 	tick := time.NewTicker(sc.RecrawlEvery)
 	defer tick.Stop()
 	for {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/offerlog/offerlog/third_party/forked/goka"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/time/rate"
 
@@ -39,7 +38,7 @@ func newLimiter(r float64) *rate.Limiter {
 type worker struct {
 	cfg     StageConfig
 	stage   Stage
-	view    *goka.View
+	view    *streams.View
 	offers  *offers.Client
 	prod    *kgo.Client
 	m       *Metrics
@@ -48,7 +47,7 @@ type worker struct {
 	backoff time.Duration
 }
 
-func newWorker(cfg StageConfig, stage Stage, view *goka.View, oc *offers.Client, prod *kgo.Client, m *Metrics, log *slog.Logger) *worker {
+func newWorker(cfg StageConfig, stage Stage, view *streams.View, oc *offers.Client, prod *kgo.Client, m *Metrics, log *slog.Logger) *worker {
 	return &worker{cfg: cfg, stage: stage, view: view, offers: oc, prod: prod, m: m, log: log,
 		limit: newLimiter(cfg.RateLimit), backoff: 100 * time.Millisecond}
 }

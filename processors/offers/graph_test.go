@@ -1,0 +1,161 @@
+package offers_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// The aggregate's callbacks on the table runtime's tester: no broker, one
+// batch per call.
+
+func encodeCommand(t *testing.T, c *schemas.OfferCommand) []byte {
+	t.Helper()
+	data, err := schemas.OfferCommands.Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// answers returns the answers and the dead letters among outputs.
+func answers(t *testing.T, out []*kgo.Record) (results []schemas.OfferResult, dead []schemas.DeadLetter) {
+	t.Helper()
+	for _, r := range out {
+		switch r.Topic {
+		case topics.OffersResults:
+			var a schemas.OfferResult
+			if err := schemas.OfferResults.Decode(r.Value, &a); err != nil {
+				t.Fatal(err)
+			}
+			results = append(results, a)
+		case topics.OffersDead:
+			var d schemas.DeadLetter
+			if err := schemas.DeadLetters.Decode(r.Value, &d); err != nil {
+				t.Fatal(err)
+			}
+			dead = append(dead, d)
+		}
+	}
+	return results, dead
+}
+
+func newOffer(id string) *schemas.Offer {
+	price := int64(100)
+	return &schemas.Offer{ID: id, SellerID: "s1", Category: "cars", Title: "one", Price: &price, Currency: "RUB"}
+}
+
+// TestACommandSeenAgainIsAnsweredFromItsRecord: a create handled, then the
+// same record again (a batch redelivered after a crash before its mark):
+// the answer is the first one, from the record, which is written again;
+// the outputs are emitted again; a later update is decided on version 1.
+func TestACommandSeenAgainIsAnsweredFromItsRecord(t *testing.T) {
+	m := offers.NewMetrics(metrics.New())
+	tt := streams.NewTester(offers.Graph(m, nil, 0, schemas.FramingSOE))
+	id := offers.IDFrom(42)
+	create := tt.Record(topics.OffersCommands, 0, id, encodeCommand(t, &schemas.OfferCommand{Kind: schemas.CommandCreate,
+		OfferID: id, SellerID: "s1", ExpectedVersion: -1, Offer: newOffer(id)}))
+	out, err := tt.ConsumeBatch(create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := answers(t, out)
+	if len(first) != 1 || first[0].Outcome != schemas.OutcomeOK || first[0].Version != 1 {
+		t.Fatalf("create answered %+v", first)
+	}
+	again, err := tt.ConsumeBatch(create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _ := answers(t, again)
+	if len(second) != 1 || second[0] != first[0] || m.Recalled.Value() != 1 {
+		t.Fatalf("the create seen again was answered %+v (first %+v), recalled %d", second, first[0], m.Recalled.Value())
+	}
+	if !hasTopic(again, topics.OffersEvents) || !hasTopic(again, topics.CabinetChanges) {
+		t.Errorf("the create seen again did not emit its outputs again: %v", topicsOf(again))
+	}
+	rec, _ := tt.Value(id).(*schemas.OfferRecord)
+	if rec == nil || rec.Version != 1 {
+		t.Fatalf("the table holds %+v after the repeat", tt.Value(id))
+	}
+	upd := newOffer(id)
+	upd.Title = "two"
+	out, err = tt.Consume(topics.OffersCommands, 0, id, encodeCommand(t, &schemas.OfferCommand{Kind: schemas.CommandUpdate,
+		OfferID: id, SellerID: "s1", ExpectedVersion: 1, Offer: upd}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := answers(t, out); len(res) != 1 || res[0].Outcome != schemas.OutcomeOK || res[0].Version != 2 {
+		t.Fatalf("the update answered %+v", res)
+	}
+}
+
+// TestBadInputIsAnsweredNotObeyed: an undecodable command, a command on
+// another partition than its key's, a stage no one configured, and
+// garbage in the table under the command's key.
+func TestBadInputIsAnsweredNotObeyed(t *testing.T) {
+	m := offers.NewMetrics(metrics.New())
+	tt := streams.NewTester(offers.Graph(m, []string{"moderation"}, 8, schemas.FramingSOE))
+	id := offers.IDFrom(7)
+	home := streams.Partition(id, 8)
+	create := encodeCommand(t, &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s1", ExpectedVersion: -1, Offer: newOffer(id)})
+	for _, c := range []struct {
+		name      string
+		partition int32
+		value     []byte
+		reason    string
+	}{
+		{"garbage", home, []byte("not avro"), "undecodable command"},
+		{"misplaced", (home + 1) % 8, create, "partition"},
+		{"unknown stage", home, encodeCommand(t, &schemas.OfferCommand{Kind: schemas.CommandEnqueue, OfferID: id, SellerID: "s1",
+			Stage: "nosuch", ExpectedVersion: -1}), "no stage"},
+	} {
+		out, err := tt.Consume(topics.OffersCommands, c.partition, id, c.value)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		res, dead := answers(t, out)
+		if len(res) != 1 || res[0].Outcome != schemas.OutcomeInvalid || len(dead) != 1 || !strings.Contains(dead[0].Reason, c.reason) {
+			t.Errorf("%s: answered %+v, dead letters %+v; want INVALID and one dead letter saying %q", c.name, res, dead, c.reason)
+		}
+	}
+	if tt.Keys() != 0 {
+		t.Fatalf("bad input wrote %d table values", tt.Keys())
+	}
+	tt.SetValue(id, []byte("garbage in the changelog"))
+	out, err := tt.Consume(topics.OffersCommands, home, id, create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, dead := answers(t, out)
+	if len(res) != 1 || res[0].Outcome != schemas.OutcomeOK || len(dead) != 1 || dead[0].Topic != topics.OffersTable {
+		t.Fatalf("a create over an undecodable value: answered %+v, dead letters %+v; want OK and the value dead-lettered", res, dead)
+	}
+	if rec, _ := tt.Value(id).(*schemas.OfferRecord); rec == nil || rec.Version != 1 {
+		t.Fatalf("the create did not replace the garbage: %+v", tt.Value(id))
+	}
+}
+
+func hasTopic(out []*kgo.Record, topic string) bool {
+	for _, r := range out {
+		if r.Topic == topic {
+			return true
+		}
+	}
+	return false
+}
+
+func topicsOf(out []*kgo.Record) []string {
+	var ts []string
+	for _, r := range out {
+		ts = append(ts, r.Topic)
+	}
+	return ts
+}

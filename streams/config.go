@@ -1,0 +1,66 @@
+package streams
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+)
+
+// Config is what every table group and view of one cluster shares. Build
+// it once and pass it by value.
+type Config struct {
+	// Brokers are the seed brokers of the cluster.
+	Brokers []string
+	// StateDir holds the local table stores. It belongs to the cluster:
+	// keep it beside the cluster's data, never in a directory shared with
+	// another cluster's state.
+	StateDir string
+	// Replication of the topics a replay recreates; catalogue topics are
+	// created by package topics beforehand.
+	Replication int
+	// AllowGaps makes replays rebuild from what retention left of their
+	// inputs instead of refusing (Replay.AllowGaps).
+	AllowGaps bool
+	// Replaying is what a processor run by a replay does with the outputs
+	// of input records the group had processed (ReplayOutputs); the zero
+	// value is a live processor.
+	Replaying ReplayOutputs
+	// replay is set by Replay.For on the config of the processor a replay
+	// runs.
+	replay *replayRun
+	// StoreMemory is the memory one local table store (one partition of
+	// one table or view, Pebble) may take for its memtables and block
+	// cache (default DefaultStoreMemory). Every store of a process gets the
+	// same share of the process's budget (--memory).
+	StoreMemory int64
+	// Logger receives the stores' log lines.
+	Logger *slog.Logger
+}
+
+// DefaultStoreMemory is a store's memory when its Config names none.
+const DefaultStoreMemory = 8 << 20
+
+// Validate returns every problem of c joined, or nil.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("streams: no brokers"))
+	}
+	if c.StateDir == "" {
+		errs = append(errs, errors.New("streams: no state directory"))
+	}
+	if c.Replication < 1 {
+		errs = append(errs, fmt.Errorf("streams: replication %d < 1", c.Replication))
+	}
+	return errors.Join(errs...)
+}
+
+// StoreMemoryOf returns each store's share of a process's memory budget
+// given to its local table stores, for partitions partitions of tables
+// tables and views.
+func StoreMemoryOf(budget int64, tables, partitions int) int64 {
+	if budget <= 0 || tables <= 0 || partitions <= 0 {
+		return DefaultStoreMemory
+	}
+	return budget / int64(tables*partitions)
+}

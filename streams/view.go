@@ -1,0 +1,364 @@
+package streams
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A View is a read-only copy of a table topic (a group's changelog, or any
+// compacted topic) kept up to date in a local Pebble store, with goka's
+// View semantics: Get answers from the copy, Ready is closed once the copy
+// has read what the topic held when Run started, and Run keeps it reading
+// until its context ends. Get and the iterators are safe for concurrent use
+// with Run, and answer an error, never a crash, before Run opened the store
+// or after it returned.
+//
+// Its store is StateDir/view/<name>/table: every partition's values in one
+// store, so that an iterator sees the whole table in key order, with the
+// next offset to read of each partition. It reads committed records only.
+type View struct {
+	cfg   Config
+	topic string
+	codec Codec
+	name  string
+	log   *slog.Logger
+
+	mu      sync.RWMutex
+	db      *pebble.DB
+	adm     *kadm.Client
+	pos     map[int32]int64 // next offset to read, per partition
+	closing bool
+	iters   sync.WaitGroup // open iterators: the store closes after them
+
+	ready     chan struct{}
+	readyOnce sync.Once
+}
+
+// NewView returns a view of topic whose values codec decodes; name tells
+// the views of one process apart (their stores).
+func NewView(cfg Config, topic string, codec Codec, name string) *View {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &View{cfg: cfg, topic: topic, codec: codec, name: name, log: log, ready: make(chan struct{})}
+}
+
+// Topic is the topic the view copies.
+func (v *View) Topic() string { return v.topic }
+
+// Ready returns a channel closed once the view has read every record the
+// topic held when Run started.
+func (v *View) Ready() <-chan struct{} { return v.ready }
+
+// viewOffsetKey is where a view's store keeps the next offset to read of
+// partition p; it sorts before every printable key.
+func viewOffsetKey(p int32) []byte { return []byte("\x00view/next/" + strconv.Itoa(int(p))) }
+
+// Dir is the view's store.
+func (v *View) Dir() string { return filepath.Join(v.cfg.StateDir, "view", v.name, "table") }
+
+// Run copies the topic into the store until ctx ends; it returns nil then,
+// or the error that stopped it.
+func (v *View) Run(ctx context.Context) error {
+	cl, err := NewClient(v.cfg.Brokers, kgo.ClientID("offerlog-view-"+v.name),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+	if err != nil {
+		return fmt.Errorf("view of %s: %w", v.topic, err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ends, err := EndOffsets(ctx, adm, v.topic)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("view of %s: %w", v.topic, err)
+	}
+	mem := v.cfg.StoreMemory
+	if mem <= 0 {
+		mem = DefaultStoreMemory
+	}
+	// The stores of earlier releases (goka's, one per partition) are
+	// beside this one: the topic fills the new store.
+	_ = os.RemoveAll(filepath.Join(v.cfg.StateDir, "view", v.name, "pebble"))
+	db, err := OpenPebble(v.Dir(), mem*int64(len(ends)), false, v.cfg.Logger)
+	if err != nil {
+		return fmt.Errorf("view of %s: %w", v.topic, err)
+	}
+	pos := map[int32]int64{}
+	from := map[int32]kgo.Offset{}
+	for p := range ends {
+		n, _, err := storedInt(db, viewOffsetKey(p))
+		if err != nil {
+			_ = db.Close()
+			return fmt.Errorf("view of %s: the store's offset of partition %d: %w", v.topic, p, err)
+		}
+		pos[p], from[p] = n, kgo.NewOffset().At(n)
+	}
+	v.mu.Lock()
+	v.db, v.adm, v.pos, v.closing = db, adm, pos, false
+	v.mu.Unlock()
+	defer v.close()
+	v.checkReady(ends)
+	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{v.topic: from})
+	warned := time.Time{}
+	for {
+		fetches := cl.PollRecords(ctx, 10_000)
+		if ctx.Err() != nil {
+			return nil
+		}
+		fetches.EachError(func(t string, p int32, err error) {
+			if time.Since(warned) > 10*time.Second {
+				warned = time.Now()
+				v.log.Warn("view: fetch failed, trying again", "view", v.name, "topic", t, "partition", p, "err", err)
+			}
+		})
+		if fetches.NumRecords() == 0 {
+			continue
+		}
+		if err := v.apply(fetches); err != nil {
+			return fmt.Errorf("view of %s: %w", v.topic, err)
+		}
+		v.checkReady(ends)
+	}
+}
+
+// apply writes a poll's records, and the partitions' next offsets, to the
+// store in one batch.
+func (v *View) apply(fetches kgo.Fetches) error {
+	b := v.db.NewBatch()
+	defer b.Close()
+	next := map[int32]int64{}
+	var failed error
+	fetches.EachRecord(func(r *kgo.Record) {
+		next[r.Partition] = r.Offset + 1
+		if r.Attrs.IsControl() || failed != nil {
+			return
+		}
+		if r.Value == nil {
+			failed = b.Delete(r.Key, nil)
+		} else {
+			failed = b.Set(r.Key, r.Value, nil)
+		}
+	})
+	if failed != nil {
+		return failed
+	}
+	for p, n := range next {
+		if err := b.Set(viewOffsetKey(p), []byte(strconv.FormatInt(n, 10)), nil); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("write the store: %w", err)
+	}
+	v.mu.Lock()
+	for p, n := range next {
+		v.pos[p] = n
+	}
+	v.mu.Unlock()
+	return nil
+}
+
+func (v *View) checkReady(ends map[int32]int64) {
+	if v.caughtUp(ends) {
+		v.readyOnce.Do(func() { close(v.ready) })
+	}
+}
+
+// caughtUp reports whether the view has read every partition of ends up
+// to its offset.
+func (v *View) caughtUp(ends map[int32]int64) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.pos == nil {
+		return false
+	}
+	for p, end := range ends {
+		if v.pos[p] < end {
+			return false
+		}
+	}
+	return true
+}
+
+// close waits for open iterators and closes the store.
+func (v *View) close() {
+	v.mu.Lock()
+	v.closing = true
+	v.mu.Unlock()
+	v.iters.Wait()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err := errors.Join(v.db.Flush(), v.db.Close()); err != nil {
+		v.log.Error("view: close the store", "view", v.name, "err", err)
+	}
+	v.db = nil
+}
+
+// Get returns key's value decoded, nil if the table holds none.
+func (v *View) Get(key string) (any, error) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.db == nil || v.closing {
+		return nil, fmt.Errorf("view of %s: %w", v.topic, errNotRunning)
+	}
+	if internalKey([]byte(key)) {
+		return nil, nil
+	}
+	val, closer, err := v.db.Get([]byte(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("view of %s: %w", v.topic, err)
+	}
+	data := bytes.Clone(val)
+	_ = closer.Close()
+	return v.codec.Decode(data)
+}
+
+// WaitFor waits until the view has read every partition of ends up to its
+// offset, or ctx ends.
+func (v *View) WaitFor(ctx context.Context, ends map[int32]int64) error {
+	for !v.caughtUp(ends) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("view of %s: behind the offsets waited for: %w", v.topic, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// Sync waits until the view shows every record written to its topic before
+// the call.
+func (v *View) Sync(ctx context.Context) error {
+	v.mu.RLock()
+	adm := v.adm
+	v.mu.RUnlock()
+	if adm == nil {
+		return fmt.Errorf("view of %s: %w", v.topic, errNotRunning)
+	}
+	ends, err := EndOffsets(ctx, adm, v.topic)
+	if err != nil {
+		return err
+	}
+	return v.WaitFor(ctx, ends)
+}
+
+// Iterator returns an iterator over the whole table in key order.
+func (v *View) Iterator() (*ViewIterator, error) { return v.IteratorWithRange("", "") }
+
+// IteratorWithRange returns an iterator over the keys from start up to
+// limit (excluded; "" for no bound), in key order. Release it.
+func (v *View) IteratorWithRange(start, limit string) (*ViewIterator, error) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.db == nil || v.closing {
+		return nil, fmt.Errorf("view of %s: %w", v.topic, errNotRunning)
+	}
+	opts := &pebble.IterOptions{}
+	if start != "" {
+		opts.LowerBound = []byte(start)
+	}
+	if limit != "" {
+		opts.UpperBound = []byte(limit)
+	}
+	it, err := v.db.NewIter(opts)
+	if err != nil {
+		return nil, fmt.Errorf("view of %s: %w", v.topic, err)
+	}
+	v.iters.Add(1)
+	return &ViewIterator{v: v, it: it}, nil
+}
+
+// A ViewIterator walks a view's table in key order; it sees the table as it
+// was when it was made.
+type ViewIterator struct {
+	v        *View
+	it       *pebble.Iterator
+	started  bool
+	released bool
+}
+
+// Next moves to the next key; false at the end.
+func (i *ViewIterator) Next() bool {
+	var ok bool
+	if !i.started {
+		i.started, ok = true, i.it.First()
+	} else {
+		ok = i.it.Next()
+	}
+	for ok && internalKey(i.it.Key()) {
+		ok = i.it.Next()
+	}
+	return ok
+}
+
+// Key is the current key.
+func (i *ViewIterator) Key() string { return string(i.it.Key()) }
+
+// Value is the current value decoded.
+func (i *ViewIterator) Value() (any, error) { return i.v.codec.Decode(bytes.Clone(i.it.Value())) }
+
+// Err is the error that ended the iteration early, if any.
+func (i *ViewIterator) Err() error { return i.it.Error() }
+
+// Release frees the iterator; call it once done.
+func (i *ViewIterator) Release() {
+	if i.released {
+		return
+	}
+	i.released = true
+	_ = i.it.Close()
+	i.v.iters.Done()
+}
+
+// RunView runs view for as long as readers runs; readers' context ends with
+// ctx, or when the view fails. It returns both errors.
+func RunView(ctx context.Context, view *View, readers func(context.Context) error) error {
+	vctx, stopView := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopView()
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	viewErr := make(chan error, 1)
+	go func() {
+		err := view.Run(vctx)
+		if vctx.Err() != nil {
+			err = nil // stopped by RunView
+		} else if err == nil {
+			err = fmt.Errorf("view of %s: stopped", view.Topic())
+		}
+		if err != nil {
+			cancel()
+		}
+		viewErr <- err
+	}()
+	err := readers(rctx)
+	stopView()
+	return errors.Join(err, <-viewErr)
+}
+
+// WaitView waits until view shows every record written to its topic before
+// the call (View.Sync, with the end offsets read through adm).
+func WaitView(ctx context.Context, adm *kadm.Client, view *View) error {
+	ends, err := EndOffsets(ctx, adm, view.Topic())
+	if err != nil {
+		return err
+	}
+	return view.WaitFor(ctx, ends)
+}
