@@ -94,6 +94,9 @@ type tableStore struct {
 	applied map[string]int64
 }
 
+// topicWait bounds the wait for a table group's topics to be known.
+const topicWait = 30 * time.Second
+
 // appliedHeader, on a batch's mark (its last changelog record, written
 // again after its outputs), names the input record the batch ended with
 // ("topic/partition/offset"). Once it is in the changelog the whole batch
@@ -148,15 +151,27 @@ func (g *TableGroup) Run(ctx context.Context) error {
 	defer prod.Close()
 	g.prod, g.adm = prod, kadm.NewClient(prod)
 	g.counts = map[string]int32{}
+	// A topic just made may be unknown to a broker for a moment; one that
+	// stays unknown was never made (goka made the topics it missed, this
+	// runtime leaves that to the catalogue: offerlog topics ensure).
+	partitions := func(t string) (int32, error) {
+		pctx, cancel := context.WithTimeout(ctx, topicWait)
+		defer cancel()
+		n, err := Partitions(pctx, g.Streams.Brokers, t)
+		if err != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%w (is the topic created? offerlog topics ensure makes the catalogue's and the stages')", err)
+		}
+		return n, err
+	}
 	for _, t := range append([]string{g.Table}, g.Outputs...) {
-		n, err := Partitions(ctx, g.Streams.Brokers, t)
+		n, err := partitions(t)
 		if err != nil {
 			return fmt.Errorf("%s: %w", g.Group, err)
 		}
 		g.counts[t] = n
 	}
 	for _, t := range g.Inputs {
-		n, err := Partitions(ctx, g.Streams.Brokers, t)
+		n, err := partitions(t)
 		if err != nil {
 			return fmt.Errorf("%s: %w", g.Group, err)
 		}

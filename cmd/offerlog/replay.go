@@ -6,6 +6,8 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/offerlog/offerlog/processors/cabinet"
 	"github.com/offerlog/offerlog/processors/drafts"
 	"github.com/offerlog/offerlog/processors/indexer"
@@ -13,7 +15,21 @@ import (
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
 )
+
+// ensureTopics makes the topics of ts that are missing.
+func ensureTopics(ctx context.Context, brokers []string, replication int16, ts []topics.Topic) error {
+	cl, err := streams.NewClient(brokers)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if _, err := topics.Ensure(ctx, kadm.NewClient(cl), replication, ts); err != nil {
+		return fmt.Errorf("topics: %w", err)
+	}
+	return nil
+}
 
 // groups lists the groups replay knows.
 const groups = "registry, indexer, numerator, offers, drafts or cabinet; replay offers before cabinet"
@@ -66,8 +82,11 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 			Replication: cfg.Replication, Framing: cfg.ExportFraming, Logger: log, AllowGaps: *gaps})
 	case string(offers.Group):
 		// The aggregate decides stage commands only for configured stages:
-		// replay with the stages it ran with.
+		// replay with the stages it ran with (their queues are outputs).
 		if err = cfg.Validate(); err == nil {
+			err = ensureTopics(ctx, *brokers, cfg.Replication, topics.ForStages(cfg.Stages.Names(), cfg.Stages.PushTopics(), cfg.Partitions))
+		}
+		if err == nil {
 			err = offers.Replay(ctx, offers.Config{Streams: scfg, Stages: cfg.Stages.Names(), Framing: cfg.ExportFraming}, cfg.Partitions, cfg.Replication)
 		}
 	case string(drafts.Group):

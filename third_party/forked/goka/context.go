@@ -213,7 +213,7 @@ func (ctx *cbContext) Emit(topic Stream, key string, value interface{}, options 
 		}
 	}
 
-	ctx.emit(string(topic), key, data, opts.emitHeaders, opts.emitDone)
+	ctx.emit(string(topic), key, data, opts.emitHeaders)
 }
 
 // Loopback sends a message to another key of the processor.
@@ -230,17 +230,14 @@ func (ctx *cbContext) Loopback(key string, value interface{}, options ...Context
 		ctx.Fail(fmt.Errorf("error encoding message for key %s: %v", key, err))
 	}
 
-	ctx.emit(l.Topic(), key, data, opts.emitHeaders, opts.emitDone)
+	ctx.emit(l.Topic(), key, data, opts.emitHeaders)
 }
 
-func (ctx *cbContext) emit(topic string, key string, value []byte, headers Headers, done func(error)) {
+func (ctx *cbContext) emit(topic string, key string, value []byte, headers Headers) {
 	ctx.counters.emits++
 	ctx.emitter(topic, key, value, ctx.emitterDefaultHeaders.Merged(headers)).Then(func(err error) {
 		if err != nil {
 			err = fmt.Errorf("error emitting to %s: %v", topic, err)
-		}
-		if done != nil { // offerlog patch 2: WithCtxEmitDone
-			done(err)
 		}
 		ctx.emitDone(err)
 	})

@@ -648,8 +648,6 @@ func (opt *eoptions) applyOptions(topic Stream, codec Codec, opts ...EmitterOpti
 
 type ctxOptions struct {
 	emitHeaders Headers
-	// offerlog patch 2: emitDone, if set, is told the emit's outcome.
-	emitDone func(error)
 }
 
 // ContextOption defines a configuration option to be used when performing
@@ -661,17 +659,6 @@ func WithCtxEmitHeaders(headers Headers) ContextOption {
 	return func(opts *ctxOptions) {
 		// Accumulate headers rather than discard previous ones.
 		opts.emitHeaders = opts.emitHeaders.Merged(headers)
-	}
-}
-
-// WithCtxEmitDone makes Emit call done with the outcome of the message's
-// write, once the producer has it (nil: written and acknowledged), before
-// the context counts the emit as done. (offerlog patch 2: a caller in the
-// same process can act on an output once it is durable, without reading it
-// back from its topic.)
-func WithCtxEmitDone(done func(error)) ContextOption {
-	return func(opts *ctxOptions) {
-		opts.emitDone = done
 	}
 }
 

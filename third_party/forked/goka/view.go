@@ -292,22 +292,6 @@ func (v *View) close() error {
 	}
 	v.partitions = nil
 	err := errg.Wait().ErrorOrNil()
-	// offerlog patch 1: the view's sarama consumer and topic manager, which
-	// NewView made, are closed with it. Upstream never closed them: every
-	// view that ran and stopped left two sarama clients behind (their
-	// metadata loops, broker connections and metrics).
-	if v.consumer != nil {
-		if cerr := v.consumer.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("error closing the view's consumer: %w", cerr)
-		}
-		v.consumer = nil
-	}
-	if v.tmgr != nil {
-		if terr := v.tmgr.Close(); terr != nil && err == nil {
-			err = fmt.Errorf("error closing the view's topic manager: %w", terr)
-		}
-		v.tmgr = nil
-	}
 	return err
 }
 
