@@ -142,12 +142,7 @@ func runComponent(ctx context.Context, args []string, _ io.Reader, stdout, stder
 	}
 	if component != platform.ComponentAPI && !f.httpSet() {
 		// Processors still serve /metrics; default to a port of their own.
-		cfg.HTTPAddr = map[string]string{platform.ComponentRegistry: "127.0.0.1:8081", platform.ComponentIndexer: "127.0.0.1:8082",
-			platform.ComponentNumerator: "127.0.0.1:8083", platform.ComponentOffers: "127.0.0.1:8084",
-			platform.ComponentDrafts: "127.0.0.1:8085", platform.ComponentCabinet: "127.0.0.1:8086",
-			platform.ComponentFeeds: "127.0.0.1:8087", platform.ComponentCache: "127.0.0.1:8088",
-			platform.ComponentSinkYDB: "127.0.0.1:8089", platform.ComponentScheduler: "127.0.0.1:8090",
-			platform.ComponentLag: "127.0.0.1:8091"}[component]
+		cfg.HTTPAddr = platform.MetricsAddr(component)
 	}
 	cfg.Logger = f.logger(stderr)
 	cfg.Started = func(info platform.Info) { printInfo(stdout, info) }

@@ -303,18 +303,9 @@ func (f *flags) platform() *platform.Config {
 		cfg.SinkSources = strings.Split(s, ",")
 		return nil
 	})
-	f.concern([]string{platform.ComponentRegistry, platform.ComponentAPI}, "max-document-bytes", "tombstone-ttl")
-	f.concern([]string{platform.ComponentRegistry}, "sweep-interval", "epoch-grace")
-	f.concern([]string{platform.ComponentRegistry, platform.ComponentIndexer, platform.ComponentOffers}, "export-framing")
-	f.concern([]string{platform.ComponentAPI, platform.ComponentScheduler, platform.ComponentFeeds}, "wait-timeout")
-	f.concern([]string{platform.ComponentAPI, platform.ComponentCache}, "grpc")
-	f.concern([]string{platform.ComponentNumerator, platform.ComponentCache, platform.ComponentAPI}, "zookeeper")
-	f.concern([]string{platform.ComponentNumerator, platform.ComponentCache}, "session-timeout")
-	f.concern([]string{platform.ComponentAPI}, "reads", "cache-hosts", "cache-token", "cache-hedge")
-	f.concern([]string{platform.ComponentNumerator}, "master", "lock-timeout", "ttl-generations", "rebuild-share", "scheme", "state-type")
-	f.concern([]string{platform.ComponentCache}, "table", "cache-grpc", "host", "shards")
-	f.concern([]string{platform.ComponentCache, platform.ComponentAPI}, "dc")
-	f.concern([]string{platform.ComponentSinkYDB}, "ydb", "source")
+	for name, components := range platform.FlagComponents() {
+		f.concern(components, name)
+	}
 	return cfg
 }
 

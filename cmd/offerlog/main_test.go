@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -586,5 +588,19 @@ func TestReplayTellsItsProgress(t *testing.T) {
 	if code != 0 || !regexp.MustCompile(`msg="replay: progress" group=registry records=\d+ of=500 percent=[\d.]+ rate=\d+/s eta=\S+`).MatchString(stderr) ||
 		!strings.Contains(stderr, `msg="replay: done" group=registry input_records=500`) || !strings.Contains(out, "replayed registry") {
 		t.Fatalf("replay: %d %s\n%s", code, out, stderr)
+	}
+}
+
+// TestComponentFlagsAreFlags: every flag the platform's components name as
+// theirs (platform.FlagComponents, which --help of run COMPONENT follows)
+// is a flag of offerlog run.
+func TestComponentFlagsAreFlags(t *testing.T) {
+	f := newFlags("run", io.Discard).produces()
+	f.platform()
+	f.brokers()
+	for name, components := range platform.FlagComponents() {
+		if f.Lookup(name) == nil {
+			t.Errorf("%v name a flag --%s that offerlog run does not have", components, name)
+		}
 	}
 }

@@ -17,9 +17,6 @@ import (
 	"github.com/offerlog/offerlog/serving"
 )
 
-// ComponentCache is the serving cache's server.
-const ComponentCache = "cache"
-
 // CacheConfig configures the cache component.
 type CacheConfig struct {
 	// Table is the compacted topic served (offers-table, registry-table,

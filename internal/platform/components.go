@@ -14,6 +14,7 @@ import (
 	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/processors/cabinet"
 	"github.com/offerlog/offerlog/processors/drafts"
+	"github.com/offerlog/offerlog/processors/feeds"
 	"github.com/offerlog/offerlog/processors/indexer"
 	"github.com/offerlog/offerlog/processors/numerator"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
@@ -28,15 +29,58 @@ import (
 // started before it, and how it starts. start runs the component's
 // goroutines under the process's supervisor (which restarts a failed one
 // with backoff) and registers its ready signals and closers with the
-// process; it returns once they are started.
+// process; it returns once they are started. Everything else that names
+// components is derived from these entries: the CLI's flags help (flags),
+// `offerlog run`'s metrics port (port), the memory budget (stores), and
+// `offerlog replay` (replay).
 type component struct {
 	name string
 	// user marks a component a user selects (AllComponents); the others
 	// run because a selected one needs them.
 	user  bool
 	needs []string
-	start func(ctx context.Context, p *process) error
+	// flags are the flags of the platform's that only some components
+	// read, this one among them: `offerlog run NAME --help` lists them.
+	flags []string
+	// port is where `offerlog run NAME` serves /metrics and the probes by
+	// default (127.0.0.1:port; the api serves them on its --http).
+	port int
+	// stores is how many tables and views of the catalogue's partitions
+	// the component keeps in local stores (a scheduler's timer store counts
+	// as one): the memory budget's half for stores is shared out among the
+	// stores of the components a process runs.
+	stores int
+	start  func(ctx context.Context, p *process) error
+	// replay, if set, rebuilds the component's group (offerlog replay).
+	replay func(ctx context.Context, r Replaying) error
 }
+
+// The components a user runs (AllComponents); a processor group's is its
+// group's name.
+const (
+	ComponentRegistry  = registry.Group
+	ComponentIndexer   = indexer.Group
+	ComponentNumerator = numerator.Group
+	ComponentOffers    = offers.Group
+	ComponentDrafts    = drafts.Group
+	ComponentCabinet   = cabinet.Group
+	ComponentFeeds     = feeds.Group
+	// ComponentScheduler runs the stage scheduler: router, stage workers,
+	// timer service.
+	ComponentScheduler = "scheduler"
+	// ComponentCache is the serving cache's server.
+	ComponentCache = "cache"
+	// ComponentAPI is the HTTP and gRPC API.
+	ComponentAPI = "api"
+	// ComponentSinkYDB keeps the seeds' YDB tables equal to the log; it
+	// runs only when Config.YDB is set.
+	ComponentSinkYDB = "sink-ydb"
+	// ComponentLag computes the consumer lag of offerlog's groups, once per
+	// cluster: one process runs it (its own Deployment of one replica in
+	// deploy/k8s, a part of `offerlog dev`). Every process computing every
+	// group's lag made a dashboard's sum count it once per pod.
+	ComponentLag = "lag"
+)
 
 // Internal components, started for the user components that need them.
 const (
@@ -54,52 +98,69 @@ const (
 var components = []component{
 	{name: componentAuth, start: startAuth},
 	{name: componentEpochs, start: startEpochs},
-	{name: ComponentRegistry, user: true, needs: []string{componentEpochs}, start: startRegistry},
-	{name: componentRegistryView, start: startRegistryView},
-	{name: ComponentIndexer, user: true, needs: []string{componentRegistryView}, start: startIndexer},
-	{name: ComponentNumerator, user: true, start: startNumerator},
-	{name: ComponentOffers, user: true, start: func(ctx context.Context, p *process) error {
+	{name: ComponentRegistry, user: true, needs: []string{componentEpochs}, port: 8081, stores: 1, start: startRegistry, replay: replayRegistry,
+		flags: []string{"max-document-bytes", "tombstone-ttl", "sweep-interval", "epoch-grace", "export-framing"}},
+	{name: componentRegistryView, stores: 1, start: startRegistryView},
+	{name: ComponentIndexer, user: true, needs: []string{componentRegistryView}, port: 8082, start: startIndexer, replay: replayIndexer,
+		flags: []string{"export-framing"}},
+	{name: ComponentNumerator, user: true, port: 8083, stores: 2, start: startNumerator, replay: replayNumerator,
+		flags: []string{"zookeeper", "session-timeout", "master", "lock-timeout", "ttl-generations", "rebuild-share", "scheme", "state-type"}},
+	{name: ComponentOffers, user: true, port: 8084, stores: 1, flags: []string{"export-framing"}, start: func(ctx context.Context, p *process) error {
 		c := offers.Config{Streams: p.scfg, Stages: p.cfg.Stages.Names(), Framing: p.cfg.ExportFraming, Metrics: offers.NewMetrics(p.reg),
 			OnReady: p.readyFunc(), OnAnswer: p.answers.deliver}
 		return p.goGroup(ctx, ComponentOffers, func(ctx context.Context) error { return offers.Run(ctx, c) })
-	}},
-	{name: ComponentDrafts, user: true, start: func(ctx context.Context, p *process) error {
+	}, replay: replayOffers},
+	{name: ComponentDrafts, user: true, port: 8085, stores: 1, start: func(ctx context.Context, p *process) error {
 		c := drafts.Config{Streams: p.scfg, Metrics: drafts.NewMetrics(p.reg), OnReady: p.readyFunc()}
 		return p.goGroup(ctx, ComponentDrafts, func(ctx context.Context) error { return drafts.Run(ctx, c) })
+	}, replay: func(ctx context.Context, r Replaying) error {
+		return drafts.Replay(ctx, drafts.Config{Streams: r.Streams}, r.Config.Partitions, r.Config.Replication)
 	}},
-	{name: ComponentCabinet, user: true, start: func(ctx context.Context, p *process) error {
+	{name: ComponentCabinet, user: true, port: 8086, stores: 1, start: func(ctx context.Context, p *process) error {
 		c := cabinet.Config{Streams: p.scfg, Metrics: cabinet.NewMetrics(p.reg), OnReady: p.readyFunc()}
 		return p.goGroup(ctx, ComponentCabinet, func(ctx context.Context) error { return cabinet.Run(ctx, c) })
+	}, replay: func(ctx context.Context, r Replaying) error {
+		return cabinet.Replay(ctx, cabinet.Config{Streams: r.Streams}, r.Config.Partitions, r.Config.Replication)
 	}},
-	{name: ComponentFeeds, user: true, start: func(ctx context.Context, p *process) error { return p.feeds(ctx) }},
-	{name: ComponentScheduler, user: true, start: func(ctx context.Context, p *process) error {
+	{name: ComponentFeeds, user: true, port: 8087, stores: 3, flags: []string{"wait-timeout"},
+		start: func(ctx context.Context, p *process) error { return p.feeds(ctx) }},
+	{name: ComponentScheduler, user: true, port: 8090, stores: 2, flags: []string{"wait-timeout"}, start: func(ctx context.Context, p *process) error {
 		c := scheduler.RunConfig{Streams: p.scfg, Stages: p.cfg.Stages, Timeout: p.cfg.WaitTimeout, TimerMemory: p.timerMemory(),
 			Metrics: scheduler.NewMetrics(p.reg), Logger: p.log, OnReady: p.readyFunc(), OnMatcher: p.answers.add}
 		return p.goGroup(ctx, ComponentScheduler, func(ctx context.Context) error { return scheduler.Run(ctx, c) })
 	}},
-	{name: ComponentCache, user: true, needs: []string{componentAuth}, start: func(ctx context.Context, p *process) error {
-		addr, r, err := runCache(ctx, p.sup, p.cfg, p.brokers, p.reg, p.log, p.auth)
-		if err != nil {
-			return err
-		}
-		p.info.CacheAddr = addr
-		p.ready = append(p.ready, r)
-		return nil
-	}},
-	{name: componentOfferAPI, needs: []string{componentAuth}, start: startOfferAPI},
-	{name: ComponentAPI, user: true, needs: []string{componentAuth, componentEpochs, componentRegistryView, componentOfferAPI}, start: startAPI},
-	{name: ComponentSinkYDB, user: true, start: func(ctx context.Context, p *process) error {
+	{name: ComponentCache, user: true, needs: []string{componentAuth}, port: 8088,
+		flags: []string{"grpc", "zookeeper", "session-timeout", "table", "cache-grpc", "host", "shards", "dc"},
+		start: func(ctx context.Context, p *process) error {
+			addr, r, err := runCache(ctx, p.sup, p.cfg, p.brokers, p.reg, p.log, p.auth)
+			if err != nil {
+				return err
+			}
+			p.info.CacheAddr = addr
+			p.ready = append(p.ready, r)
+			return nil
+		}},
+	// The offer API's views: drafts, cabinet, presets, feed statuses and,
+	// unless it reads through the cache, the offers.
+	{name: componentOfferAPI, needs: []string{componentAuth}, stores: 5, start: startOfferAPI},
+	{name: ComponentAPI, user: true, needs: []string{componentAuth, componentEpochs, componentRegistryView, componentOfferAPI}, start: startAPI,
+		flags: []string{"max-document-bytes", "tombstone-ttl", "wait-timeout", "grpc", "zookeeper", "reads", "cache-hosts", "cache-token", "cache-hedge", "dc"}},
+	{name: ComponentSinkYDB, user: true, port: 8089, flags: []string{"ydb", "source"}, start: func(ctx context.Context, p *process) error {
 		if p.cfg.YDB == "" {
 			return nil
 		}
 		return runSinks(ctx, p.sup, p.cfg, p.brokers, p.reg, p.log)
 	}},
-	{name: ComponentLag, user: true, start: startLag},
+	{name: ComponentLag, user: true, port: 8091, start: startLag},
 	{name: componentHTTP, start: startHTTP},
 }
 
 // AllComponents lists the components a user selects, in start order.
-var AllComponents = userComponents()
+var AllComponents []string
+
+// init fills AllComponents from the list: an initialiser would make a
+// cycle (a replay validates a Config, which names AllComponents).
+func init() { AllComponents = userComponents() }
 
 func userComponents() []string {
 	var out []string
@@ -109,6 +170,41 @@ func userComponents() []string {
 		}
 	}
 	return out
+}
+
+// FlagComponents returns, for each flag only some components read, those
+// components (the CLI's help of `offerlog run NAME` lists a component's
+// own and the common ones).
+func FlagComponents() map[string][]string {
+	out := map[string][]string{}
+	for _, c := range components {
+		for _, f := range c.flags {
+			out[f] = append(out[f], c.name)
+		}
+	}
+	return out
+}
+
+// MetricsAddr returns where `offerlog run NAME` serves /metrics and the
+// probes by default, "" for a component that has no port of its own (the
+// api serves them on its --http).
+func MetricsAddr(name string) string {
+	for _, c := range components {
+		if c.name == name && c.port != 0 {
+			return fmt.Sprintf("127.0.0.1:%d", c.port)
+		}
+	}
+	return ""
+}
+
+// storesOf returns how many tables and views the components of cs keep in
+// local stores.
+func storesOf(cs []component) int {
+	n := 0
+	for _, c := range cs {
+		n += c.stores
+	}
+	return n
 }
 
 // plan returns the components to start for the selected ones: those, what

@@ -49,3 +49,52 @@ func TestPlanStartsWhatIsNeeded(t *testing.T) {
 		t.Errorf("everything selected starts %v, want all %d components", got, len(components))
 	}
 }
+
+// TestWhatIsDerivedFromTheList: the metrics ports of `offerlog run`, the
+// groups `offerlog replay` knows, and the memory budget all come from the
+// one list of components.
+func TestWhatIsDerivedFromTheList(t *testing.T) {
+	ports := map[string]string{}
+	for _, name := range AllComponents {
+		addr := MetricsAddr(name)
+		if name == ComponentAPI {
+			if addr != "" {
+				t.Errorf("the api serves /metrics on its --http, not on %s", addr)
+			}
+			continue
+		}
+		if addr == "" {
+			t.Errorf("%s has no metrics port of its own", name)
+		}
+		if other, dup := ports[addr]; dup {
+			t.Errorf("%s and %s both default to %s", name, other, addr)
+		}
+		ports[addr] = name
+	}
+	want := []string{ComponentRegistry, ComponentIndexer, ComponentNumerator, ComponentOffers, ComponentDrafts, ComponentCabinet}
+	if got := Replayable(); !slices.Equal(got, want) {
+		t.Errorf("replayable %v, want %v", got, want)
+	}
+	for _, tt := range []struct {
+		components []string
+		stores     int
+		goMemory   int64
+	}{
+		{[]string{ComponentCache}, 0, 1000},
+		{[]string{ComponentSinkYDB, ComponentLag}, 0, 1000},
+		{[]string{ComponentOffers}, 1, 500},
+		{[]string{ComponentAPI}, 6, 500}, // the registry's view and the offer API's five
+		{nil, 17, 500},                   // everything
+	} {
+		selected := tt.components
+		if selected == nil {
+			selected = AllComponents
+		}
+		if got := storesOf(plan(selected, false)); got != tt.stores {
+			t.Errorf("%v keep %d stores, want %d", tt.components, got, tt.stores)
+		}
+		if got := GoMemory(Config{Memory: 1000, Components: tt.components}); got != tt.goMemory {
+			t.Errorf("%v: Go's memory %d of 1000, want %d", tt.components, got, tt.goMemory)
+		}
+	}
+}

@@ -23,17 +23,6 @@ import (
 	"github.com/offerlog/offerlog/topics"
 )
 
-// Components of the offer storage.
-const (
-	ComponentOffers  = "offers"
-	ComponentDrafts  = "drafts"
-	ComponentCabinet = "cabinet"
-	ComponentFeeds   = "feeds"
-	// ComponentScheduler runs the stage scheduler: router, stage workers,
-	// timer service.
-	ComponentScheduler = "scheduler"
-)
-
 // readySignal adds a channel to ready and returns the function that closes
 // it (once, however often a restarted component calls it).
 func readySignal(ready *[]<-chan struct{}) func() {

@@ -21,12 +21,6 @@ import (
 	"github.com/offerlog/offerlog/sinks/ydbsink"
 )
 
-// ComponentLag computes the consumer lag of offerlog's groups, once per
-// cluster: one process runs it (its own Deployment of one replica in
-// deploy/k8s, a part of `offerlog dev`). Every process computing every
-// group's lag made a dashboard's sum count it once per pod.
-const ComponentLag = "lag"
-
 // LagInterval is how often the consumer lag of offerlog's groups is
 // computed for /metrics.
 const LagInterval = 5 * time.Second

@@ -35,14 +35,6 @@ import (
 	"github.com/offerlog/offerlog/topics"
 )
 
-// Components that can be run.
-const (
-	ComponentRegistry  = "registry"
-	ComponentIndexer   = "indexer"
-	ComponentAPI       = "api"
-	ComponentNumerator = "numerator"
-)
-
 // Config of a platform process.
 type Config struct {
 	// Brokers of an existing cluster; empty starts the embedded broker on
@@ -142,11 +134,11 @@ type Config struct {
 // half, which Pebble holds outside the Go heap. A process of only the
 // cache and the sinks has no stores: the whole budget.
 func GoMemory(cfg Config) int64 {
-	stores := len(cfg.Components) == 0
-	for _, c := range cfg.Components {
-		stores = stores || (c != ComponentCache && c != ComponentSinkYDB)
+	selected := cfg.Components
+	if len(selected) == 0 {
+		selected = AllComponents
 	}
-	if stores {
+	if storesOf(plan(selected, false)) > 0 {
 		return cfg.Memory / 2
 	}
 	return cfg.Memory
@@ -298,12 +290,6 @@ func Run(ctx context.Context, cfg Config) error {
 	return p.sup.Err()
 }
 
-// storeTables is how many tables and views of the catalogue's partitions
-// hold local stores when every component runs in one process (8 groups'
-// tables, 11 views): half the memory budget is shared out among their
-// partitions and the timer store.
-const storeTables = 19
-
 // timerMemory is the scheduler's timer store's share of the budget: one
 // table's (it holds every partition the service reads), or 0 for the
 // default without a budget.
@@ -412,9 +398,10 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 		p.scfg.Replication = int(cfg.Replication)
 	}
 	if cfg.Memory > 0 {
-		// The tables' and views' partitions, and the scheduler's timer
-		// store, counted as one table more (timerMemory).
-		p.scfg.StoreMemory = streams.StoreMemoryOf(cfg.Memory/2, storeTables+1, int(cfg.Partitions))
+		// Half the budget, shared out among the partitions of the tables
+		// and views the process's components keep (the scheduler's timer
+		// store counted as one: timerMemory).
+		p.scfg.StoreMemory = streams.StoreMemoryOf(cfg.Memory/2, max(storesOf(plan(cfg.Components, false)), 1), int(cfg.Partitions))
 	}
 	p.sup = &supervisor{log: log, restarts: p.reg.Counter("offerlog_component_restarts_total", "Restarts of a component after it failed, by component.", "component")}
 	return p, nil

@@ -8,10 +8,6 @@ import (
 	"github.com/offerlog/offerlog/sinks/ydbsink"
 )
 
-// ComponentSinkYDB keeps the seeds' YDB tables equal to the log; it runs
-// only when Config.YDB is set.
-const ComponentSinkYDB = "sink-ydb"
-
 // runSinks starts one YDB sink per source topic.
 func runSinks(ctx context.Context, sup *supervisor, cfg Config, brokers []string, reg *metrics.Registry, log *slog.Logger) error {
 	db, err := ydbsink.OpenYDB(ctx, cfg.YDB)
