@@ -173,7 +173,12 @@ func Partitions(ctx context.Context, brokers []string, topic string) (int32, err
 		return 0, err
 	}
 	defer cl.Close()
-	ends, err := EndOffsets(ctx, kadm.NewClient(cl), topic)
+	return PartitionsOf(ctx, kadm.NewClient(cl), topic)
+}
+
+// PartitionsOf returns how many partitions topic has, asked through adm.
+func PartitionsOf(ctx context.Context, adm *kadm.Client, topic string) (int32, error) {
+	ends, err := EndOffsets(ctx, adm, topic)
 	if err != nil {
 		return 0, err
 	}

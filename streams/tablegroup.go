@@ -166,7 +166,7 @@ func (g *TableGroup) Run(ctx context.Context) error {
 	partitions := func(t string) (int32, error) {
 		pctx, cancel := context.WithTimeout(ctx, topicWait)
 		defer cancel()
-		n, err := Partitions(pctx, g.Streams.Brokers, t)
+		n, err := PartitionsOf(pctx, g.adm, t)
 		if err != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%w (is the topic created? offerlog topics ensure makes the catalogue's and the stages')", err)
 		}
