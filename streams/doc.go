@@ -1,6 +1,8 @@
-// Package streams binds topics to their codecs and to the clients that read
-// and write them: goka codecs over the Avro codecs of package schemas, the
-// goka and franz-go configuration every processor shares (acks=all, oldest
-// offsets, Kafka's murmur2 partitioning, state under the data directory),
-// dead letters, and request/reply over topics.
+// Package streams is offerlog's one runtime on franz-go: the consume loop
+// every consumer reads through (Loop: a worker per partition, retries,
+// dead letters, commits of what is done), the table groups every processor
+// runs on (TableGroup, a batch at a time; Graph, Context and Tester, goka's
+// model of callbacks on it), views of tables (View), replay (Replay,
+// ReplayGroup), codecs over the Avro codecs of package schemas, Kafka's
+// murmur2 partitioning, bounded dead letters and request/reply over topics.
 package streams

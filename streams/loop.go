@@ -193,7 +193,7 @@ func NewLoopMetrics(r *metrics.Registry) *LoopMetrics {
 	}
 }
 
-// Loop is the one way offerlog consumes outside goka processors: a client
+// Loop is the one way offerlog consumes (table groups included): a client
 // (of a consumer group, or of given partitions), a goroutine per partition
 // that hands its records in order to the handler with retries, timeouts and
 // recovery, dead letters for what cannot be handled, pausing of partitions

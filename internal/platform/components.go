@@ -241,7 +241,7 @@ func plan(selected []string, http bool) []component {
 	return out
 }
 
-// goGroup runs a goka group under the supervisor.
+// goGroup runs a processor group under the supervisor.
 func (p *process) goGroup(ctx context.Context, name string, run func(context.Context) error) error {
 	p.sup.Go(ctx, name, true, run)
 	return nil

@@ -1,8 +1,10 @@
 // Package platform wires offerlog's components into one process: the
-// embedded broker (when no brokers are given), the topic catalogue, the
-// epoch catalogue, the registry and indexer processors, the registry view
-// and the HTTP API with /metrics. `offerlog dev` runs all of them; `offerlog
-// run COMPONENT` runs one against a real cluster.
+// embedded broker (when no brokers are given), the topic catalogue, and the
+// components of the one list in components.go (the processor groups, their
+// views, the serving cache, the API, the sinks, the lag), each with what it
+// needs started before it. `offerlog dev` runs all of them; `offerlog run
+// COMPONENT` runs one against a real cluster; `offerlog replay GROUP`
+// rebuilds a group (Replay).
 package platform
 
 import (
@@ -44,7 +46,7 @@ type Config struct {
 	// Fsync makes the embedded broker fsync every batch before its
 	// acknowledgement (broker.Config.Fsync).
 	Fsync bool
-	// DataDir holds the embedded broker's data and goka's local state
+	// DataDir holds the embedded broker's data and the local table state
 	// (DataDir/state).
 	DataDir string
 	// HTTPAddr serves the API and /metrics; "" serves nothing.
@@ -338,7 +340,7 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 	log := cfg.Logger
 	p := &process{cfg: cfg, log: log, info: &Info{Brokers: cfg.Brokers, DataDir: cfg.DataDir, Components: cfg.Components}}
 	// One process per data directory: a second one would share its broker
-	// segments and goka's local stores, and corrupt them.
+	// segments and the local table stores, and corrupt them.
 	unlock, err := broker.LockDir(cfg.DataDir)
 	if err != nil {
 		return p, err

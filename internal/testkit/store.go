@@ -10,7 +10,7 @@ import (
 )
 
 // LocalTable reads every local store of table that group keeps under
-// stateDir (streams.TableGroup's and goka's layout) into key -> value,
+// stateDir (streams.TableGroup's layout, which was goka's) into key -> value,
 // without the stores' own keys (their changelog and input offsets). The group must be stopped.
 func LocalTable(t testing.TB, stateDir, group, table string) map[string][]byte {
 	t.Helper()

@@ -16,8 +16,8 @@
 // only if the registry still holds that version, so a late retry never
 // overwrites a newer document.
 //
-// The indexer is a franz-go consumer group rather than a goka processor: it
-// keeps no table, and goka cannot emit to topics named at run time (one feed
-// per client). It commits its offsets only after every output of a poll was
+// The indexer is a franz-go consumer group rather than a table group: it
+// keeps no table, and a Graph cannot emit to topics named at run time (one
+// feed per client). It commits its offsets only after every output of a poll was
 // acknowledged by all in-sync replicas.
 package indexer
