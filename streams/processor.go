@@ -36,9 +36,6 @@ type Graph struct {
 	// DeadTopic receives the records a callback fails on (an emit that does
 	// not encode, a panic) once retries are spent, as the Loop's does.
 	DeadTopic string
-	// OutputsWithChangelog is the TableGroup's (a round trip less per
-	// batch, for groups whose readers wait for the value they were told).
-	OutputsWithChangelog bool
 }
 
 // Input is an input topic of a Graph and the callback of its records.
@@ -119,8 +116,7 @@ func (g *Graph) OutputTopics() []string {
 // (if set) once its first assignment has read its changelogs.
 func (g *Graph) TableGroup(s Config, onReady func()) *TableGroup {
 	return &TableGroup{Streams: s, Group: g.Group, Table: g.Table(), Inputs: g.InputTopics(), Outputs: g.OutputTopics(),
-		DeadTopic: g.DeadTopic, OutputsWithChangelog: g.OutputsWithChangelog,
-		Handle:  func(_ context.Context, b *TableBatch) error { return g.Process(b, b.Batch) },
+		DeadTopic: g.DeadTopic, Handle: func(_ context.Context, b *TableBatch) error { return g.Process(b, b.Batch) },
 		OnReady: onReady, Logger: s.Logger}
 }
 

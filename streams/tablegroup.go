@@ -63,15 +63,6 @@ type TableGroup struct {
 	// with Values and writes it with Set; it returns an error as a Loop's
 	// BatchHandler does, and nothing it set or emitted is kept then.
 	Handle func(ctx context.Context, b *TableBatch) error
-	// OutputsWithChangelog writes a batch's changelog records and outputs
-	// in one produce, then its mark: a round trip less per batch. A reader
-	// may then see an output (an answer) before the table value it was
-	// decided with; right for a group whose readers wait for the value
-	// they were told (the offers API's read-your-writes waits for the
-	// version) and whose records remember their answers (a batch handled
-	// again after a crash before its changelog finds the table without its
-	// effects and decides as the first time, or with them and recalls).
-	OutputsWithChangelog bool
 	// OnReady, if set, is called once, when the partitions of the group's
 	// first assignment have read their changelogs to the end.
 	OnReady func()
@@ -511,8 +502,7 @@ func (b *TableBatch) Emit(in, out *kgo.Record) {
 // without the mark: the batch is handed to the handler again against a
 // table that holds its effects, and its answers, never given, are decided
 // then; the registry recalls those its records remember.) A batch without
-// outputs marks its last changelog record. With OutputsWithChangelog the
-// changelog and the outputs are one produce, the mark after it.
+// outputs marks its last changelog record.
 func (b *TableBatch) commit(ctx context.Context) error {
 	g := b.g
 	if err := g.place(b.out); err != nil {
@@ -532,35 +522,29 @@ func (b *TableBatch) commit(ctx context.Context) error {
 		}
 		return nil
 	}
-	var changelog []*kgo.Record
-	for _, k := range b.order {
-		changelog = append(changelog, &kgo.Record{Topic: g.Table, Partition: b.Partition, Key: []byte(k), Value: b.sets[k]})
-	}
-	if len(changelog) > 0 && len(b.out) == 0 {
-		changelog[len(changelog)-1].Headers = mark
-	}
-	if g.OutputsWithChangelog && len(changelog) > 0 && len(b.out) > 0 {
-		if err := produce("the changelog and outputs", append(changelog, b.out...)); err != nil {
+	if len(b.order) > 0 {
+		recs := make([]*kgo.Record, len(b.order))
+		for i, k := range b.order {
+			recs[i] = &kgo.Record{Topic: g.Table, Partition: b.Partition, Key: []byte(k), Value: b.sets[k]}
+		}
+		if len(b.out) == 0 {
+			recs[len(recs)-1].Headers = mark
+		}
+		if err := produce("the changelog", recs); err != nil {
 			return err
 		}
-	} else {
-		if len(changelog) > 0 {
-			if err := produce("the changelog", changelog); err != nil {
-				return err
-			}
-		}
-		if len(b.out) > 0 {
-			if err := produce("outputs", b.out); err != nil {
-				return err
-			}
-		}
 	}
-	if len(b.order) > 0 && len(b.out) > 0 {
-		// The mark: the batch's last value again, with the header.
-		k := b.order[len(b.order)-1]
-		if err := produce("the changelog's mark", []*kgo.Record{{Topic: g.Table, Partition: b.Partition,
-			Key: []byte(k), Value: b.sets[k], Headers: mark}}); err != nil {
+	if len(b.out) > 0 {
+		if err := produce("outputs", b.out); err != nil {
 			return err
+		}
+		if len(b.order) > 0 {
+			// The mark: the batch's last value again, with the header.
+			k := b.order[len(b.order)-1]
+			if err := produce("the changelog's mark", []*kgo.Record{{Topic: g.Table, Partition: b.Partition,
+				Key: []byte(k), Value: b.sets[k], Headers: mark}}); err != nil {
+				return err
+			}
 		}
 	}
 	wb := b.st.db.NewBatch()

@@ -70,10 +70,7 @@ func Graph(m *Metrics, stages []string, partitions int32, framing schemas.Framin
 func newGraph(h *handler, framing schemas.Framing) *streams.Graph {
 	g := &streams.Graph{
 		Group: Group, Codec: TableCodec, DeadTopic: dead,
-		// The API's writes wait for the view to show the version they were
-		// told; a command's record remembers its answer.
-		OutputsWithChangelog: true,
-		Inputs:               []streams.Input{{Topic: commands, Callback: h.command}},
+		Inputs: []streams.Input{{Topic: commands, Callback: h.command}},
 		Outputs: []streams.Output{
 			{Topic: commands, Codec: streams.Bytes{}}, // a publish moving along its draft's chain of ids
 			{Topic: events, Codec: streams.Avro[schemas.OfferEvent]{C: schemas.OfferEvents, Framing: framing}},
