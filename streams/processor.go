@@ -128,6 +128,15 @@ func (g *Graph) Run(ctx context.Context, s Config, onReady func()) error {
 	return nil
 }
 
+// Replay rebuilds g's table (and, as s.Replaying says, its outputs) from
+// its inputs (ReplayGroup): tableConfigs are the configs its table topic is
+// recreated with. The group must not be running.
+func (g *Graph) Replay(ctx context.Context, s Config, tableConfigs map[string]string, partitions int32, replication int16) error {
+	spec := Replay{Group: g.Group, Inputs: g.InputTopics(), Table: g.Table(), TableConfigs: tableConfigs,
+		Partitions: partitions, Replication: replication}
+	return ReplayGroup(ctx, s, spec, func(ctx context.Context, s Config) error { return g.Run(ctx, s, nil) })
+}
+
 // BatchTable is what a batch's callbacks read and write: a TableBatch, or
 // a Tester's table in memory.
 type BatchTable interface {

@@ -352,13 +352,3 @@ func RunView(ctx context.Context, view *View, readers func(context.Context) erro
 	stopView()
 	return errors.Join(err, <-viewErr)
 }
-
-// WaitView waits until view shows every record written to its topic before
-// the call (View.Sync, with the end offsets read through adm).
-func WaitView(ctx context.Context, adm *kadm.Client, view *View) error {
-	ends, err := EndOffsets(ctx, adm, view.Topic())
-	if err != nil {
-		return err
-	}
-	return view.WaitFor(ctx, ends)
-}

@@ -73,7 +73,7 @@ func (p *process) documents(ctx context.Context) (api.Documents, error) {
 		return nil, err
 	}
 	if !cached {
-		return viewDocuments{v: p.registryView, adm: p.adm}, nil
+		return viewDocuments{v: p.registryView}, nil
 	}
 	c, err := p.cacheClient(ctx, topics.RegistryTable)
 	if err != nil {
@@ -152,17 +152,14 @@ type zkConn struct {
 }
 
 // viewDocuments reads documents from the registry view of the process.
-type viewDocuments struct {
-	v   *registry.View
-	adm *kadm.Client
-}
+type viewDocuments struct{ v *registry.View }
 
 func (d viewDocuments) Document(_ context.Context, key string) (*schemas.RegistryRecord, error) {
 	return d.v.Get(key)
 }
 
 func (d viewDocuments) DocumentSynced(ctx context.Context, key string) (*schemas.RegistryRecord, error) {
-	if err := d.v.Sync(ctx, d.adm); err != nil {
+	if err := d.v.Sync(ctx); err != nil {
 		return nil, err
 	}
 	return d.v.Get(key)

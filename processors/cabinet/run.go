@@ -31,9 +31,5 @@ func Run(ctx context.Context, cfg Config) error {
 // Replay recounts every cabinet from cabinet.changes. The group must not
 // be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
-	spec := streams.Replay{Group: Group, Inputs: []string{topics.CabinetChanges}, Table: Table,
-		TableConfigs: topics.Find(Table, partitions).Configs(), Partitions: partitions, Replication: replication}
-	return streams.ReplayGroup(ctx, cfg.Streams, spec, func(ctx context.Context, s streams.Config) error {
-		return cfg.graph().Run(ctx, s, nil)
-	})
+	return cfg.graph().Replay(ctx, cfg.Streams, topics.Find(Table, partitions).Configs(), partitions, replication)
 }

@@ -300,11 +300,7 @@ func Run(ctx context.Context, cfg Config) error {
 // be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
 	cfg.Partitions = partitions
-	spec := streams.Replay{Group: Group, Inputs: []string{commands}, Table: Table,
-		TableConfigs: topics.Find(Table, partitions).Configs(), Partitions: partitions, Replication: replication}
-	return streams.ReplayGroup(ctx, cfg.Streams, spec, func(ctx context.Context, s streams.Config) error {
-		return cfg.graph().Run(ctx, s, nil)
-	})
+	return cfg.graph().Replay(ctx, cfg.Streams, topics.Find(Table, partitions).Configs(), partitions, replication)
 }
 
 // NewResults returns the matcher of the drafts group's answers; run it

@@ -25,7 +25,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
@@ -333,7 +332,7 @@ func (l *loader) statusOf(ctx context.Context, key string) (*schemas.FeedStatus,
 		return st, nil
 	}
 	if !l.viewCaughtUp {
-		if err := streams.WaitView(ctx, kadm.NewClient(l.cfg.Producer), l.cfg.Status); err != nil {
+		if err := l.cfg.Status.Sync(ctx); err != nil {
 			return nil, fmt.Errorf("feeds: status view: %w", err)
 		}
 		l.viewCaughtUp = true

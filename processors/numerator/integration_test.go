@@ -751,6 +751,19 @@ func TestKilledMastersLockGoesWithItsSession(t *testing.T) {
 	}
 }
 
+// twoDataCentres starts two clusters, "dc-a" and "dc-b", each with its
+// own Kafka cluster and numerator, sharing one ZooKeeper.
+func twoDataCentres(t *testing.T) (a, b *cluster) {
+	t.Helper()
+	zkAddr := testkit.ZooKeeper(t)
+	a, b = newStopped(t, 10, 0), newStopped(t, 10, 0)
+	a.cfg.Coordinator, a.cfg.Holder, a.cfg.Cluster = dialCoordinator(t, zkAddr), "dc-a", strings.Join(a.brokers, ",")
+	b.cfg.Coordinator, b.cfg.Holder, b.cfg.Cluster = dialCoordinator(t, zkAddr), "dc-b", strings.Join(b.brokers, ",")
+	a.start()
+	b.start()
+	return a, b
+}
+
 // TestMasterAdoptsTheNewestStateOfAnotherCluster: two data centres, each
 // with its Kafka cluster and numerator, share ZooKeeper. DC A seals
 // generation 1; DC B, asked to seal generation 2, finds the pointer at A's
@@ -760,13 +773,7 @@ func TestMasterAdoptsTheNewestStateOfAnotherCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
-	zkAddr := testkit.ZooKeeper(t)
-	dial := func() *coordinator.ZooKeeper { return dialCoordinator(t, zkAddr) }
-	a, b := newStopped(t, 10, 0), newStopped(t, 10, 0)
-	a.cfg.Coordinator, a.cfg.Holder, a.cfg.Cluster = dial(), "dc-a", strings.Join(a.brokers, ",")
-	b.cfg.Coordinator, b.cfg.Holder, b.cfg.Cluster = dial(), "dc-b", strings.Join(b.brokers, ",")
-	a.start()
-	b.start()
+	a, b := twoDataCentres(t)
 	a.offers(1, 0, 20)
 	a.seal(1, 1)
 	b.offers(2, 10, 30)
@@ -795,13 +802,7 @@ func TestAdoptionReadsTheDurableAssignments(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
-	zkAddr := testkit.ZooKeeper(t)
-	dial := func() *coordinator.ZooKeeper { return dialCoordinator(t, zkAddr) }
-	a, b := newStopped(t, 10, 0), newStopped(t, 10, 0)
-	a.cfg.Coordinator, a.cfg.Holder, a.cfg.Cluster = dial(), "dc-a", strings.Join(a.brokers, ",")
-	b.cfg.Coordinator, b.cfg.Holder, b.cfg.Cluster = dial(), "dc-b", strings.Join(b.brokers, ",")
-	a.start()
-	b.start()
+	a, b := twoDataCentres(t)
 	a.offers(1, 0, 20)
 	a.seal(1, 1)
 	a.offers(2, 0, 30)

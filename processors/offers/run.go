@@ -80,10 +80,5 @@ func Run(ctx context.Context, cfg Config) error {
 // topics get the same values). The group must not be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
 	cfg.Partitions = partitions
-	spec := streams.Replay{Group: Group, Inputs: []string{commands}, Table: Table,
-		TableConfigs: topics.Find(Table, partitions).Configs(), Partitions: partitions, Replication: replication}
-	return streams.ReplayGroup(ctx, cfg.Streams, spec, func(ctx context.Context, s streams.Config) error {
-		cfg.Streams = s
-		return cfg.graph().Run(ctx, s, nil)
-	})
+	return cfg.graph().Replay(ctx, cfg.Streams, topics.Find(Table, partitions).Configs(), partitions, replication)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 )
@@ -46,7 +44,5 @@ func (v *View) Get(key string) (*schemas.RegistryRecord, error) {
 }
 
 // Sync waits until the view shows every change the registry wrote before
-// the call (streams.WaitView).
-func (v *View) Sync(ctx context.Context, adm *kadm.Client) error {
-	return streams.WaitView(ctx, adm, v.v)
-}
+// the call (streams.View.Sync).
+func (v *View) Sync(ctx context.Context) error { return v.v.Sync(ctx) }
