@@ -27,13 +27,19 @@ func ExampleClient() {
 	defer b.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cl, err := streams.NewClient(b.Addrs(), kgo.RequiredAcks(kgo.AllISRAcks()))
+	kafka, err := streams.NewCluster(b.Addrs(), nil, streams.ClientSettings{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer kafka.Close()
+	cl, err := kafka.Producer("example")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer cl.Close()
-	if _, err := kadm.NewClient(cl).CreateTopics(ctx, 4, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "prices"); err != nil {
+	if _, err := kafka.Admin().CreateTopics(ctx, 4, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "prices"); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -44,7 +50,7 @@ func ExampleClient() {
 		}
 	}
 
-	srv, err := serving.NewServer(serving.ServerConfig{Brokers: b.Addrs(), Table: "prices", Shards: 1, DC: "dc1", Host: "h1",
+	srv, err := serving.NewServer(serving.ServerConfig{Cluster: kafka, Table: "prices", Shards: 1, DC: "dc1", Host: "h1",
 		Owner: serving.Static{Shard: 0}})
 	if err != nil {
 		fmt.Println(err)

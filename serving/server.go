@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -23,7 +22,8 @@ import (
 
 // ServerConfig configures a cache server.
 type ServerConfig struct {
-	Brokers []string
+	// Cluster is the cluster whose table it serves.
+	Cluster *streams.Cluster
 	// Table is the compacted topic served.
 	Table string
 	// Shards is how many shards the table is cut into.
@@ -61,8 +61,8 @@ type Server struct {
 
 // NewServer returns a server; Run starts it.
 func NewServer(cfg ServerConfig) (*Server, error) {
-	if len(cfg.Brokers) == 0 || cfg.Table == "" || cfg.Shards < 1 || cfg.Owner == nil {
-		return nil, errors.New("serving: brokers, table, shards and owner are required")
+	if cfg.Cluster == nil || cfg.Table == "" || cfg.Shards < 1 || cfg.Owner == nil {
+		return nil, errors.New("serving: cluster, table, shards and owner are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -176,12 +176,8 @@ func (s *Server) Run(ctx context.Context) error {
 
 // hold serves shard i until it is lost or ctx is done.
 func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{}) error {
-	adm, err := streams.NewClient(s.cfg.Brokers)
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
-	endsOf, err := kadm.NewClient(adm).ListEndOffsets(ctx, s.cfg.Table)
+	adm := s.cfg.Cluster.Admin()
+	endsOf, err := adm.ListEndOffsets(ctx, s.cfg.Table)
 	if err == nil {
 		err = endsOf.Error()
 	}
@@ -196,7 +192,7 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 	shard := &servingv1.Shard{Table: s.cfg.Table, Lo: lo, Hi: hi, Partitions: partitions, Dc: s.cfg.DC, Host: s.cfg.Host, Generation: gen}
 	// The log's start offsets only size the store: without them it starts
 	// empty and grows.
-	startsOf, _ := kadm.NewClient(adm).ListStartOffsets(ctx, s.cfg.Table)
+	startsOf, _ := adm.ListStartOffsets(ctx, s.cfg.Table)
 	ends := map[int32]int64{}
 	var records int64
 	follow := map[string]map[int32]kgo.Offset{s.cfg.Table: {}}
@@ -250,7 +246,7 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 	}
 	// Load to the end offsets found (decided by offsets), then answer and
 	// follow from there.
-	err = streams.ReadRange(ctx, s.cfg.Brokers, s.cfg.Table, nil, ends, func(r *kgo.Record) { apply(r) })
+	err = streams.ReadRange(ctx, s.cfg.Cluster, s.cfg.Table, nil, ends, func(r *kgo.Record) { apply(r) })
 	if err == nil {
 		s.mu.Lock()
 		if s.shard != nil {
@@ -263,7 +259,7 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 			s.cfg.Logger.Info("serving: shard loaded", "table", s.cfg.Table, "shard", i, "keys", len(s.store))
 		}
 		s.mu.Unlock()
-		err = streams.RunLoop(ctx, streams.LoopConfig{Name: "cache-" + s.cfg.Host, Brokers: s.cfg.Brokers, Partitions: follow,
+		err = streams.RunLoop(ctx, streams.LoopConfig{Name: "cache-" + s.cfg.Host, Cluster: s.cfg.Cluster, Partitions: follow,
 			Logger: s.cfg.Logger, BatchHandler: func(_ context.Context, b *streams.Batch) error {
 				apply(b.Records...)
 				return nil

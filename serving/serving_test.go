@@ -77,7 +77,7 @@ func (c *cluster) start(dc, host string) *node {
 		c.t.Fatal(err)
 	}
 	reg := metrics.New()
-	srv, err := serving.NewServer(serving.ServerConfig{Brokers: c.brokers, Table: table, Shards: shards, DC: dc, Host: host,
+	srv, err := serving.NewServer(serving.ServerConfig{Cluster: testkit.Cluster(c.t, c.brokers), Table: table, Shards: shards, DC: dc, Host: host,
 		Owner: owner, Metrics: reg, Logger: testkit.Logger()})
 	if err != nil {
 		c.t.Fatal(err)

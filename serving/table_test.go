@@ -35,7 +35,7 @@ func TestMuxOfTwoTablesAndGetAfter(t *testing.T) {
 	for _, name := range tables {
 		testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: name, Partitions: 4, Compacted: true}})
 		write(name, name)
-		srv, err := serving.NewServer(serving.ServerConfig{Brokers: brokers, Table: name, Shards: 1, DC: "dc1", Host: "h",
+		srv, err := serving.NewServer(serving.ServerConfig{Cluster: testkit.Cluster(t, brokers), Table: name, Shards: 1, DC: "dc1", Host: "h",
 			Owner: serving.Static{Shard: 0}, Logger: testkit.Logger()})
 		if err != nil {
 			t.Fatal(err)

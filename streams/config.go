@@ -9,8 +9,8 @@ import (
 // Config is what every table group and view of one cluster shares. Build
 // it once and pass it by value.
 type Config struct {
-	// Brokers are the seed brokers of the cluster.
-	Brokers []string
+	// Cluster is the cluster the groups and views read and write.
+	Cluster *Cluster
 	// StateDir holds the local table stores. It belongs to the cluster:
 	// keep it beside the cluster's data, never in a directory shared with
 	// another cluster's state.
@@ -43,8 +43,8 @@ const DefaultStoreMemory = 8 << 20
 // Validate returns every problem of c joined, or nil.
 func (c Config) Validate() error {
 	var errs []error
-	if len(c.Brokers) == 0 {
-		errs = append(errs, errors.New("streams: no brokers"))
+	if c.Cluster == nil {
+		errs = append(errs, errors.New("streams: no cluster"))
 	}
 	if c.StateDir == "" {
 		errs = append(errs, errors.New("streams: no state directory"))

@@ -24,11 +24,12 @@ func TestLoopProcess(t *testing.T) {
 	if brokers == "" {
 		t.Skip("runs only as the process TestLoopKilledLosesNothing kills")
 	}
-	out, err := streams.NewProducer(strings.Split(brokers, ","), "loop-test")
+	kafka := testkit.Cluster(t, strings.Split(brokers, ","))
+	out, err := kafka.Producer("loop-test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = streams.RunLoop(context.Background(), streams.LoopConfig{Brokers: strings.Split(brokers, ","), Group: "copy",
+	err = streams.RunLoop(context.Background(), streams.LoopConfig{Cluster: kafka, Group: "copy",
 		Topics: []string{"in"}, DeadTopic: "dead", Logger: testkit.Logger(),
 		// Static membership: the restarted process takes the killed one's
 		// place at once instead of after its session timeout.

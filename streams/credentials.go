@@ -8,9 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -56,69 +54,6 @@ func (c Credentials) mechanism() sasl.Mechanism {
 		return plain.Auth{User: c.User, Pass: c.Password}.AsMechanism()
 	}
 	return scram.Auth{User: c.User, Pass: c.Password}.AsSha512Mechanism()
-}
-
-// credentials holds the credentials of clusters by seed broker address;
-// "*" holds those of every cluster not named (a CLI command talks to one).
-var credentials sync.Map
-
-// Authenticate makes every client this process makes of the cluster of
-// brokers (NewClient, and through it every loop, group and view)
-// authenticate with c; no brokers: every cluster not given its own.
-func Authenticate(brokers []string, c Credentials) error {
-	if err := c.validate(); err != nil {
-		return err
-	}
-	if len(brokers) == 0 {
-		brokers = []string{"*"}
-	}
-	for _, b := range brokers {
-		credentials.Store(b, c)
-	}
-	return nil
-}
-
-// Forget drops the credentials of the cluster of brokers: a broker that
-// stopped leaves its address free, and a later cluster on the same address
-// (a process that ran one embedded broker after another; the tests) must
-// not be spoken to with them.
-func Forget(brokers []string) {
-	for _, b := range brokers {
-		credentials.Delete(b)
-	}
-}
-
-// credentialsOf returns the credentials of the cluster of brokers.
-func credentialsOf(brokers []string) (Credentials, bool) {
-	for _, b := range append(append([]string(nil), brokers...), "*") {
-		if c, ok := credentials.Load(b); ok {
-			return c.(Credentials), true
-		}
-	}
-	return Credentials{}, false
-}
-
-// clusterOptions are the options of a client of brokers: its SASL
-// credentials, if any.
-// CredentialOptions returns the franz-go options that connect to the
-// cluster of brokers with its credentials (Authenticate), none for a
-// cluster that has none: for a client made without NewClient, such as a
-// test's bare client.
-func CredentialOptions(brokers []string) []kgo.Opt { return clusterOptions(brokers) }
-
-func clusterOptions(brokers []string) []kgo.Opt {
-	c, ok := credentialsOf(brokers)
-	if !ok {
-		return nil
-	}
-	var opts []kgo.Opt
-	if c.TLS != nil {
-		opts = append(opts, kgo.DialTLSConfig(c.TLS.Clone()))
-	}
-	if c.sasl() {
-		opts = append(opts, kgo.SASL(c.mechanism()))
-	}
-	return opts
 }
 
 // KafkaConfig is what a librdkafka properties file (kcat -F FILE) says of

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/broker"
@@ -58,7 +57,13 @@ func ExampleRunLoop() {
 		return
 	}
 	defer b.Close()
-	cl, err := streams.NewClient(b.Addrs(), kgo.RequiredAcks(kgo.AllISRAcks()))
+	kafka, err := streams.NewCluster(b.Addrs(), nil, streams.ClientSettings{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer kafka.Close()
+	cl, err := kafka.Producer("example")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -66,7 +71,7 @@ func ExampleRunLoop() {
 	defer cl.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := kadm.NewClient(cl).CreateTopics(ctx, 1, 1, nil, "orders", "orders.dead"); err != nil {
+	if _, err := kafka.Admin().CreateTopics(ctx, 1, 1, nil, "orders", "orders.dead"); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -79,7 +84,7 @@ func ExampleRunLoop() {
 	var mu sync.Mutex
 	seen := 0
 	err = streams.RunLoop(ctx, streams.LoopConfig{
-		Brokers: b.Addrs(), Group: "example", Topics: []string{"orders"}, DeadTopic: "orders.dead",
+		Cluster: kafka, Group: "example", Topics: []string{"orders"}, DeadTopic: "orders.dead",
 		Handler: func(_ context.Context, r *kgo.Record) error {
 			mu.Lock()
 			defer mu.Unlock()

@@ -43,14 +43,15 @@ func (b *Batch) Dead(r *kgo.Record, reason string) {
 // fail on their own are dead-lettered.
 type BatchHandler func(ctx context.Context, b *Batch) error
 
-// LoopConfig configures a Loop. Brokers, Topics (or Partitions), one of
+// LoopConfig configures a Loop. Cluster, Topics (or Partitions), one of
 // Handler and BatchHandler are required; so is DeadTopic for a loop whose
 // records can fail.
 type LoopConfig struct {
 	// Name names the loop in logs and metrics; default Group.
 	Name string
-	// Brokers are the seed brokers.
-	Brokers []string
+	// Cluster is the cluster the loop reads (and writes dead letters
+	// and outputs) through a client of its own.
+	Cluster *Cluster
 	// Group is the consumer group. Its offsets are committed only for
 	// records whose handler returned nil or that were dead-lettered. ""
 	// consumes without a group (Partitions, or Topics from Start) and
@@ -142,8 +143,8 @@ func (c *LoopConfig) setDefaults() {
 // Validate returns every problem of c joined, or nil.
 func (c *LoopConfig) Validate() error {
 	var errs []error
-	if len(c.Brokers) == 0 {
-		errs = append(errs, errors.New("no brokers"))
+	if c.Cluster == nil {
+		errs = append(errs, errors.New("no cluster"))
 	}
 	if len(c.Topics) == 0 && len(c.Partitions) == 0 {
 		errs = append(errs, errors.New("no topics or partitions"))
@@ -268,8 +269,7 @@ func (l *Loop) clientOptions() []kgo.Opt {
 	if l.cfg.Start != nil {
 		start = *l.cfg.Start
 	}
-	opts := append([]kgo.Opt{kgo.SeedBrokers(l.cfg.Brokers...)}, ClientOptions()...)
-	opts = append(opts, clusterOptions(l.cfg.Brokers)...)
+	opts := l.cfg.Cluster.Options()
 	opts = append(opts, kgo.ClientID("offerlog-"+l.cfg.Name),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
 		kgo.FetchMaxWait(200*time.Millisecond), kgo.ConsumeResetOffset(start))
@@ -283,7 +283,7 @@ func (l *Loop) clientOptions() []kgo.Opt {
 			kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(time.Second), kgo.RebalanceTimeout(30*time.Second),
 			kgo.BlockRebalanceOnPoll(), kgo.AutoCommitMarks(), kgo.AutoCommitInterval(l.cfg.CommitInterval),
 			kgo.OnPartitionsAssigned(l.assigned), kgo.OnPartitionsRevoked(l.revoked), kgo.OnPartitionsLost(l.lost))
-		if id := Settings().InstanceID; id != "" {
+		if id := l.cfg.Cluster.Settings().InstanceID; id != "" {
 			opts = append(opts, kgo.InstanceID(id))
 		}
 	case len(l.cfg.Partitions) > 0:

@@ -96,7 +96,7 @@ func TestLoopRetriesDeadLettersAndCommits(t *testing.T) {
 	handled := map[string]int{}
 	failedOnce := map[string]bool{}
 	reg := metrics.New()
-	cfg := streams.LoopConfig{Brokers: brokers, Group: "g", Topics: []string{"in"}, DeadTopic: "dead",
+	cfg := streams.LoopConfig{Cluster: testkit.Cluster(t, brokers), Group: "g", Topics: []string{"in"}, DeadTopic: "dead",
 		Backoff: streams.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Attempts: 3},
 		Metrics: streams.NewLoopMetrics(reg), Logger: testkit.Logger(),
 		Handler: func(_ context.Context, r *kgo.Record) error {
@@ -179,7 +179,7 @@ func TestLoopSlowPartitionDoesNotStopOthers(t *testing.T) {
 	brokers := setup(t, 3)
 	release := make(chan struct{})
 	var others, slow atomic.Int64
-	stop := run(t, streams.LoopConfig{Brokers: brokers, Group: "g", Topics: []string{"in"}, DeadTopic: "dead", MaxPollRecords: 10,
+	stop := run(t, streams.LoopConfig{Cluster: testkit.Cluster(t, brokers), Group: "g", Topics: []string{"in"}, DeadTopic: "dead", MaxPollRecords: 10,
 		Logger: testkit.Logger(), Handler: func(ctx context.Context, r *kgo.Record) error {
 			if r.Partition != 0 {
 				others.Add(1)
@@ -215,7 +215,7 @@ func TestLoopFatalStopsWithoutCommit(t *testing.T) {
 	brokers := setup(t, 1)
 	produce(t, brokers, &kgo.Record{Topic: "in", Value: []byte("a")}, &kgo.Record{Topic: "in", Value: []byte("b")})
 	var seen atomic.Int64
-	l, err := streams.NewLoop(streams.LoopConfig{Brokers: brokers, Group: "g", Topics: []string{"in"}, DeadTopic: "dead",
+	l, err := streams.NewLoop(streams.LoopConfig{Cluster: testkit.Cluster(t, brokers), Group: "g", Topics: []string{"in"}, DeadTopic: "dead",
 		Logger: testkit.Logger(), Handler: func(_ context.Context, r *kgo.Record) error {
 			seen.Add(1)
 			if string(r.Value) == "b" {
@@ -261,7 +261,7 @@ func TestLoopBatchFindsThePoisonRecord(t *testing.T) {
 	produce(t, brokers, recs...)
 	var mu sync.Mutex
 	done := map[string]int{}
-	stop := run(t, streams.LoopConfig{Brokers: brokers, Group: "g", Topics: []string{"in"}, DeadTopic: "dead",
+	stop := run(t, streams.LoopConfig{Cluster: testkit.Cluster(t, brokers), Group: "g", Topics: []string{"in"}, DeadTopic: "dead",
 		Backoff: streams.Backoff{Initial: time.Millisecond, Attempts: 2}, Logger: testkit.Logger(),
 		BatchHandler: func(_ context.Context, b *streams.Batch) error {
 			for _, r := range b.Records {
@@ -352,7 +352,7 @@ func TestReadToEndOfTransactionalTopic(t *testing.T) {
 	}
 	n := 0
 	start := time.Now()
-	if err := streams.ReadToEnd(ctx, brokers, "in", func(*kgo.Record) { n++ }); err != nil {
+	if err := streams.ReadToEnd(ctx, testkit.Cluster(t, brokers), "in", func(*kgo.Record) { n++ }); err != nil {
 		t.Fatal(err)
 	}
 	if n != 3 {
@@ -383,7 +383,7 @@ func TestLoopSurvivesBrokerErrors(t *testing.T) {
 
 	var mu sync.Mutex
 	handled := map[string]int{}
-	stop := run(t, streams.LoopConfig{Brokers: brokers, Group: "g", Topics: []string{"in"}, DeadTopic: "dead", Producer: dlq,
+	stop := run(t, streams.LoopConfig{Cluster: testkit.Cluster(t, brokers), Group: "g", Topics: []string{"in"}, DeadTopic: "dead", Producer: dlq,
 		CommitInterval: 100 * time.Millisecond, Logger: testkit.Logger(),
 		Handler: func(_ context.Context, r *kgo.Record) error {
 			if string(r.Value) == "poison" {
@@ -437,7 +437,7 @@ func TestConcurrentLoopSlowRecordHoldsOnlyItsCommit(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	handled := map[string][]int{} // key -> values in the order handled
-	cfg := streams.LoopConfig{Brokers: brokers, Group: "g", Topics: []string{"in"}, DeadTopic: "dead",
+	cfg := streams.LoopConfig{Cluster: testkit.Cluster(t, brokers), Group: "g", Topics: []string{"in"}, DeadTopic: "dead",
 		Concurrency: 4, Logger: testkit.Logger(),
 		Handler: func(ctx context.Context, r *kgo.Record) error {
 			v, _ := strconv.Atoi(string(r.Value))

@@ -45,24 +45,19 @@ func EndOffsets(ctx context.Context, adm *kadm.Client, topic string) (map[int32]
 // reached the end offset listed at the start (transaction markers are read
 // as the positions they take, and not passed to fn). It returns ctx's error
 // if ctx ends first.
-func ReadToEnd(ctx context.Context, brokers []string, topic string, fn func(*kgo.Record)) error {
-	adm, err := NewClient(brokers)
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
-	ends, err := EndOffsets(ctx, kadm.NewClient(adm), topic)
+func ReadToEnd(ctx context.Context, c *Cluster, topic string, fn func(*kgo.Record)) error {
+	ends, err := EndOffsets(ctx, c.Admin(), topic)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", topic, err)
 	}
-	return ReadRange(ctx, brokers, topic, nil, ends, fn)
+	return ReadRange(ctx, c, topic, nil, ends, fn)
 }
 
 // ReadRange calls fn with the records of topic from the offsets from (the
 // start of a partition when missing) up to, not including, the offsets ends
 // (a partition not in ends is not read), in offset order per partition. Done
 // is decided by offsets, as ReadToEnd does.
-func ReadRange(ctx context.Context, brokers []string, topic string, from, ends map[int32]int64, fn func(*kgo.Record)) error {
+func ReadRange(ctx context.Context, c *Cluster, topic string, from, ends map[int32]int64, fn func(*kgo.Record)) error {
 	want := map[int32]int64{}
 	start := map[string]map[int32]kgo.Offset{topic: {}}
 	for p, end := range ends {
@@ -84,7 +79,7 @@ func ReadRange(ctx context.Context, brokers []string, topic string, from, ends m
 	// Committed records only: a transaction aborted (a numerator build
 	// the coordinator refused) is not there for readers; one still open
 	// is waited for.
-	cl, err := NewClient(brokers, kgo.ConsumePartitions(start), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	cl, err := c.Client(kgo.ConsumePartitions(start), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		return err
@@ -92,7 +87,7 @@ func ReadRange(ctx context.Context, brokers []string, topic string, from, ends m
 	defer cl.Close()
 	// A partition whose records before its end are all gone (retention,
 	// deleted records) is done at once: no fetch would bring it.
-	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, topic)
+	starts, err := c.Admin().ListStartOffsets(ctx, topic)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", topic, err)
 	}
@@ -164,16 +159,6 @@ func Backlog(ctx context.Context, adm *kadm.Client, group, topic string) (int64,
 		n += max(0, end.Offset-from)
 	})
 	return n, nil
-}
-
-// Partitions returns how many partitions topic has.
-func Partitions(ctx context.Context, brokers []string, topic string) (int32, error) {
-	cl, err := NewClient(brokers)
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
-	return PartitionsOf(ctx, kadm.NewClient(cl), topic)
 }
 
 // PartitionsOf returns how many partitions topic has, asked through adm.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // ErrGroupRunning is returned by PrepareReplay when the group has members:
@@ -376,10 +375,5 @@ func ReplayGroup(ctx context.Context, s Config, spec Replay, run func(context.Co
 	}
 	spec.StateDir, spec.AllowGaps, spec.Logger = s.StateDirOf(spec.Group), s.AllowGaps, s.Logger
 	s = spec.For(s)
-	cl, err := NewClient(s.Brokers, kgo.ClientID("offerlog-replay"))
-	if err != nil {
-		return fmt.Errorf("replay: %w", err)
-	}
-	defer cl.Close()
-	return spec.Run(ctx, kadm.NewClient(cl), func(ctx context.Context) error { return run(ctx, s) })
+	return spec.Run(ctx, s.Cluster.Admin(), func(ctx context.Context) error { return run(ctx, s) })
 }

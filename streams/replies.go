@@ -87,13 +87,8 @@ func (r *Replies[T]) ObserveTransit(fn func(time.Duration)) *Replies[T] {
 // Run reads the reply topic from its end offsets as of the call until ctx is
 // done. Ready is closed once it is positioned: replies to requests made after
 // that are seen.
-func (r *Replies[T]) Run(ctx context.Context, brokers []string) error {
-	admCl, err := NewClient(brokers)
-	if err != nil {
-		return fmt.Errorf("replies: %w", err)
-	}
-	ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, r.topic)
-	admCl.Close()
+func (r *Replies[T]) Run(ctx context.Context, c *Cluster) error {
+	ends, err := c.Admin().ListEndOffsets(ctx, r.topic)
 	if err == nil {
 		err = ends.Error()
 	}
@@ -120,7 +115,7 @@ func (r *Replies[T]) Run(ctx context.Context, brokers []string) error {
 		}
 	}()
 	defer func() { cancel(); <-expired }()
-	return RunLoop(ctx, LoopConfig{Name: "replies-" + r.topic, Brokers: brokers, Partitions: start, Logger: r.log,
+	return RunLoop(ctx, LoopConfig{Name: "replies-" + r.topic, Cluster: c, Partitions: start, Logger: r.log,
 		ClientOptions: []kgo.Opt{kgo.FetchMaxWait(100 * time.Millisecond)},
 		BatchHandler: func(_ context.Context, b *Batch) error {
 			for _, rec := range b.Records {

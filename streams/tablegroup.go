@@ -143,13 +143,13 @@ func (g *TableGroup) Run(ctx context.Context) error {
 	if g.Logger == nil {
 		g.Logger = slog.Default()
 	}
-	prod, err := NewProducer(g.Streams.Brokers, g.Group+"-table", kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	prod, err := g.Streams.Cluster.Producer(g.Group+"-table", kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.MaxBufferedRecords(1<<20))
 	if err != nil {
 		return fmt.Errorf("%s: %w", g.Group, err)
 	}
 	defer prod.Close()
-	g.prod, g.adm = prod, kadm.NewClient(prod)
+	g.prod, g.adm = prod, g.Streams.Cluster.Admin()
 	g.counts = map[string]int32{}
 	// A topic just made may be unknown to a broker for a moment; one that
 	// stays unknown was never made (goka made the topics it missed, this
@@ -226,7 +226,7 @@ func (g *TableGroup) Run(ctx context.Context) error {
 		})
 	}
 	return RunLoop(ctx, LoopConfig{
-		Name: g.Group, Brokers: g.Streams.Brokers, Group: g.Group, Topics: g.Inputs,
+		Name: g.Group, Cluster: g.Streams.Cluster, Group: g.Group, Topics: g.Inputs,
 		BatchHandler: g.batch, DeadTopic: g.DeadTopic, OnAssigned: assigned, OnRevoked: g.revoked,
 		ClientOptions: []kgo.Opt{kgo.Balancers(kgo.RangeBalancer())},
 		Metrics:       g.Metrics, Logger: g.Logger,
@@ -351,7 +351,7 @@ func (g *TableGroup) catchUp(ctx context.Context, p int32, st *tableStore) error
 		b := st.db.NewBatch()
 		n := 0
 		var failed error
-		err := ReadRange(ctx, g.Streams.Brokers, g.Table, map[int32]int64{p: st.offset + 1}, map[int32]int64{p: end.Offset}, func(r *kgo.Record) {
+		err := ReadRange(ctx, g.Streams.Cluster, g.Table, map[int32]int64{p: st.offset + 1}, map[int32]int64{p: end.Offset}, func(r *kgo.Record) {
 			if failed != nil {
 				return
 			}

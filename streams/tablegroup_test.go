@@ -77,9 +77,9 @@ func sumBatch(_ context.Context, b *streams.TableBatch) error {
 	return nil
 }
 
-func sumGroup(brokers []string, stateDir string, m *streams.LoopMetrics) *streams.TableGroup {
+func sumGroup(t testing.TB, brokers []string, stateDir string, m *streams.LoopMetrics) *streams.TableGroup {
 	return &streams.TableGroup{
-		Streams: streams.Config{Brokers: brokers, StateDir: stateDir, Replication: 1, Logger: testkit.Logger()},
+		Streams: streams.Config{Cluster: testkit.Cluster(t, brokers), StateDir: stateDir, Replication: 1, Logger: testkit.Logger()},
 		Group:   tgGroup, Table: tgTable, Inputs: []string{tgIn}, Outputs: []string{tgOut}, DeadTopic: tgDead,
 		Handle: sumBatch, Metrics: m, Logger: testkit.Logger(),
 	}
@@ -91,7 +91,7 @@ func runSums(t *testing.T, brokers []string, stateDir string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- sumGroup(brokers, stateDir, streams.NewLoopMetrics(metrics.New())).Run(ctx) }()
+	go func() { errc <- sumGroup(t, brokers, stateDir, streams.NewLoopMetrics(metrics.New())).Run(ctx) }()
 	adm := testkit.Admin(t, brokers)
 	wctx := testkit.Context(t, time.Minute)
 	ends, err := adm.ListEndOffsets(wctx, tgIn)
@@ -199,7 +199,7 @@ func TestTableGroupProcess(t *testing.T) {
 	if brokers == "" {
 		t.Skip("runs only as the process TestTableGroupKilledEndsAsTheLogSays kills")
 	}
-	g := sumGroup(strings.Split(brokers, ","), os.Getenv("OFFERLOG_TEST_TABLEGROUP_STATE"), streams.NewLoopMetrics(metrics.New()))
+	g := sumGroup(t, strings.Split(brokers, ","), os.Getenv("OFFERLOG_TEST_TABLEGROUP_STATE"), streams.NewLoopMetrics(metrics.New()))
 	err := g.Run(context.Background())
 	t.Fatalf("the table group returned before it was killed: %v", err)
 }
@@ -253,7 +253,7 @@ func TestTableGroupReplays(t *testing.T) {
 
 	replay := func(mode streams.ReplayOutputs) {
 		t.Helper()
-		g := sumGroup(brokers, dir, streams.NewLoopMetrics(metrics.New()))
+		g := sumGroup(t, brokers, dir, streams.NewLoopMetrics(metrics.New()))
 		g.Streams.Replaying = mode
 		spec := streams.Replay{Group: tgGroup, Inputs: []string{tgIn}, Table: tgTable,
 			TableConfigs: map[string]string{"cleanup.policy": "compact"}, Partitions: 4, Replication: -1,

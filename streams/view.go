@@ -73,13 +73,13 @@ func (v *View) Dir() string { return filepath.Join(v.cfg.StateDir, "view", v.nam
 // Run copies the topic into the store until ctx ends; it returns nil then,
 // or the error that stopped it.
 func (v *View) Run(ctx context.Context) error {
-	cl, err := NewClient(v.cfg.Brokers, kgo.ClientID("offerlog-view-"+v.name),
+	cl, err := v.cfg.Cluster.Client(kgo.ClientID("offerlog-view-"+v.name),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	if err != nil {
 		return fmt.Errorf("view of %s: %w", v.topic, err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := v.cfg.Cluster.Admin()
 	ends, err := EndOffsets(ctx, adm, v.topic)
 	if err != nil {
 		if ctx.Err() != nil {

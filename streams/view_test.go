@@ -53,7 +53,7 @@ func TestAViewCopiesItsTable(t *testing.T) {
 	for i := range 20 {
 		testkit.Put(t, brokers, table, fmt.Appendf(nil, "k/%02d", i), fmt.Appendf(nil, "v%d", i))
 	}
-	cfg := streams.Config{Brokers: brokers, StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
+	cfg := streams.Config{Cluster: testkit.Cluster(t, brokers), StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
 	v := streams.NewView(cfg, table, streams.Bytes{}, "test")
 	if _, err := v.Get("k/01"); err == nil {
 		t.Error("a view that never ran answered a Get")

@@ -52,7 +52,7 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 			}
 		}()
 	}
-	return bench.Run(ctx, bench.Config{Docs: *docs, Keys: *keys, Offers: *offerCount,
+	return bench.Run(ctx, bench.Config{Client: f.client, Docs: *docs, Keys: *keys, Offers: *offerCount,
 		DevDocs: *devDocs, DevOffers: *devOffers, Memory: memory, Partitions: int32(*partitions), Only: f.Args(),
 		ProfileDir: *profiles, GokaCeiling: *ceiling, Out: stdout, Logger: f.logger(stderr)})
 }

@@ -41,7 +41,7 @@ const base64Note = " (value shown in base64)"
 
 func runConsume(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	f := newFlags("consume", stderr)
-	brokers := f.brokers()
+	f.brokers()
 	fromBeginning := f.Bool("from-beginning", false, "start at the oldest record (default: only new records)")
 	maxN := f.Int("max", 0, "stop after N records (0: no limit)")
 	timeout := f.Duration("timeout", 0, "stop when no record arrived for this long (0: never); also bounds reaching the brokers "+
@@ -49,9 +49,11 @@ func runConsume(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if err := requireBrokers(brokers); err != nil {
+	kafka, err := f.cluster()
+	if err != nil {
 		return err
 	}
+	defer kafka.Close()
 	if f.NArg() != 1 {
 		return fmt.Errorf("%w: want one TOPIC", errUsage)
 	}
@@ -59,7 +61,7 @@ func runConsume(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if *timeout > 0 {
 		reach = *timeout
 	}
-	if err := checkTopic(ctx, *brokers, f.Arg(0), reach); err != nil {
+	if err := checkTopic(ctx, kafka, f.Arg(0), reach); err != nil {
 		return err
 	}
 	start := kgo.NewOffset().AtEnd()
@@ -96,7 +98,7 @@ func runConsume(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		}()
 	}
 	var werr error
-	err := streams.RunLoop(ctx, streams.LoopConfig{Name: "consume", Brokers: *brokers, Topics: []string{f.Arg(0)}, Start: &start,
+	err = streams.RunLoop(ctx, streams.LoopConfig{Name: "consume", Cluster: kafka, Topics: []string{f.Arg(0)}, Start: &start,
 		Logger: discardLogger(), Handler: func(_ context.Context, r *kgo.Record) error {
 			mu.Lock()
 			defer mu.Unlock()

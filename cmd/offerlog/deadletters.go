@@ -37,16 +37,18 @@ type deadLine struct {
 
 func runDeadLetters(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	f := newFlags("deadletters", stderr).produces()
-	brokers := f.brokers()
+	f.brokers()
 	offset := f.Int64("offset", -1, "redrive: only the dead letter at this offset of the dead-letter topic")
 	partition := f.Int("partition", -1, "redrive: with --offset, the dead-letter topic's partition (needed when several hold the offset)")
 	all := f.Bool("all", false, "redrive: every dead letter of the topic")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if err := requireBrokers(brokers); err != nil {
+	kafka, err := f.cluster()
+	if err != nil {
 		return err
 	}
+	defer kafka.Close()
 	if f.NArg() != 2 || (f.Arg(0) != "list" && f.Arg(0) != "redrive") {
 		return fmt.Errorf("%w: want list or redrive, and the dead-letter TOPIC", errUsage)
 	}
@@ -55,7 +57,7 @@ func runDeadLetters(ctx context.Context, args []string, _ io.Reader, stdout, std
 		return fmt.Errorf("%w: redrive wants --offset N or --all", errUsage)
 	}
 	// A topic that does not exist has no end to read to: say so at once.
-	if err := checkTopic(ctx, *brokers, topic, defaultTimeout); err != nil {
+	if err := checkTopic(ctx, kafka, topic, defaultTimeout); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -66,7 +68,7 @@ func runDeadLetters(ctx context.Context, args []string, _ io.Reader, stdout, std
 	}
 	var letters []letter
 	var bad []string
-	err := streams.ReadToEnd(ctx, *brokers, topic, func(r *kgo.Record) {
+	err = streams.ReadToEnd(ctx, kafka, topic, func(r *kgo.Record) {
 		var d schemas.DeadLetter
 		if err := schemas.DeadLetters.Decode(r.Value, &d); err != nil {
 			bad = append(bad, fmt.Sprintf("%d@%d: %v", r.Partition, r.Offset, err))
@@ -119,7 +121,7 @@ func runDeadLetters(ctx context.Context, args []string, _ io.Reader, stdout, std
 		recs = append(recs, r)
 	}
 	if len(recs) > 0 {
-		cl, err := streams.NewProducer(*brokers, "deadletters", kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		cl, err := kafka.Producer("deadletters", kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		if err != nil {
 			return err
 		}

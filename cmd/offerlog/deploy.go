@@ -19,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/auth"
@@ -106,16 +105,13 @@ func runDeploy(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if err := requireBrokers(brokers); err != nil {
 		return err
 	}
-	creds := streams.Credentials{Mechanism: "SCRAM-SHA-512", User: string(kafka["username"]), Password: string(kafka["password"])}
-	if err := streams.Authenticate(*brokers, creds); err != nil {
-		return err
-	}
-	cl, err := streams.NewClient(*brokers)
+	f.creds = &streams.Credentials{Mechanism: "SCRAM-SHA-512", User: string(kafka["username"]), Password: string(kafka["password"])}
+	cluster, err := f.cluster()
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	defer cluster.Close()
+	adm := cluster.Admin()
 	wctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
@@ -156,11 +152,11 @@ func runDeploy(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return err
 	}
 	fmt.Fprintf(stdout, "secret %s: %s\n", secretTokens, madeOrKept(made))
-	known, err := auth.ReadAll(ctx, *brokers)
+	known, err := auth.ReadAll(ctx, cluster)
 	if err != nil {
 		return fmt.Errorf("read auth.tokens: %w", err)
 	}
-	prod, err := streams.NewClient(*brokers, kgo.DefaultProduceTopic(topics.AuthTokens))
+	prod, err := cluster.Client(kgo.DefaultProduceTopic(topics.AuthTokens))
 	if err != nil {
 		return err
 	}

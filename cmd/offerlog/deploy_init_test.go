@@ -17,6 +17,7 @@ import (
 	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/streams"
 )
 
 // deployInit runs offerlog deploy init with args and returns its output,
@@ -70,7 +71,13 @@ func TestDeployInitMakesWhatAClusterNeeds(t *testing.T) {
 			t.Errorf("second init does not say %q:\n%s", want, second)
 		}
 	}
-	store, err := auth.ReadAll(testkit.Context(t, 30*time.Second), b.Addrs())
+	creds, _ := b.Credentials()
+	kafka, err := streams.NewCluster(b.Addrs(), &creds, streams.ClientSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kafka.Close()
+	store, err := auth.ReadAll(testkit.Context(t, 30*time.Second), kafka)
 	if err != nil {
 		t.Fatal(err)
 	}

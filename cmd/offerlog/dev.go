@@ -97,7 +97,7 @@ func runBroker(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return err
 	}
 	log := f.logger(stderr)
-	b, err := broker.Start(broker.Config{DataDir: *data, Addr: *addr, Partitions: 8, Fsync: *fsync, SASL: !*insecure, Logger: log})
+	b, err := broker.Start(broker.Config{DataDir: *data, Addr: *addr, Partitions: 8, Fsync: *fsync, SASL: !*insecure, MaxRecordBytes: f.client.MaxRecordBytes, Logger: log})
 	if err != nil {
 		return err
 	}

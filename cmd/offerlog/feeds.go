@@ -30,9 +30,11 @@ func runFeeds(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err := f.parse(args[1:]); err != nil {
 		return err
 	}
-	if err := requireBrokers(brokers); err != nil {
+	kafka, err := f.cluster()
+	if err != nil {
 		return err
 	}
+	defer kafka.Close()
 	if f.NArg() != 1 {
 		return fmt.Errorf("%w: want one TASK id", errUsage)
 	}
@@ -43,7 +45,7 @@ func runFeeds(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	last := map[string]*schemas.FeedStatus{}
-	err = streams.ReadToEnd(ctx, *brokers, topics.FeedsStatus, func(r *kgo.Record) {
+	err = streams.ReadToEnd(ctx, kafka, topics.FeedsStatus, func(r *kgo.Record) {
 		var st schemas.FeedStatus
 		if r.Value == nil || schemas.FeedStatuses.Decode(r.Value, &st) != nil {
 			delete(last, string(r.Key))

@@ -28,6 +28,11 @@ type flags struct {
 	// kafkaConfig is --kafka-config; brokerList is the command's --brokers.
 	kafkaConfig string
 	brokerList  *brokersFlag
+	// creds are --kafka-config's credentials, nil for none; process is
+	// the platform config of a command that runs components, which gets
+	// them and the client settings once the flags are parsed.
+	creds   *streams.Credentials
+	process *platform.Config
 	// positional are the arguments that are not flags, wherever they stood.
 	positional []string
 	// concerns names, for a flag that only some components read, those
@@ -140,17 +145,25 @@ func (f *flags) parse(args []string) error {
 		}
 		rest := f.FlagSet.Args()
 		if len(rest) == 0 {
-			if err := streams.Configure(f.client); err != nil {
+			client, err := f.client.WithDefaults()
+			if err != nil {
 				return fmt.Errorf("%w: %v", errUsage, err)
 			}
-			return f.loadKafkaConfig()
+			f.client = client
+			if err := f.loadKafkaConfig(); err != nil {
+				return err
+			}
+			if f.process != nil {
+				f.process.Client, f.process.Credentials = f.client, f.creds
+			}
+			return nil
 		}
 		f.positional = append(f.positional, rest[0])
 		args = rest[1:]
 	}
 }
 
-// loadKafkaConfig applies --kafka-config: its credentials to every cluster
+// loadKafkaConfig applies --kafka-config: its credentials to the cluster
 // this command talks to, and its bootstrap.servers when --brokers is not
 // given. Without the flag, a command other than dev, broker and run reads
 // DATA/kafka.properties (--data, else ./data) if it exists: the embedded
@@ -175,19 +188,10 @@ func (f *flags) loadKafkaConfig() error {
 	if err != nil {
 		return fmt.Errorf("%w: --kafka-config: %v", errUsage, err)
 	}
-	brokers := kc.Brokers
-	if f.brokerList != nil {
-		if len(*f.brokerList) == 0 {
-			*f.brokerList = kc.Brokers
-		}
-		brokers = *f.brokerList
+	if f.brokerList != nil && len(*f.brokerList) == 0 {
+		*f.brokerList = kc.Brokers
 	}
-	if kc.Credentials != nil {
-		// For the cluster this command talks to (all, if it names none).
-		if err := streams.Authenticate(brokers, *kc.Credentials); err != nil {
-			return fmt.Errorf("--kafka-config %s: %w", path, err)
-		}
-	}
+	f.creds = kc.Credentials
 	return nil
 }
 
@@ -255,11 +259,22 @@ func requireBrokers(b *brokersFlag) error {
 	return nil
 }
 
+// cluster returns the cluster of --brokers, with --kafka-config's
+// credentials and the command's client settings: the one every client of
+// the command is made by. Close it when done.
+func (f *flags) cluster() (*streams.Cluster, error) {
+	if err := requireBrokers(f.brokerList); err != nil {
+		return nil, err
+	}
+	return streams.NewCluster(*f.brokerList, f.creds, f.client)
+}
+
 // platform adds the flags of a platform process to f and returns the
 // config they fill: the rules (rules) and where it listens and what it
 // talks to.
 func (f *flags) platform() *platform.Config {
 	cfg := f.rules()
+	f.process = cfg
 	f.StringVar(&cfg.HTTPAddr, "http", cfg.HTTPAddr, "HTTP address of the API and /metrics (empty: none)")
 	f.StringVar(&cfg.PprofAddr, "pprof", "", "serve Go's profiling endpoints (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (empty: none)")
 	f.StringVar(&cfg.GRPCAddr, "grpc", cfg.GRPCAddr, "gRPC address of the offer API, with the api component (empty: none)")

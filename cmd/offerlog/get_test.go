@@ -38,7 +38,7 @@ func TestGetWaitsForAShardOwner(t *testing.T) {
 		done <- result{code, out, stderr}
 	}()
 	time.Sleep(2 * time.Second) // the server is late on purpose: get must outwait it
-	srv, err := serving.NewServer(serving.ServerConfig{Brokers: b.Addrs(), Table: "tbl", Shards: 1, DC: "dc1", Host: "h1",
+	srv, err := serving.NewServer(serving.ServerConfig{Cluster: testkit.Cluster(t, b.Addrs()), Table: "tbl", Shards: 1, DC: "dc1", Host: "h1",
 		Owner: serving.Static{Shard: 0}, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestGetWaitsForAShardOwner(t *testing.T) {
 func TestGetNamesTheShardNobodyHolds(t *testing.T) {
 	b := testkit.Broker(t, "")
 	testkit.EnsureTopics(t, b.Addrs(), []topics.Topic{{Name: "tbl2", Partitions: 2, Compacted: true}})
-	srv, err := serving.NewServer(serving.ServerConfig{Brokers: b.Addrs(), Table: "tbl2", Shards: 2, DC: "dc1", Host: "h1",
+	srv, err := serving.NewServer(serving.ServerConfig{Cluster: testkit.Cluster(t, b.Addrs()), Table: "tbl2", Shards: 2, DC: "dc1", Host: "h1",
 		Owner: serving.Static{Shard: 0}, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)

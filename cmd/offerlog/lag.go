@@ -9,8 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/offerlog/offerlog/streams"
 )
 
 // runLag prints the consumer lag of a group, or of every group, per topic
@@ -22,15 +20,17 @@ func runLag(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if err := requireBrokers(brokers); err != nil {
+	kafka, err := f.cluster()
+	if err != nil {
 		return err
 	}
+	defer kafka.Close()
 	if f.NArg() > 1 {
 		return fmt.Errorf("%w: at most one GROUP", errUsage)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	cl, err := streams.NewClient(*brokers)
+	cl, err := kafka.Client()
 	if err != nil {
 		return err
 	}

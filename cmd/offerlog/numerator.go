@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/processors/numerator"
@@ -32,16 +31,18 @@ func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stder
 		return numeratorStates(ctx, args[1:], stdout, stderr)
 	}
 	f := newFlags("numerator "+verb, stderr).produces()
-	brokers := f.brokers()
+	f.brokers()
 	force := f.Bool("force", false, "rebuild: rebuild now (rebuilds also happen by themselves when holes exceed the share)")
 	scheme := f.Int64("scheme", -1, "reshard: the sharding scheme to move to")
 	wait := f.Duration("wait", 0, "wait this long for the state the command makes: exit 0 with it, 1 if the build was refused (its lock timed out) or none came")
 	if err := f.parse(args[1:]); err != nil {
 		return err
 	}
-	if err := requireBrokers(brokers); err != nil {
+	kafka, err := f.cluster()
+	if err != nil {
 		return err
 	}
+	defer kafka.Close()
 	m := schemas.GenerationMarker{Scheme: -1}
 	switch verb {
 	case "seal":
@@ -67,7 +68,7 @@ func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stder
 		return fmt.Errorf("%w: unknown verb %q (want seal, rebuild, reshard, states or check)", errUsage, verb)
 	}
 	if m.Action == schemas.MarkerSeal {
-		if st, ok, err := sealedState(ctx, *brokers, m.Generation); err != nil {
+		if st, ok, err := sealedState(ctx, kafka, m.Generation); err != nil {
 			return err
 		} else if ok {
 			return fmt.Errorf("generation %d is sealed already (state %s)", m.Generation, st.Version)
@@ -77,7 +78,7 @@ func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	cl, err := streams.NewClient(*brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	cl, err := kafka.Client(kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
 		return err
 	}
@@ -90,7 +91,7 @@ func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stder
 	if *wait <= 0 {
 		return nil
 	}
-	st, err := awaitState(ctx, *brokers, rec, *wait)
+	st, err := awaitState(ctx, kafka, rec, *wait)
 	if err != nil {
 		return err
 	}
@@ -100,15 +101,10 @@ func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stder
 
 // awaitState waits up to d for the record of numerator.states that names
 // the marker rec: the state it made, or an error when the build was refused.
-func awaitState(ctx context.Context, brokers []string, rec *kgo.Record, d time.Duration) (*schemas.NumeratorState, error) {
+func awaitState(ctx context.Context, kafka *streams.Cluster, rec *kgo.Record, d time.Duration) (*schemas.NumeratorState, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	cl, err := streams.NewClient(brokers)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := kafka.Admin()
 	var from map[int32]int64
 	for {
 		var found *schemas.NumeratorState
@@ -116,7 +112,7 @@ func awaitState(ctx context.Context, brokers []string, rec *kgo.Record, d time.D
 		ends, err := streams.EndOffsets(ctx, adm, topics.NumeratorStates)
 		if err == nil {
 			next = ends
-			err = streams.ReadRange(ctx, brokers, topics.NumeratorStates, from, ends, func(r *kgo.Record) {
+			err = streams.ReadRange(ctx, kafka, topics.NumeratorStates, from, ends, func(r *kgo.Record) {
 				var st schemas.NumeratorState
 				if found == nil && schemas.NumeratorStates.Decode(r.Value, &st) == nil &&
 					st.MarkerPartition == rec.Partition && st.MarkerOffset == rec.Offset {
@@ -144,10 +140,10 @@ func awaitState(ctx context.Context, brokers []string, rec *kgo.Record, d time.D
 
 // sealedState returns a state on numerator.states of generation g or
 // later, if one is there: g is sealed already.
-func sealedState(ctx context.Context, brokers []string, g int64) (*schemas.NumeratorState, bool, error) {
+func sealedState(ctx context.Context, kafka *streams.Cluster, g int64) (*schemas.NumeratorState, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	states, err := numerator.States(ctx, brokers)
+	states, err := numerator.States(ctx, kafka)
 	if err != nil {
 		return nil, false, err
 	}
@@ -184,9 +180,14 @@ func numeratorCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	check := numerator.Compatible(dv, sv)
 	if len(*brokers) > 0 {
+		kafka, err := f.cluster()
+		if err != nil {
+			return err
+		}
+		defer kafka.Close()
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		states, err := numerator.States(cctx, *brokers)
+		states, err := numerator.States(cctx, kafka)
 		if err != nil {
 			return err
 		}
@@ -207,16 +208,18 @@ func numeratorCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 // the builds refused (marked invalid).
 func numeratorStates(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newFlags("numerator states", stderr)
-	brokers := f.brokers()
+	f.brokers()
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if err := requireBrokers(brokers); err != nil {
+	kafka, err := f.cluster()
+	if err != nil {
 		return err
 	}
+	defer kafka.Close()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	states, err := numerator.States(ctx, *brokers)
+	states, err := numerator.States(ctx, kafka)
 	if err != nil {
 		return err
 	}

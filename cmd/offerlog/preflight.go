@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-
 	"github.com/offerlog/offerlog/streams"
 )
 
@@ -19,15 +17,11 @@ const defaultTimeout = 10 * time.Second
 // topic exists: a command against a broker that is down, or a topic that
 // is not there, fails at once with a message naming it instead of waiting
 // silently for ever.
-func checkTopic(ctx context.Context, brokers []string, topic string, timeout time.Duration) error {
+func checkTopic(ctx context.Context, kafka *streams.Cluster, topic string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cl, err := streams.NewClient(brokers)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	listed, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	brokers := kafka.Brokers()
+	listed, err := kafka.Admin().ListTopics(ctx, topic)
 	switch {
 	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("no broker of %s answered within %s: %w", strings.Join(brokers, ","), timeout, err)

@@ -15,13 +15,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/schemas"
-	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
 func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	f := newFlags("produce", stderr).produces()
-	brokers := f.brokers()
+	f.brokers()
 	raw := f.Bool("raw", false, "write each value as given (a JSON string's text, or the JSON), without a schema")
 	keep := keepMembers{}
 	f.BoolVar(&keep.partition, "keep-partition", false, "write each record to the partition its line names (what consume printed) instead of its key's")
@@ -30,9 +29,11 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if err := requireBrokers(brokers); err != nil {
+	kafka, err := f.cluster()
+	if err != nil {
 		return err
 	}
+	defer kafka.Close()
 	if f.NArg() != 1 {
 		return fmt.Errorf("%w: want one TOPIC", errUsage)
 	}
@@ -48,7 +49,7 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return err
 		}
 	}
-	if err := checkTopic(ctx, *brokers, topic, *timeout); err != nil {
+	if err := checkTopic(ctx, kafka, topic, *timeout); err != nil {
 		return err
 	}
 	opts := []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -56,7 +57,7 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if keep.partition {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
-	cl, err := streams.NewClient(*brokers, opts...)
+	cl, err := kafka.Client(opts...)
 	if err != nil {
 		return err
 	}

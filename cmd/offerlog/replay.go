@@ -15,28 +15,30 @@ import (
 func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	f := newFlags("replay", stderr).produces()
 	cfg := f.rules()
-	brokers := f.brokers()
+	f.brokers()
 	gaps := f.Bool("allow-gaps", false, "replay what retention left of the inputs (without it, a replay refuses to rebuild from a part of the history)")
 	f.BoolVar(gaps, "allow-partial", false, "the same as --allow-gaps (its name in 0.4)")
 	reemit := f.Bool("reemit", false, "write the group's outputs again, each with the "+streams.ReplayHeader+" header (without it, a replay rebuilds tables only; the indexer, which has no table, needs it)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if err := requireBrokers(brokers); err != nil {
+	kafka, err := f.cluster()
+	if err != nil {
 		return err
 	}
+	defer kafka.Close()
 	groups := strings.Join(platform.Replayable(), ", ") + " (replay offers before cabinet)"
 	if f.NArg() != 1 {
 		return fmt.Errorf("%w: want one GROUP (%s)", errUsage, groups)
 	}
 	log := f.logger(stderr)
 	group := f.Arg(0)
-	scfg := streams.Config{Brokers: *brokers, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log,
+	scfg := streams.Config{Cluster: kafka, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log,
 		AllowGaps: *gaps, Replaying: streams.ReplayTablesOnly}
 	if *reemit {
 		scfg.Replaying = streams.ReplayReemit
 	}
-	err := platform.Replay(ctx, group, platform.Replaying{Config: *cfg, Streams: scfg, Logger: log})
+	err = platform.Replay(ctx, group, platform.Replaying{Config: *cfg, Streams: scfg, Logger: log})
 	switch {
 	case errors.Is(err, platform.ErrNotReplayable):
 		return fmt.Errorf("%w: unknown group %q (want %s)", errUsage, group, groups)

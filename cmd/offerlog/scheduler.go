@@ -18,14 +18,16 @@ func runScheduler(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	}
 	f := newFlags("scheduler recrawl", stderr).produces()
 	cfg := f.platform()
-	brokers := f.brokers()
+	f.brokers()
 	stage := f.String("stage", "", "the stage to re-crawl for")
 	if err := f.parse(args[1:]); err != nil {
 		return err
 	}
-	if err := requireBrokers(brokers); err != nil {
+	kafka, err := f.cluster()
+	if err != nil {
 		return err
 	}
+	defer kafka.Close()
 	stages := cfg.Stages
 	if cfg.StagesFile != "" {
 		var err error
@@ -45,7 +47,7 @@ func runScheduler(ctx context.Context, args []string, stdin io.Reader, stdout, s
 			return err
 		}
 		defer closeFn()
-		n, err := scheduler.Recrawl(ctx, *brokers, sc, st, f.logger(stderr))
+		n, err := scheduler.Recrawl(ctx, kafka, sc, st, f.logger(stderr))
 		if err != nil {
 			return err
 		}
@@ -58,17 +60,19 @@ func runScheduler(ctx context.Context, args []string, stdin io.Reader, stdout, s
 // runRedrive queues again the offers of a stage's dead letters.
 func runRedrive(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	f := newFlags("scheduler redrive", stderr).produces()
-	brokers := f.brokers()
+	f.brokers()
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if err := requireBrokers(brokers); err != nil {
+	kafka, err := f.cluster()
+	if err != nil {
 		return err
 	}
+	defer kafka.Close()
 	if f.NArg() != 1 {
 		return fmt.Errorf("%w: want one STAGE", errUsage)
 	}
-	queued, letters, err := scheduler.Redrive(ctx, *brokers, f.Arg(0))
+	queued, letters, err := scheduler.Redrive(ctx, kafka, f.Arg(0))
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/auth"
@@ -66,7 +65,7 @@ func runToken(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	sub := args[0]
 	f := newFlags("token "+sub, stderr).produces()
-	brokers := f.brokers()
+	f.brokers()
 	timeout := f.Duration("timeout", 10*time.Second, "how long to wait for the broker")
 	var kind auth.Kind
 	var subject string
@@ -80,9 +79,11 @@ func runToken(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err := f.parse(args[1:]); err != nil {
 		return err
 	}
-	if err := requireBrokers(brokers); err != nil {
+	kafka, err := f.cluster()
+	if err != nil {
 		return err
 	}
+	defer kafka.Close()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	switch sub {
@@ -99,12 +100,12 @@ func runToken(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		}
 		// A cluster whose catalogue was never made still takes a token:
 		// its topic is the one the token needs.
-		if created, err := ensureTokenTopic(ctx, *brokers); err != nil {
+		if created, err := ensureTokenTopic(ctx, kafka); err != nil {
 			return err
 		} else if created {
 			fmt.Fprintf(stderr, "created %s (the rest of the catalogue: offerlog topics ensure)\n", topics.AuthTokens)
 		}
-		if err := appendToken(ctx, *brokers, rec); err != nil {
+		if err := appendToken(ctx, kafka, rec); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "token %s created: %s %s, %s\n", rec.ID, kind, subject, expiry(rec.ExpiresAt))
@@ -114,10 +115,10 @@ func runToken(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		if f.NArg() != 1 {
 			return fmt.Errorf("%w: revoke takes one token id", errUsage)
 		}
-		if err := checkTopic(ctx, *brokers, topics.AuthTokens, *timeout); err != nil {
+		if err := checkTopic(ctx, kafka, topics.AuthTokens, *timeout); err != nil {
 			return err
 		}
-		store, err := auth.ReadAll(ctx, *brokers)
+		store, err := auth.ReadAll(ctx, kafka)
 		if err != nil {
 			return err
 		}
@@ -129,16 +130,16 @@ func runToken(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 			return fmt.Errorf("token %s was already revoked at %s", rec.ID, time.UnixMilli(rec.RevokedAt).UTC().Format(time.RFC3339))
 		}
 		rec.RevokedAt = time.Now().UnixMilli()
-		if err := appendToken(ctx, *brokers, rec); err != nil {
+		if err := appendToken(ctx, kafka, rec); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "token %s revoked\n", rec.ID)
 		return nil
 	case "list":
-		if err := checkTopic(ctx, *brokers, topics.AuthTokens, *timeout); err != nil {
+		if err := checkTopic(ctx, kafka, topics.AuthTokens, *timeout); err != nil {
 			return err
 		}
-		store, err := auth.ReadAll(ctx, *brokers)
+		store, err := auth.ReadAll(ctx, kafka)
 		if err != nil {
 			return err
 		}
@@ -172,8 +173,8 @@ func expiry(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format(time.RFC3339)
 }
 
-func appendToken(ctx context.Context, brokers []string, rec *schemas.Token) error {
-	p, err := streams.NewClient(brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+func appendToken(ctx context.Context, kafka *streams.Cluster, rec *schemas.Token) error {
+	p, err := kafka.Client(kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
 		return err
 	}
@@ -183,13 +184,8 @@ func appendToken(ctx context.Context, brokers []string, rec *schemas.Token) erro
 
 // ensureTokenTopic creates auth.tokens as the catalogue says if the
 // cluster lacks it, and reports whether it did.
-func ensureTokenTopic(ctx context.Context, brokers []string) (bool, error) {
-	cl, err := streams.NewClient(brokers)
-	if err != nil {
-		return false, err
-	}
-	defer cl.Close()
-	created, err := topics.Ensure(ctx, kadm.NewClient(cl), -1, []topics.Topic{topics.Find(topics.AuthTokens, 1)})
+func ensureTokenTopic(ctx context.Context, kafka *streams.Cluster) (bool, error) {
+	created, err := topics.Ensure(ctx, kafka.Admin(), -1, []topics.Topic{topics.Find(topics.AuthTokens, 1)})
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", topics.AuthTokens, err)
 	}

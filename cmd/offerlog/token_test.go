@@ -33,7 +33,7 @@ func TestTokenCreateListRevoke(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	store, err := auth.ReadAll(ctx, b.Addrs())
+	store, err := auth.ReadAll(ctx, testkit.Cluster(t, b.Addrs()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestTokenCreateListRevoke(t *testing.T) {
 	if code, _, stderr = offerlog(t, "", "token", "revoke", sc.TokenID, "--brokers", addr); code != 1 || !strings.Contains(stderr, "already revoked") {
 		t.Fatalf("a second revoke: %d %s, want exit 1 saying so", code, stderr)
 	}
-	store, err = auth.ReadAll(ctx, b.Addrs())
+	store, err = auth.ReadAll(ctx, testkit.Cluster(t, b.Addrs()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -22,7 +21,7 @@ func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	verb := args[0]
 	f := newFlags("topics "+verb, stderr)
-	brokers := f.brokers()
+	f.brokers()
 	partitions := f.Int("partitions", 8, "partitions of the partitioned topics")
 	replication := f.Int("replication", -1, "replication factor of created topics (-1: the broker's default)")
 	inputRetention := f.Duration("input-retention", 0, inputRetentionUsage)
@@ -30,10 +29,12 @@ func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if err := f.parse(args[1:]); err != nil {
 		return err
 	}
-	if err := requireBrokers(brokers); err != nil {
+	kafka, err := f.cluster()
+	if err != nil {
 		return err
 	}
-	cl, err := streams.NewClient(*brokers)
+	defer kafka.Close()
+	cl, err := kafka.Client()
 	if err != nil {
 		return err
 	}

@@ -308,7 +308,7 @@ func (l *topologyLoad) feeds(ctx context.Context) {
 // numerator shows the numerator generation after generation and seals
 // each, waiting for its state before the next, one a second at most.
 func (l *topologyLoad) numerator(ctx context.Context) {
-	cl, err := streams.NewClient(l.c.brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	cl, err := l.c.brokers.Client(kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
 		l.t.Error(err)
 		return
@@ -547,7 +547,7 @@ func (l *topologyLoad) check(t *testing.T, ctx context.Context) {
 // checkSearchFeed checks that the search feed (saas.shop, the indexer's
 // export) ends with the registry's records: each document's last change
 // in it is the registry's version.
-func (l *topologyLoad) checkSearchFeed(t *testing.T, brokers []string) {
+func (l *topologyLoad) checkSearchFeed(t *testing.T, brokers *streams.Cluster) {
 	var last string
 	deadline := time.Now().Add(time.Minute)
 	for {

@@ -55,7 +55,7 @@ type cluster struct {
 	net      *hostNet
 	m        *manifests
 	secrets  string
-	brokers  []string          // the broker's address, as the test's clients reach it
+	brokers  *streams.Cluster  // the broker, as the test's clients reach it (with the credentials deploy init made)
 	settings map[string]string // the ConfigMap's settings
 	local    map[string]string // those of them rewritten to local ones
 	static   bool
@@ -114,11 +114,10 @@ func TestTopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := streams.Authenticate([]string{brokerAddr}, *kc.Credentials); err != nil {
+	if c.brokers, err = streams.NewCluster([]string{brokerAddr}, kc.Credentials, streams.ClientSettings{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { streams.Forget([]string{brokerAddr}) })
-	c.brokers = []string{brokerAddr}
+	t.Cleanup(c.brokers.Close)
 	zk := testkit.ZooKeeperOn(t, c.net.hostIP)
 	for name, cm := range c.m.configMaps {
 		if strings.HasPrefix(name, "offerlog-settings") { // with kustomize's hash
@@ -231,7 +230,7 @@ func (c *cluster) checkReplay(t *testing.T, brokerAddr string) {
 	}
 	wg.Wait()
 	props := filepath.Join(c.secrets, "offerlog-kafka", "kafka.properties")
-	brokers := []string{brokerAddr}
+	brokers := c.brokers
 	testkit.WaitGroupsEmpty(t, brokers, "registry", "numerator", "offers", "drafts", "cabinet")
 	live := map[string]map[string][]byte{}
 	for _, r := range replayTables {

@@ -401,7 +401,7 @@ func (s *Server) consoleScheduler(ctx context.Context, p *consolePage) error {
 	live := map[string]schemas.StageTimer{}
 	rctx, cancel := context.WithTimeout(ctx, consoleReadTimeout)
 	defer cancel()
-	err = streams.ReadToEnd(rctx, s.brokers(), topics.SchedulerTimers, func(r *kgo.Record) {
+	err = streams.ReadToEnd(rctx, s.cfg.Cluster, topics.SchedulerTimers, func(r *kgo.Record) {
 		p.TimersCounted++
 		if p.TimersCounted > consoleTimers {
 			p.TimersCapped = true
@@ -441,18 +441,18 @@ func (s *Server) consoleScheduler(ctx context.Context, p *consolePage) error {
 // consoleNumerator shows the numerator's last state and its last
 // generation markers.
 func (s *Server) consoleNumerator(ctx context.Context, p *consolePage) error {
-	brokers := s.brokers()
+	kafka := s.cfg.Cluster
 	var errs []error
 	// The last state among the last records: a refused build's record
 	// (Invalid) is no state.
-	err := s.readLast(ctx, brokers, topics.NumeratorStates, 10, func(r *kgo.Record) {
+	err := s.readLast(ctx, kafka, topics.NumeratorStates, 10, func(r *kgo.Record) {
 		var st schemas.NumeratorState
 		if schemas.NumeratorStates.Decode(r.Value, &st) == nil && st.Invalid == "" {
 			p.Numerator = &st
 		}
 	})
 	errs = append(errs, err)
-	err = s.readLast(ctx, brokers, topics.NumeratorGenerations, consoleGenerations, func(r *kgo.Record) {
+	err = s.readLast(ctx, kafka, topics.NumeratorGenerations, consoleGenerations, func(r *kgo.Record) {
 		var m schemas.GenerationMarker
 		if schemas.GenerationMarkers.Decode(r.Value, &m) == nil {
 			p.Generations = append(p.Generations, consoleMarker{Offset: r.Offset, Action: string(m.Action), Generation: m.Generation,
@@ -464,7 +464,7 @@ func (s *Server) consoleNumerator(ctx context.Context, p *consolePage) error {
 }
 
 // readLast calls fn with the last n records of each partition of topic.
-func (s *Server) readLast(ctx context.Context, brokers []string, topic string, n int64, fn func(*kgo.Record)) error {
+func (s *Server) readLast(ctx context.Context, kafka *streams.Cluster, topic string, n int64, fn func(*kgo.Record)) error {
 	starts, err := s.adm.ListStartOffsets(ctx, topic)
 	if err != nil {
 		return fmt.Errorf("%s: %w", topic, err)
@@ -480,7 +480,7 @@ func (s *Server) readLast(ctx context.Context, brokers []string, topic string, n
 	})
 	rctx, cancel := context.WithTimeout(ctx, consoleReadTimeout)
 	defer cancel()
-	if err := streams.ReadRange(rctx, brokers, topic, from, to, fn); err != nil {
+	if err := streams.ReadRange(rctx, kafka, topic, from, to, fn); err != nil {
 		return fmt.Errorf("%s: %w", topic, err)
 	}
 	return nil
@@ -509,7 +509,7 @@ func (s *Server) consoleDead(ctx context.Context, p *consolePage) error {
 	if !slices.Contains(deadTopics(), p.DeadTopic) {
 		return fmt.Errorf("%q is not a dead-letter topic", p.DeadTopic)
 	}
-	err := s.readLast(ctx, s.brokers(), p.DeadTopic, consoleDeadLetters, func(r *kgo.Record) {
+	err := s.readLast(ctx, s.cfg.Cluster, p.DeadTopic, consoleDeadLetters, func(r *kgo.Record) {
 		var d schemas.DeadLetter
 		if schemas.DeadLetters.Decode(r.Value, &d) != nil {
 			return
@@ -543,7 +543,7 @@ func (s *Server) consoleRedrive(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*consoleReadTimeout)
 	defer cancel()
 	var letter *schemas.DeadLetter
-	err := streams.ReadRange(ctx, s.brokers(), topic,
+	err := streams.ReadRange(ctx, s.cfg.Cluster, topic,
 		map[int32]int64{int32(partition): offset}, map[int32]int64{int32(partition): offset + 1}, func(rec *kgo.Record) {
 			var d schemas.DeadLetter
 			if rec.Offset == offset && schemas.DeadLetters.Decode(rec.Value, &d) == nil {
@@ -569,16 +569,10 @@ func (s *Server) redrive(ctx context.Context, d *schemas.DeadLetter) error {
 	if err != nil {
 		return err
 	}
-	prod, err := streams.NewProducer(s.brokers(), "console", kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	prod, err := s.cfg.Cluster.Producer("console", kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		return err
 	}
 	defer prod.Close()
 	return prod.ProduceSync(ctx, rec).FirstErr()
-}
-
-// brokers returns the cluster's seed brokers, as the API's producer has them.
-func (s *Server) brokers() []string {
-	b, _ := s.cfg.Producer.OptValue(kgo.SeedBrokers).([]string)
-	return b
 }

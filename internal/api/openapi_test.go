@@ -23,7 +23,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 		t.Fatalf("openapi %s, want 3.1", doc.OpenAPI)
 	}
 	brokers := testkit.Broker(t, "").Addrs()
-	srv, err := api.New(api.Config{Auth: auth.Off(testkit.Logger()), Producer: testkit.Client(t, brokers),
+	srv, err := api.New(api.Config{Auth: auth.Off(testkit.Logger()), Producer: testkit.Client(t, brokers), Cluster: testkit.Cluster(t, brokers),
 		Epochs: registry.NewCatalogue(registry.DefaultEpochGrace), Partitions: 1, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func registryServer(t *testing.T) string {
 	t.Helper()
 	brokers := testkit.Broker(t, "").Addrs()
 	testkit.EnsureTopics(t, brokers, topics.Catalogue(1))
-	srv, err := api.New(api.Config{Auth: auth.Off(testkit.Logger()), Producer: testkit.Client(t, brokers), Epochs: registry.NewCatalogue(registry.DefaultEpochGrace),
+	srv, err := api.New(api.Config{Auth: auth.Off(testkit.Logger()), Producer: testkit.Client(t, brokers), Cluster: testkit.Cluster(t, brokers), Epochs: registry.NewCatalogue(registry.DefaultEpochGrace),
 		Partitions: 1, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)

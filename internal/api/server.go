@@ -35,6 +35,9 @@ type Config struct {
 	// Producer appends epochs and documents; it must be configured with
 	// acks=all. The API does not close it.
 	Producer *kgo.Client
+	// Cluster is the cluster the producer writes to: its admin client
+	// and the console's reads.
+	Cluster *streams.Cluster
 	// Epochs is the catalogue documents are checked against; the caller
 	// keeps it following the epochs topic.
 	Epochs *registry.Catalogue
@@ -89,8 +92,8 @@ type Server struct {
 // New returns the API server.
 func New(cfg Config) (*Server, error) {
 	var errs []error
-	if cfg.Producer == nil {
-		errs = append(errs, errors.New("api: no producer"))
+	if cfg.Producer == nil || cfg.Cluster == nil {
+		errs = append(errs, errors.New("api: no producer or no cluster"))
 	}
 	if cfg.Epochs == nil {
 		errs = append(errs, errors.New("api: no epoch catalogue"))
@@ -113,7 +116,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.WaitTimeout <= 0 {
 		cfg.WaitTimeout = 30 * time.Second
 	}
-	s := &Server{cfg: cfg, adm: kadm.NewClient(cfg.Producer), mux: http.NewServeMux(),
+	s := &Server{cfg: cfg, adm: cfg.Cluster.Admin(), mux: http.NewServeMux(),
 		requests: cfg.Metrics.Counter("offerlog_http_requests_total", "HTTP requests by route and status.", "route", "status"),
 		latency:  cfg.Metrics.Histogram("offerlog_http_request_seconds", "HTTP request latency.", metrics.LatencyBuckets, "route"),
 		hops:     cfg.Metrics.WriteHops(),
@@ -716,7 +719,7 @@ func (s *Server) numeratorCheck(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	states, err := numerator.States(ctx, s.brokers())
+	states, err := numerator.States(ctx, s.cfg.Cluster)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return
@@ -743,7 +746,7 @@ func (s *Server) numeratorCheck(w http.ResponseWriter, r *http.Request) {
 func (s *Server) numeratorStates(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	states, err := numerator.States(ctx, s.brokers())
+	states, err := numerator.States(ctx, s.cfg.Cluster)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return

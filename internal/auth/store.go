@@ -80,17 +80,12 @@ func (s *Store) Authenticate(text string) (Scope, error) {
 // Follow reads auth.tokens from its start and keeps the store up to date
 // until ctx is done; Ready is closed once it has read what the topic held
 // when it started.
-func (s *Store) Follow(ctx context.Context, brokers []string, log *slog.Logger) error {
-	adm, err := streams.NewClient(brokers)
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
+func (s *Store) Follow(ctx context.Context, kafka *streams.Cluster, log *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- streams.RunLoop(ctx, streams.LoopConfig{Name: "tokens", Brokers: brokers, Topics: []string{topics.AuthTokens},
+		errc <- streams.RunLoop(ctx, streams.LoopConfig{Name: "tokens", Cluster: kafka, Topics: []string{topics.AuthTokens},
 			Logger: log, BatchHandler: func(_ context.Context, b *streams.Batch) error {
 				for _, r := range b.Records {
 					if err := s.apply(r); err != nil {
@@ -103,7 +98,7 @@ func (s *Store) Follow(ctx context.Context, brokers []string, log *slog.Logger) 
 	}()
 	for {
 		sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
-		err := s.pos.Sync(sctx, kadm.NewClient(adm), topics.AuthTokens)
+		err := s.pos.Sync(sctx, kafka.Admin(), topics.AuthTokens)
 		scancel()
 		if err == nil {
 			s.readyOnce.Do(func() { close(s.ready) })
@@ -119,7 +114,7 @@ func (s *Store) Follow(ctx context.Context, brokers []string, log *slog.Logger) 
 		}
 		log.Warn("tokens: not read to the end yet", "err", err)
 	}
-	err = <-errc
+	err := <-errc
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -167,10 +162,10 @@ func Append(ctx context.Context, p *kgo.Client, t *schemas.Token) error {
 }
 
 // ReadAll returns every token's record on auth.tokens, read to its end.
-func ReadAll(ctx context.Context, brokers []string) (*Store, error) {
+func ReadAll(ctx context.Context, kafka *streams.Cluster) (*Store, error) {
 	s := NewStore()
 	var errs []string
-	err := streams.ReadToEnd(ctx, brokers, topics.AuthTokens, func(r *kgo.Record) {
+	err := streams.ReadToEnd(ctx, kafka, topics.AuthTokens, func(r *kgo.Record) {
 		if err := s.apply(r); err != nil {
 			errs = append(errs, fmt.Sprintf("offset %d: %v", r.Offset, err))
 		}

@@ -30,12 +30,16 @@ import (
 	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
 // Env is what a scenario runs in.
 type Env struct {
-	Brokers    []string
+	Brokers []string
+	// Cluster is the cluster of Brokers, for offerlog's own parts; the
+	// ceilings (a plain franz-go copy, goka) use Brokers as a user would.
+	Cluster    *streams.Cluster
 	Partitions int32
 	// Docs is the number of documents of the run.
 	Docs int
@@ -138,7 +142,10 @@ var Scenarios = []Scenario{
 
 // Config of a run.
 type Config struct {
-	Docs int
+	// Client are the settings of offerlog's clients in the run
+	// (--compression, --max-record-bytes).
+	Client streams.ClientSettings
+	Docs   int
 	// Keys is the numerator scenario's number of keys.
 	Keys int
 	// Offers is the offers scenario's number of offers.
@@ -184,19 +191,19 @@ func Run(ctx context.Context, cfg Config) error {
 	// The broker keeps its log in segment files, as offerlog dev's does
 	// (without a data directory kfake holds every record in memory, and
 	// the bench's RSS would measure that, not offerlog).
-	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", DataDir: filepath.Join(dir, "broker"), Logger: cfg.Logger})
+	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", DataDir: filepath.Join(dir, "broker"), MaxRecordBytes: cfg.Client.MaxRecordBytes, Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	kafka, err := streams.NewCluster(b.Addrs(), nil, cfg.Client)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	env := &Env{Brokers: b.Addrs(), Partitions: cfg.Partitions, Docs: cfg.Docs, Keys: cfg.Keys, Offers: cfg.Offers,
+	defer kafka.Close()
+	env := &Env{Brokers: b.Addrs(), Cluster: kafka, Partitions: cfg.Partitions, Docs: cfg.Docs, Keys: cfg.Keys, Offers: cfg.Offers,
 		DevDocs: cfg.DevDocs, DevOffers: cfg.DevOffers, WaitRate: cfg.WaitRate, WaitFor: cfg.WaitFor, Source: "bench.source",
-		GokaCeiling: cfg.GokaCeiling, binDir: dir, Logger: cfg.Logger, Admin: kadm.NewClient(cl)}
+		GokaCeiling: cfg.GokaCeiling, binDir: dir, Logger: cfg.Logger, Admin: kafka.Admin()}
 	if _, err := topics.Ensure(ctx, env.Admin, -1, append(topics.Catalogue(cfg.Partitions),
 		topics.Topic{Name: env.Source, Partitions: cfg.Partitions, Retention: topics.Forever})); err != nil {
 		return err

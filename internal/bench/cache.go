@@ -69,7 +69,7 @@ func runCache(ctx context.Context, env *Env) (Result, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		srv, err := serving.NewServer(serving.ServerConfig{Brokers: env.Brokers, Table: cacheTable, Shards: 1, DC: host, Host: host,
+		srv, err := serving.NewServer(serving.ServerConfig{Cluster: env.Cluster, Table: cacheTable, Shards: 1, DC: host, Host: host,
 			Owner: serving.Static{Shard: 0}, Logger: env.Logger})
 		if err != nil {
 			return nil, 0, err

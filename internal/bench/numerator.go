@@ -23,7 +23,7 @@ import (
 func runNumerator(ctx context.Context, env *Env) (Result, error) {
 	n := env.Keys
 	cfg := numerator.DefaultConfig()
-	cfg.Streams = streams.Config{Brokers: env.Brokers, StateDir: env.StateDir, Replication: 1, Logger: env.Logger}
+	cfg.Streams = streams.Config{Cluster: env.Cluster, StateDir: env.StateDir, Replication: 1, Logger: env.Logger}
 	cfg.Coordinator = &coordinator.Local{}
 	cfg.TTL, cfg.RebuildShare, cfg.RetryEvery = 1, 0, 100*time.Millisecond
 	cfg.Logger = env.Logger

@@ -34,7 +34,7 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	cfg := platform.DefaultConfig()
 	cfg.Insecure = true  // measured without auth; a token check is a map lookup and a SHA-256
 	cfg.Memory = 1 << 30 // offerlog dev's default budget
-	cfg.Brokers, cfg.DataDir, cfg.HTTPAddr, cfg.GRPCAddr = env.Brokers, env.StateDir, "127.0.0.1:0", ""
+	cfg.Brokers, cfg.Client, cfg.DataDir, cfg.HTTPAddr, cfg.GRPCAddr = env.Brokers, env.Cluster.Settings(), env.StateDir, "127.0.0.1:0", ""
 	cfg.Partitions, cfg.Logger = env.Partitions, env.Logger
 	cfg.Components = []string{platform.ComponentOffers, platform.ComponentCabinet, platform.ComponentDrafts, platform.ComponentAPI}
 	p, err := startPlatform(ctx, cfg)
@@ -124,7 +124,7 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	var total int64
 	commands.Each(func(o kadm.ListedOffset) { total += o.Offset })
 	start := time.Now()
-	err = offers.Replay(ctx, offers.Config{Streams: streams.Config{Brokers: env.Brokers, StateDir: env.StateDir + "/replay",
+	err = offers.Replay(ctx, offers.Config{Streams: streams.Config{Cluster: env.Cluster, StateDir: env.StateDir + "/replay",
 		Replication: 1, Logger: env.Logger}}, env.Partitions, -1)
 	if err != nil {
 		return Result{}, fmt.Errorf("replay: %w", err)

@@ -60,18 +60,18 @@ func runScale(ctx context.Context, env *Env) (Result, error) {
 // group, on a broker of its own.
 func scaleRun(ctx context.Context, env *Env, members int) (Result, error) {
 	dir := filepath.Join(env.StateDir, fmt.Sprint(members))
-	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", DataDir: filepath.Join(dir, "broker"), Logger: env.Logger})
+	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", DataDir: filepath.Join(dir, "broker"), MaxRecordBytes: env.Cluster.Settings().MaxRecordBytes, Logger: env.Logger})
 	if err != nil {
 		return Result{}, err
 	}
 	defer b.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	kafka, err := streams.NewCluster(b.Addrs(), nil, env.Cluster.Settings())
 	if err != nil {
 		return Result{}, err
 	}
-	defer cl.Close()
+	defer kafka.Close()
 	own := *env
-	own.Brokers, own.Admin, own.StateDir = b.Addrs(), kadm.NewClient(cl), dir
+	own.Brokers, own.Cluster, own.Admin, own.StateDir = b.Addrs(), kafka, kafka.Admin(), dir
 	catalogue := append(topics.Catalogue(env.Partitions), topics.ForClient(client, env.Partitions)...)
 	if _, err := topics.Ensure(ctx, own.Admin, -1, catalogue); err != nil {
 		return Result{}, err
@@ -80,6 +80,11 @@ func scaleRun(ctx context.Context, env *Env, members int) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	cl, err := kafka.Producer("bench-epochs")
+	if err != nil {
+		return Result{}, err
+	}
+	defer cl.Close()
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topics.Epochs, Key: []byte(client + "/1"), Value: data}).FirstErr(); err != nil {
 		return Result{}, err
 	}
@@ -89,17 +94,17 @@ func scaleRun(ctx context.Context, env *Env, members int) (Result, error) {
 	defer cancel()
 	errc := make(chan error, 3*members)
 	for m := range members {
-		scfg := streams.Config{Brokers: own.Brokers, StateDir: filepath.Join(dir, fmt.Sprint("member-", m)), Replication: 1, Logger: env.Logger}
+		scfg := streams.Config{Cluster: own.Cluster, StateDir: filepath.Join(dir, fmt.Sprint("member-", m)), Replication: 1, Logger: env.Logger}
 		epochs := registry.NewCatalogue(registry.DefaultEpochGrace)
 		wg.Add(3)
-		go func() { defer wg.Done(); errc <- epochs.Follow(runCtx, own.Brokers, env.Logger) }()
+		go func() { defer wg.Done(); errc <- epochs.Follow(runCtx, own.Cluster, env.Logger) }()
 		go func() {
 			defer wg.Done()
 			errc <- registry.Run(runCtx, registry.Config{Streams: scfg, Rules: registry.DefaultRules(), Epochs: epochs, Logger: env.Logger})
 		}()
 		go func() {
 			defer wg.Done()
-			errc <- indexer.Run(runCtx, indexer.Config{Brokers: own.Brokers, Partitions: env.Partitions, Replication: -1, Logger: env.Logger})
+			errc <- indexer.Run(runCtx, indexer.Config{Cluster: own.Cluster, Partitions: env.Partitions, Replication: -1, Logger: env.Logger})
 		}()
 	}
 	// The backlog is written once every member has joined both groups:

@@ -79,7 +79,7 @@ func stamps(ctx context.Context, env *Env, topic string) ([]time.Time, error) {
 // compacted topic's tail that holds nothing is not waited for).
 func records(ctx context.Context, env *Env, topic string) ([]*kgo.Record, error) {
 	var out []*kgo.Record
-	err := streams.ReadToEnd(ctx, env.Brokers, topic, func(r *kgo.Record) { out = append(out, r) })
+	err := streams.ReadToEnd(ctx, env.Cluster, topic, func(r *kgo.Record) { out = append(out, r) })
 	return out, err
 }
 
@@ -242,9 +242,9 @@ func runPipeline(ctx context.Context, env *Env) (Result, error) {
 	defer wg.Wait()
 	defer cancel()
 	wg.Add(1)
-	go func() { defer wg.Done(); _ = epochs.Follow(runCtx, env.Brokers, env.Logger) }()
+	go func() { defer wg.Done(); _ = epochs.Follow(runCtx, env.Cluster, env.Logger) }()
 
-	scfg := streams.Config{Brokers: env.Brokers, StateDir: env.StateDir, Replication: 1, Logger: env.Logger}
+	scfg := streams.Config{Cluster: env.Cluster, StateDir: env.StateDir, Replication: 1, Logger: env.Logger}
 	errc := make(chan error, 2)
 	wg.Add(2)
 	go func() {
@@ -253,7 +253,7 @@ func runPipeline(ctx context.Context, env *Env) (Result, error) {
 	}()
 	go func() {
 		defer wg.Done()
-		errc <- indexer.Run(runCtx, indexer.Config{Brokers: env.Brokers, Partitions: env.Partitions, Replication: -1, Logger: env.Logger})
+		errc <- indexer.Run(runCtx, indexer.Config{Cluster: env.Cluster, Partitions: env.Partitions, Replication: -1, Logger: env.Logger})
 	}()
 	wait := func(n int64) error {
 		select {

@@ -79,7 +79,7 @@ func runSchedulerBench(ctx context.Context, env *Env) (Result, error) {
 	tctx, cancel := context.WithCancel(ctx)
 	// The platform's scheduler below keeps its timers in the same place and
 	// resumes from this store.
-	t := &scheduler.Timers{Brokers: env.Brokers, Dir: filepath.Join(env.StateDir, "state", "timers"), Prod: prod, Metrics: m, Logger: env.Logger}
+	t := &scheduler.Timers{Cluster: env.Cluster, Dir: filepath.Join(env.StateDir, "state", "timers"), Prod: prod, Metrics: m, Logger: env.Logger}
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- t.Run(tctx) }()
@@ -112,7 +112,7 @@ func runSchedulerBench(ctx context.Context, env *Env) (Result, error) {
 	cfg := platform.DefaultConfig()
 	cfg.Insecure = true  // measured without auth; a token check is a map lookup and a SHA-256
 	cfg.Memory = 1 << 30 // offerlog dev's default budget
-	cfg.Brokers, cfg.DataDir, cfg.HTTPAddr, cfg.GRPCAddr = env.Brokers, env.StateDir, "", ""
+	cfg.Brokers, cfg.Client, cfg.DataDir, cfg.HTTPAddr, cfg.GRPCAddr = env.Brokers, env.Cluster.Settings(), env.StateDir, "", ""
 	cfg.Partitions, cfg.Logger, cfg.Stages = env.Partitions, env.Logger, stages
 	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
 	plat, err := startPlatform(ctx, cfg)

@@ -24,7 +24,7 @@ func runSeller(ctx context.Context, env *Env) (Result, error) {
 	n := env.Offers
 	ready := make(chan struct{})
 	var once sync.Once
-	cfg := cabinet.Config{Streams: streams.Config{Brokers: env.Brokers, StateDir: env.StateDir, Replication: 1, Logger: env.Logger},
+	cfg := cabinet.Config{Streams: streams.Config{Cluster: env.Cluster, StateDir: env.StateDir, Replication: 1, Logger: env.Logger},
 		OnReady: func() { once.Do(func() { close(ready) }) }}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -58,7 +58,7 @@ func runSeller(ctx context.Context, env *Env) (Result, error) {
 	}
 	// Both sellers count every offer, the spread one in its 10 parts.
 	parts := map[string]*schemas.SellerCabinet{}
-	err = streams.ReadToEnd(ctx, env.Brokers, topics.CabinetTable, func(r *kgo.Record) {
+	err = streams.ReadToEnd(ctx, env.Cluster, topics.CabinetTable, func(r *kgo.Record) {
 		var c schemas.SellerCabinet
 		if schemas.SellerCabinets.Decode(r.Value, &c) == nil {
 			parts[string(r.Key)] = &c

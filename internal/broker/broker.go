@@ -43,8 +43,8 @@ type Config struct {
 	// retention is applied; default 10 s.
 	CompactEvery time.Duration
 	// MaxRecordBytes is the largest record batch it takes
-	// (message.max.bytes); default the process's streams.Settings, what
-	// its producers write at most.
+	// (message.max.bytes); default streams.DefaultMaxRecordBytes; give
+	// it what the process's producers write at most.
 	MaxRecordBytes int32
 	// SASL makes the listener require SASL/SCRAM-SHA-512 of every client.
 	// The credentials are DataDir/kafka.properties (PropertiesFile), a
@@ -94,7 +94,7 @@ func Start(cfg Config) (*Broker, error) {
 		cfg.CompactEvery = 10 * time.Second
 	}
 	if cfg.MaxRecordBytes <= 0 {
-		cfg.MaxRecordBytes = streams.Settings().MaxRecordBytes
+		cfg.MaxRecordBytes = streams.DefaultMaxRecordBytes
 	}
 	host, port, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/testkit"
-	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -77,7 +76,7 @@ func createTopics(t *testing.T, addrs []string) {
 // d and returns the next sequence number.
 func (a *acked) produceUntil(t *testing.T, addrs []string, seq int, d time.Duration, kill func()) int {
 	t.Helper()
-	cl, err := streams.NewClient(addrs, kgo.RequiredAcks(kgo.AllISRAcks()),
+	cl, err := testkit.Cluster(t, addrs).Client(kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(0), kgo.RecordRetries(3), kgo.MaxBufferedRecords(200))
 	if err != nil {
 		t.Fatal(err)

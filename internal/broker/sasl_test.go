@@ -54,15 +54,23 @@ func TestSASLIsRequiredAndThePropertiesFileWorks(t *testing.T) {
 		t.Fatal("a client without credentials was served")
 	}
 	wrong := streams.Credentials{Mechanism: "SCRAM-SHA-512", User: creds.User, Password: "wrong"}
-	if err := streams.Authenticate([]string{"wrong-" + b.Addrs()[0]}, wrong); err != nil {
+	if _, err := streams.NewCluster(b.Addrs(), &streams.Credentials{Mechanism: "SCRAM-SHA-512", User: creds.User}, streams.ClientSettings{}); err == nil {
+		t.Fatal("credentials without a password were taken")
+	}
+	bad, err := streams.NewCluster(b.Addrs(), &wrong, streams.ClientSettings{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := streams.Authenticate(b.Addrs(), creds); err != nil {
+	defer bad.Close()
+	if err := ping(bad.Options()[1:]...); err == nil {
+		t.Fatal("a client with a wrong password was served")
+	}
+	kafka, err := streams.NewCluster(b.Addrs(), &creds, streams.ClientSettings{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	addrs := b.Addrs()
-	t.Cleanup(func() { streams.Forget(addrs) })
-	cl, err := streams.NewClient(b.Addrs())
+	defer kafka.Close()
+	cl, err := kafka.Client()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func TestBadCommandsAreDeadLettered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts, err := streams.Partitions(testkit.Context(t, time.Minute), brokers, topics.OffersCommands)
+	parts, err := streams.PartitionsOf(testkit.Context(t, time.Minute), testkit.Admin(t, brokers), topics.OffersCommands)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,7 +141,7 @@ func TestRestartAndReplayGiveTheSameState(t *testing.T) {
 
 	// Replays of the three groups, the aggregate first, give the same
 	// tables byte for byte, and the counters still agree with a recount.
-	scfg := streams.Config{Brokers: brokers, StateDir: dir + "/replay-state", Replication: 1, Logger: testkit.Logger()}
+	scfg := streams.Config{Cluster: testkit.Cluster(t, brokers), StateDir: dir + "/replay-state", Replication: 1, Logger: testkit.Logger()}
 	if err := offers.Replay(ctx, offers.Config{Streams: scfg}, 4, -1); err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func startAuth(ctx context.Context, p *process) error {
 		return nil
 	}
 	store := auth.NewStore()
-	p.sup.Go(ctx, "tokens", false, func(ctx context.Context) error { return store.Follow(ctx, p.brokers, p.log) })
+	p.sup.Go(ctx, "tokens", false, func(ctx context.Context) error { return store.Follow(ctx, p.kafka, p.log) })
 	p.ready = append(p.ready, store.Ready())
 	p.auth = auth.On(store)
 	if !p.info.Embedded {

@@ -15,6 +15,7 @@ import (
 	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/serving"
+	"github.com/offerlog/offerlog/streams"
 )
 
 // CacheConfig configures the cache component.
@@ -49,8 +50,8 @@ func (c *CacheConfig) validate(zookeeper string) error {
 
 // runCache starts the cache component and returns its address and a
 // channel closed once it holds a loaded shard of every table.
-func runCache(ctx context.Context, sup *supervisor, cfg Config, brokers []string, reg *metrics.Registry, log *slog.Logger, authn *auth.Authenticator) (string, <-chan struct{}, error) {
-	r, err := newCacheRunner(cfg, brokers, reg, log, authn)
+func runCache(ctx context.Context, sup *supervisor, cfg Config, kafka *streams.Cluster, reg *metrics.Registry, log *slog.Logger, authn *auth.Authenticator) (string, <-chan struct{}, error) {
+	r, err := newCacheRunner(cfg, kafka, reg, log, authn)
 	if err != nil {
 		return "", nil, err
 	}
@@ -76,12 +77,12 @@ func runCache(ctx context.Context, sup *supervisor, cfg Config, brokers []string
 // afresh and serves them: a run that ended leaves nothing a restart could
 // trip on (its listener is closed, its owners' sessions too).
 type cacheRunner struct {
-	cfg     Config
-	cc      CacheConfig
-	brokers []string
-	reg     *metrics.Registry
-	log     *slog.Logger
-	authn   *auth.Authenticator
+	cfg   Config
+	cc    CacheConfig
+	kafka *streams.Cluster
+	reg   *metrics.Registry
+	log   *slog.Logger
+	authn *auth.Authenticator
 	// bound is the address listened on (the port chosen at the first
 	// listen), addr the one announced to clients.
 	bound, addr string
@@ -89,7 +90,7 @@ type cacheRunner struct {
 	current     atomic.Pointer[serving.Mux]
 }
 
-func newCacheRunner(cfg Config, brokers []string, reg *metrics.Registry, log *slog.Logger, authn *auth.Authenticator) (*cacheRunner, error) {
+func newCacheRunner(cfg Config, kafka *streams.Cluster, reg *metrics.Registry, log *slog.Logger, authn *auth.Authenticator) (*cacheRunner, error) {
 	cc := cfg.Cache
 	if cc.Host == "" {
 		cc.Host, _ = os.Hostname()
@@ -98,7 +99,7 @@ func newCacheRunner(cfg Config, brokers []string, reg *metrics.Registry, log *sl
 	if err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
-	return &cacheRunner{cfg: cfg, cc: cc, brokers: brokers, reg: reg, log: log, authn: authn,
+	return &cacheRunner{cfg: cfg, cc: cc, kafka: kafka, reg: reg, log: log, authn: authn,
 		bound: ln.Addr().String(), addr: advertised(ln.Addr().(*net.TCPAddr)), first: ln}, nil
 }
 
@@ -131,7 +132,7 @@ func (r *cacheRunner) run(ctx context.Context) error {
 			}
 		}
 		owners = append(owners, owner)
-		srv, err := serving.NewServer(serving.ServerConfig{Brokers: r.brokers, Table: table, Shards: r.cc.Shards, DC: r.cc.DC,
+		srv, err := serving.NewServer(serving.ServerConfig{Cluster: r.kafka, Table: table, Shards: r.cc.Shards, DC: r.cc.DC,
 			Host: r.cc.Host, Owner: owner, Metrics: r.reg, Logger: r.log})
 		if err != nil {
 			return fail(err)

@@ -31,7 +31,7 @@ func TestCacheRunsAgainAfterItEnded(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.Cache = CacheConfig{Table: tables[0] + "," + tables[1], Addr: "127.0.0.1:0", DC: "dc1", Host: "h", Shards: 1}
-	r, err := newCacheRunner(cfg, brokers, metrics.New(), testkit.Logger(), auth.Off(testkit.Logger()))
+	r, err := newCacheRunner(cfg, testkit.Cluster(t, brokers), metrics.New(), testkit.Logger(), auth.Off(testkit.Logger()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -289,11 +289,11 @@ func (c *chaosCheck) replay() {
 	ctx := testkit.Context(c.t, 5*time.Minute)
 	cfg := c.p.child.config()
 	log := testkit.Logger()
-	scfg := streams.Config{Brokers: c.brokers, StateDir: c.t.TempDir(), Replication: 1, Logger: log}
+	scfg := streams.Config{Cluster: testkit.Cluster(c.t, c.brokers), StateDir: c.t.TempDir(), Replication: 1, Logger: log}
 	epochs := registry.NewCatalogue(cfg.EpochGrace)
 	fctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); _ = epochs.Follow(fctx, c.brokers, log) }()
+	go func() { defer close(done); _ = epochs.Follow(fctx, scfg.Cluster, log) }()
 	defer func() { cancel(); <-done }()
 	ncfg := cfg.Numerator
 	ncfg.Streams, ncfg.Logger = scfg, log
@@ -309,7 +309,7 @@ func (c *chaosCheck) replay() {
 	}
 	for name, replay := range []func() error{
 		func() error {
-			return indexer.Replay(ctx, indexer.Config{Brokers: c.brokers, Partitions: cfg.Partitions, Replication: cfg.Replication, Logger: log})
+			return indexer.Replay(ctx, indexer.Config{Cluster: scfg.Cluster, Partitions: cfg.Partitions, Replication: cfg.Replication, Logger: log})
 		},
 		func() error {
 			return offers.Replay(ctx, offers.Config{Streams: scfg, Stages: cfg.Stages.Names()}, cfg.Partitions, cfg.Replication)
@@ -347,7 +347,7 @@ func (c *chaosCheck) straightNumerator(last int64, table map[string][]byte) {
 
 // logLag logs every group's state and lag, to show which one is stuck.
 func logLag(t *testing.T, brokers []string) {
-	cl, err := streams.NewClient(brokers)
+	cl, err := testkit.Cluster(t, brokers).Client()
 	if err != nil {
 		t.Log(err)
 		return

@@ -236,7 +236,13 @@ type numeratorLoad struct {
 }
 
 func (l *numeratorLoad) run(ctx context.Context) {
-	cl, err := streams.NewClient(l.brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	kafka, err := streams.NewCluster(l.brokers, nil, streams.ClientSettings{})
+	if err != nil {
+		l.v.add("numerator load: %v", err)
+		return
+	}
+	defer kafka.Close()
+	cl, err := kafka.Client(kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
 		l.v.add("numerator load: %v", err)
 		return

@@ -132,7 +132,7 @@ var components = []component{
 	{name: ComponentCache, user: true, needs: []string{componentAuth}, port: 8088,
 		flags: []string{"grpc", "zookeeper", "session-timeout", "table", "cache-grpc", "host", "shards", "dc"},
 		start: func(ctx context.Context, p *process) error {
-			addr, r, err := runCache(ctx, p.sup, p.cfg, p.brokers, p.reg, p.log, p.auth)
+			addr, r, err := runCache(ctx, p.sup, p.cfg, p.kafka, p.reg, p.log, p.auth)
 			if err != nil {
 				return err
 			}
@@ -149,7 +149,7 @@ var components = []component{
 		if p.cfg.YDB == "" {
 			return nil
 		}
-		return runSinks(ctx, p.sup, p.cfg, p.brokers, p.reg, p.log)
+		return runSinks(ctx, p.sup, p.cfg, p.kafka, p.reg, p.log)
 	}},
 	{name: ComponentLag, user: true, port: 8091, start: startLag},
 	{name: componentHTTP, start: startHTTP},
@@ -249,7 +249,7 @@ func (p *process) goGroup(ctx context.Context, name string, run func(context.Con
 
 func startEpochs(ctx context.Context, p *process) error {
 	p.epochs = registry.NewCatalogue(p.cfg.EpochGrace)
-	p.sup.Go(ctx, componentEpochs, false, func(ctx context.Context) error { return p.epochs.Follow(ctx, p.brokers, p.log) })
+	p.sup.Go(ctx, componentEpochs, false, func(ctx context.Context) error { return p.epochs.Follow(ctx, p.kafka, p.log) })
 	if err := p.epochs.Sync(ctx, p.adm); err != nil {
 		return fmt.Errorf("epochs: %w", err)
 	}
@@ -280,7 +280,7 @@ func startRegistryView(ctx context.Context, p *process) error {
 }
 
 func startIndexer(ctx context.Context, p *process) error {
-	c := indexer.Config{Brokers: p.brokers, Partitions: p.cfg.Partitions, Replication: p.cfg.Replication, Framing: p.cfg.ExportFraming,
+	c := indexer.Config{Cluster: p.kafka, Partitions: p.cfg.Partitions, Replication: p.cfg.Replication, Framing: p.cfg.ExportFraming,
 		Current: p.registryView.Get, Metrics: indexer.NewMetrics(p.reg), Logger: p.log}
 	p.sup.Go(ctx, ComponentIndexer, true, func(ctx context.Context) error { return indexer.Run(ctx, c) })
 	return nil
@@ -289,7 +289,7 @@ func startIndexer(ctx context.Context, p *process) error {
 func startNumerator(ctx context.Context, p *process) error {
 	c := p.cfg.Numerator
 	c.Streams, c.Logger, c.Metrics = p.scfg, p.log, numerator.NewMetrics(p.reg)
-	c.Cluster = strings.Join(p.brokers, ",")
+	c.Cluster = strings.Join(p.kafka.Brokers(), ",")
 	if p.cfg.ZooKeeper == "" {
 		c.Coordinator = &coordinator.Local{}
 	} else {
@@ -323,13 +323,13 @@ func startAPI(ctx context.Context, p *process) error {
 	reply := p.reg.WriteHops().With("document", "reply")
 	verdicts := streams.NewReplies(topics.DocumentsResults, 10*time.Second, p.log, decodeVerdict).
 		ObserveTransit(func(d time.Duration) { reply.Observe(d.Seconds()) })
-	p.sup.Go(ctx, "verdicts", false, func(ctx context.Context) error { return verdicts.Run(ctx, p.brokers) })
+	p.sup.Go(ctx, "verdicts", false, func(ctx context.Context) error { return verdicts.Run(ctx, p.kafka) })
 	p.ready = append(p.ready, verdicts.Ready())
 	documents, err := p.documents(ctx)
 	if err != nil {
 		return err
 	}
-	srv, err := api.New(api.Config{Producer: producer, Epochs: p.epochs, Registry: documents, Verdicts: verdicts,
+	srv, err := api.New(api.Config{Producer: producer, Cluster: p.kafka, Epochs: p.epochs, Registry: documents, Verdicts: verdicts,
 		Partitions: p.cfg.Partitions, Replication: p.cfg.Replication, Rules: p.cfg.Rules, WaitTimeout: p.cfg.WaitTimeout,
 		Offers: p.offerAPI, Metrics: p.reg, Logger: p.log, Ready: p.readyNow, Auth: p.auth})
 	if err != nil {

@@ -59,7 +59,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, time.Minute, "the poison command's dead letter", func() bool {
-		return len(testkit.ReadAll(t, s.Info.Brokers, topics.OffersDead)) > 0
+		return len(testkit.ReadAll(t, s.kafka, topics.OffersDead)) > 0
 	})
 
 	ctx := browser(t)
@@ -111,7 +111,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	// The re-driven record is back on its topic, marked.
 	testkit.Eventually(t, 30*time.Second, "the re-driven command on offers.commands", func() bool {
-		for _, r := range testkit.ReadAll(t, s.Info.Brokers, topics.OffersCommands) {
+		for _, r := range testkit.ReadAll(t, s.kafka, topics.OffersCommands) {
 			for _, h := range r.Headers {
 				if h.Key == streams.RedrivenHeader && string(r.Key) == poison {
 					return true

@@ -65,7 +65,7 @@ func (g *process) goView(ctx context.Context, name string, run func(context.Cont
 
 // producer returns a producer with acks=all, closed when the process stops.
 func (g *process) producer(id string) (*kgo.Client, error) {
-	p, err := streams.NewClient(g.brokers, kgo.ClientID(id),
+	p, err := g.kafka.Client(kgo.ClientID(id),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
 	if err != nil {
 		return nil, err
@@ -113,11 +113,11 @@ func (g *process) offerIDs(ctx context.Context) (*offers.IDs, error) {
 	if g.ids != nil {
 		return g.ids, nil
 	}
-	by := streams.Settings().InstanceID
+	by := g.kafka.Settings().InstanceID
 	if by == "" {
 		by, _ = os.Hostname()
 	}
-	ids, err := offers.OpenIDs(ctx, g.brokers, by)
+	ids, err := offers.OpenIDs(ctx, g.kafka, by)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func (g *process) offersClient(ctx context.Context, p *kgo.Client, name string) 
 	res := offers.NewResults(g.log)
 	g.sup.Go(ctx, name, false, func(ctx context.Context) error {
 		defer g.answers.add(res)()
-		return res.Run(ctx, g.brokers)
+		return res.Run(ctx, g.kafka)
 	})
 	g.ready = append(g.ready, res.Ready())
 	return offers.NewClient(p, res, g.cfg.WaitTimeout).ObserveHops(g.reg.WriteHops())
@@ -178,7 +178,7 @@ func (g *process) api(ctx context.Context) (*offerapi.Service, error) {
 	cfg := offerapi.Config{Producer: p, Offers: g.offersClient(ctx, p, "offer-answers"), IDs: ids, Timeout: g.cfg.WaitTimeout,
 		Hops: g.reg.WriteHops(), Logger: g.log}
 	cfg.Drafts = drafts.NewResults(g.log)
-	g.sup.Go(ctx, "draft-answers", false, func(ctx context.Context) error { return cfg.Drafts.Run(ctx, g.brokers) })
+	g.sup.Go(ctx, "draft-answers", false, func(ctx context.Context) error { return cfg.Drafts.Run(ctx, g.kafka) })
 	g.ready = append(g.ready, cfg.Drafts.Ready())
 	if cfg.Records, err = g.offerRecords(ctx); err != nil {
 		return nil, err

@@ -57,21 +57,27 @@ func TestAKafkajsUser(t *testing.T) {
 	if err != nil || kc.Credentials == nil {
 		t.Fatalf("kafka.properties: %v", err)
 	}
-	testkit.RegisterEpoch(t, r.Info.Brokers, "shop")
+	kafka, err := streams.NewCluster(r.Info.Brokers, kc.Credentials, streams.ClientSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kafka.Close)
+	testkit.RegisterEpoch(t, kafka, "shop")
 
 	// One topic per codec, each record written by offerlog's producers
 	// with that --compression.
-	t.Cleanup(func() { _ = streams.Configure(streams.ClientSettings{}) })
 	expect := strings.Repeat("offerlog ", 100)
 	var codecTopics []string
 	for _, codec := range streams.Compressions {
 		topic := "kafkajs-" + codec
 		codecTopics = append(codecTopics, topic)
-		testkit.EnsureTopics(t, r.Info.Brokers, []topics.Topic{{Name: topic, Partitions: 2}})
-		if err := streams.Configure(streams.ClientSettings{Compression: codec}); err != nil {
+		testkit.EnsureTopics(t, kafka, []topics.Topic{{Name: topic, Partitions: 2}})
+		compressed, err := streams.NewCluster(r.Info.Brokers, kc.Credentials, streams.ClientSettings{Compression: codec})
+		if err != nil {
 			t.Fatal(err)
 		}
-		cl, err := streams.NewClient(r.Info.Brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+		cl, err := compressed.Client(kgo.RequiredAcks(kgo.AllISRAcks()))
+		compressed.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,9 +86,6 @@ func TestAKafkajsUser(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", codec, err)
 		}
-	}
-	if err := streams.Configure(streams.ClientSettings{}); err != nil {
-		t.Fatal(err)
 	}
 
 	// The writer's schema: offerlog's with a field of its own, which the

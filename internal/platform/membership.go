@@ -7,8 +7,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/offerlog/offerlog/streams"
 )
 
 // leaveGroups takes this process's static members (--instance-id) out of
@@ -20,7 +18,7 @@ import (
 // would wait for its session to end. A process killed never gets here, and
 // its restart is the case static membership is for.
 func (p *process) leaveGroups(ctx context.Context) {
-	id := streams.Settings().InstanceID
+	id := p.kafka.Settings().InstanceID
 	if id == "" {
 		return
 	}

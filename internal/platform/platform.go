@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/broker"
@@ -43,6 +42,11 @@ type Config struct {
 	// KafkaAddr with its data under DataDir/broker.
 	Brokers   []string
 	KafkaAddr string
+	// Credentials are how the process authenticates to the cluster of
+	// Brokers (nil: plaintext); the embedded broker's own when it runs
+	// one. Client are the settings of every client it makes.
+	Credentials *streams.Credentials
+	Client      streams.ClientSettings
 	// Fsync makes the embedded broker fsync every batch before its
 	// acknowledgement (broker.Config.Fsync).
 	Fsync bool
@@ -276,7 +280,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	if runCtx.Err() == nil && p.sup.Err() == nil {
-		p.log.Info("offerlog ready", "brokers", p.brokers, "http", p.info.HTTPAddr, "grpc", p.info.GRPCAddr, "components", cfg.Components)
+		p.log.Info("offerlog ready", "brokers", p.kafka, "http", p.info.HTTPAddr, "grpc", p.info.GRPCAddr, "components", cfg.Components)
 		if cfg.Started != nil {
 			cfg.Started(*p.info)
 		}
@@ -304,14 +308,14 @@ func (p *process) timerMemory() int64 {
 
 // process is what the components of one platform process share.
 type process struct {
-	cfg     Config
-	log     *slog.Logger
-	info    *Info
-	brokers []string
-	adm     *kadm.Client
-	reg     *metrics.Registry
-	scfg    streams.Config
-	sup     *supervisor
+	cfg   Config
+	log   *slog.Logger
+	info  *Info
+	kafka *streams.Cluster
+	adm   *kadm.Client
+	reg   *metrics.Registry
+	scfg  streams.Config
+	sup   *supervisor
 	// ready collects a channel per component, closed when it is ready.
 	ready []<-chan struct{}
 	// closers run when every component has stopped, last added first.
@@ -357,34 +361,27 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 		}
 	}
 	if len(cfg.Brokers) == 0 {
-		b, err := broker.Start(broker.Config{DataDir: cfg.DataDir, Addr: cfg.KafkaAddr, Partitions: int(cfg.Partitions), Fsync: cfg.Fsync,
+		b, err := broker.Start(broker.Config{DataDir: cfg.DataDir, Addr: cfg.KafkaAddr, Partitions: int(cfg.Partitions), Fsync: cfg.Fsync, MaxRecordBytes: cfg.Client.MaxRecordBytes,
 			SASL: !cfg.Insecure, TLS: serverTLS, CAFile: p.cfg.TLSCA, Logger: log})
 		if err != nil {
 			return p, err
 		}
 		if creds, ok := b.Credentials(); ok {
-			if err := streams.Authenticate(b.Addrs(), creds); err != nil {
-				b.Close()
-				return p, err
-			}
+			p.cfg.Credentials = &creds
 			p.info.KafkaConfig = filepath.Join(cfg.DataDir, broker.PropertiesFile)
 		}
-		addrs := b.Addrs()
 		p.closers = append(p.closers, func() {
 			b.Close()
-			streams.Forget(addrs)
 			log.Info("embedded broker stopped", "data", cfg.DataDir)
 		})
 		p.info.Brokers, p.info.Embedded = b.Addrs(), true
 		log.Info("embedded broker started", "addr", b.Addrs()[0], "data", filepath.Join(cfg.DataDir, "broker"))
 	}
-	p.brokers = p.info.Brokers
-	admCl, err := streams.NewClient(p.brokers, kgo.ClientID("offerlog-admin"))
-	if err != nil {
+	if p.kafka, err = streams.NewCluster(p.info.Brokers, p.cfg.Credentials, cfg.Client); err != nil {
 		return p, err
 	}
-	p.closers = append(p.closers, admCl.Close)
-	p.adm = kadm.NewClient(admCl)
+	p.closers = append(p.closers, p.kafka.Close)
+	p.adm = p.kafka.Admin()
 	catalogue := append(topics.WithInputRetention(topics.Catalogue(cfg.Partitions), cfg.InputRetention),
 		topics.ForStages(cfg.Stages.Names(), cfg.Stages.PushTopics(), cfg.Partitions)...)
 	created, err := topics.Ensure(ctx, p.adm, cfg.Replication, catalogue)
@@ -395,7 +392,7 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 		log.Info("topics created", "topics", created)
 	}
 	p.reg = metrics.New()
-	p.scfg = streams.Config{Brokers: p.brokers, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log}
+	p.scfg = streams.Config{Cluster: p.kafka, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log}
 	if cfg.Replication > 0 {
 		p.scfg.Replication = int(cfg.Replication)
 	}

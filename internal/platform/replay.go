@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-
 	"github.com/offerlog/offerlog/processors/indexer"
 	"github.com/offerlog/offerlog/processors/numerator"
 	"github.com/offerlog/offerlog/processors/offers"
@@ -65,7 +63,7 @@ func replayRegistry(ctx context.Context, r Replaying) error {
 	epochs := registry.NewCatalogue(r.Config.EpochGrace)
 	fctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); _ = epochs.Follow(fctx, r.Streams.Brokers, r.Logger) }()
+	go func() { defer close(done); _ = epochs.Follow(fctx, r.Streams.Cluster, r.Logger) }()
 	defer func() { cancel(); <-done }()
 	return registry.Replay(ctx, registry.Config{Streams: r.Streams, Rules: r.Config.Rules, Epochs: epochs, Framing: r.Config.ExportFraming,
 		Logger: r.Logger}, r.Config.Partitions, r.Config.Replication)
@@ -75,7 +73,7 @@ func replayIndexer(ctx context.Context, r Replaying) error {
 	if r.Streams.Replaying != streams.ReplayReemit {
 		return ErrReemitRequired
 	}
-	return indexer.Replay(ctx, indexer.Config{Brokers: r.Streams.Brokers, Partitions: r.Config.Partitions,
+	return indexer.Replay(ctx, indexer.Config{Cluster: r.Streams.Cluster, Partitions: r.Config.Partitions,
 		Replication: r.Config.Replication, Framing: r.Config.ExportFraming, Logger: r.Logger, AllowGaps: r.Streams.AllowGaps})
 }
 
@@ -92,12 +90,7 @@ func replayOffers(ctx context.Context, r Replaying) error {
 	if err := r.Config.Validate(); err != nil {
 		return err
 	}
-	cl, err := streams.NewClient(r.Streams.Brokers)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	if _, err := topics.Ensure(ctx, kadm.NewClient(cl), r.Config.Replication,
+	if _, err := topics.Ensure(ctx, r.Streams.Cluster.Admin(), r.Config.Replication,
 		topics.ForStages(r.Config.Stages.Names(), r.Config.Stages.PushTopics(), r.Config.Partitions)); err != nil {
 		return fmt.Errorf("topics: %w", err)
 	}

@@ -28,7 +28,7 @@ func startSchemas(ctx context.Context, p *process) {
 	p.sup.Go(ctx, "schemas", false, func(ctx context.Context) error {
 		errc := make(chan error, 1)
 		go func() {
-			errc <- streams.RunLoop(ctx, streams.LoopConfig{Name: "schemas", Brokers: p.brokers, Topics: []string{topics.SchemasRegistered},
+			errc <- streams.RunLoop(ctx, streams.LoopConfig{Name: "schemas", Cluster: p.kafka, Topics: []string{topics.SchemasRegistered},
 				Logger: p.log, BatchHandler: func(_ context.Context, b *streams.Batch) error {
 					for _, r := range b.Records {
 						if err := registerRecord(r.Value); err != nil {

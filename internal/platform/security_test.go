@@ -35,6 +35,7 @@ type secured struct {
 	*platformtest.Running
 	t     *testing.T
 	admin string
+	kafka *streams.Cluster // with the credentials of kafka.properties
 	prod  *kgo.Client
 }
 
@@ -54,7 +55,7 @@ func (s *secured) token(k auth.Kind, subject string) (string, string) {
 // revoke revokes token id.
 func (s *secured) revoke(id string) {
 	s.t.Helper()
-	store, err := auth.ReadAll(context.Background(), s.Info.Brokers)
+	store, err := auth.ReadAll(context.Background(), s.kafka)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -132,8 +133,7 @@ func startSecured(t *testing.T, options ...func(*platform.Config)) *secured {
 	}
 	b, _ := os.ReadFile(path)
 	// The embedded broker requires SASL now: a client without the
-	// credentials of kafka.properties is refused; with them (registered
-	// for this cluster by the platform), served.
+	// credentials of kafka.properties is refused; with them, served.
 	if r.Info.KafkaConfig != filepath.Join(cfg.DataDir, "kafka.properties") {
 		t.Fatalf("info names kafka config %q", r.Info.KafkaConfig)
 	}
@@ -147,12 +147,21 @@ func startSecured(t *testing.T, options ...func(*platform.Config)) *secured {
 		t.Fatal("the embedded broker served a client without credentials")
 	}
 	bare.Close()
-	prod, err := streams.NewClient(r.Info.Brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	kc, err := streams.LoadKafkaConfig(r.Info.KafkaConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kafka, err := streams.NewCluster(r.Info.Brokers, kc.Credentials, streams.ClientSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kafka.Close)
+	prod, err := kafka.Client(kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(prod.Close)
-	return &secured{Running: r, t: t, admin: strings.TrimSpace(string(b)), prod: prod}
+	return &secured{Running: r, t: t, admin: strings.TrimSpace(string(b)), kafka: kafka, prod: prod}
 }
 
 const secOffer = `{"category":"cars","title":"Lada Niva","price":450000,"currency":"RUB"}`
@@ -431,15 +440,5 @@ func TestEveryRouteAuthenticatesAndKeepsCallersToTheirScope(t *testing.T) {
 	// Health stays open.
 	if h, err := healthpb.NewHealthClient(offerConn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || h.Status != healthpb.HealthCheckResponse_SERVING {
 		t.Errorf("health without a token: %v %v", h, err)
-	}
-
-	// Stopped, its broker's credentials are forgotten: another cluster
-	// may take the address (the tests' next embedded broker did, and its
-	// clients spoke SASL to a broker without it).
-	if err := s.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if opts := streams.CredentialOptions(s.Info.Brokers); len(opts) != 0 {
-		t.Fatalf("the credentials of %v outlive their broker", s.Info.Brokers)
 	}
 }

@@ -6,10 +6,11 @@ import (
 
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/sinks/ydbsink"
+	"github.com/offerlog/offerlog/streams"
 )
 
 // runSinks starts one YDB sink per source topic.
-func runSinks(ctx context.Context, sup *supervisor, cfg Config, brokers []string, reg *metrics.Registry, log *slog.Logger) error {
+func runSinks(ctx context.Context, sup *supervisor, cfg Config, kafka *streams.Cluster, reg *metrics.Registry, log *slog.Logger) error {
 	db, err := ydbsink.OpenYDB(ctx, cfg.YDB)
 	if err != nil {
 		return err
@@ -21,7 +22,7 @@ func runSinks(ctx context.Context, sup *supervisor, cfg Config, brokers []string
 	m := ydbsink.NewMetrics(reg)
 	for _, src := range sources {
 		sup.Go(ctx, ComponentSinkYDB+" "+src, true, func(ctx context.Context) error {
-			return ydbsink.Run(ctx, ydbsink.Config{Brokers: brokers, Source: src, Store: db, Metrics: m, Logger: log})
+			return ydbsink.Run(ctx, ydbsink.Config{Cluster: kafka, Source: src, Store: db, Metrics: m, Logger: log})
 		})
 	}
 	sup.Go(ctx, "ydb", false, func(ctx context.Context) error {

@@ -17,7 +17,7 @@ import (
 
 // RegisterEpoch appends epoch 1 of client (one required string field,
 // "title"), registered a minute ago, to the epochs topic.
-func RegisterEpoch(t testing.TB, brokers []string, client string) {
+func RegisterEpoch[K Kafka](t testing.TB, brokers K, client string) {
 	t.Helper()
 	data, err := schemas.EpochSchemas.Encode(&schemas.EpochSchema{Client: client, Epoch: 1,
 		RegisteredAt: time.Now().Add(-time.Minute).UTC().Truncate(time.Millisecond),
@@ -35,18 +35,19 @@ func RegisterEpoch(t testing.TB, brokers []string, client string) {
 
 // FollowEpochs returns a catalogue following the epochs topic until the
 // test ends.
-func FollowEpochs(t testing.TB, brokers []string) *registry.Catalogue {
+func FollowEpochs[K Kafka](t testing.TB, brokers K) *registry.Catalogue {
 	t.Helper()
 	epochs := registry.NewCatalogue(registry.DefaultEpochGrace)
+	kafka := clusterOf(t, brokers)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = epochs.Follow(ctx, brokers, Logger()) }()
+	go func() { defer close(done); _ = epochs.Follow(ctx, kafka, Logger()) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return epochs
 }
 
 // ProduceDocs appends docs to documents.ingest for client, acks=all.
-func ProduceDocs(t testing.TB, brokers []string, client string, docs []*schemas.RawDocument) {
+func ProduceDocs[K Kafka](t testing.TB, brokers K, client string, docs []*schemas.RawDocument) {
 	t.Helper()
 	cl := Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond))
 	recs := make([]*kgo.Record, 0, len(docs))
@@ -82,7 +83,7 @@ func ShuffledVersions(keys, versions int, seed uint64) []*schemas.RawDocument {
 }
 
 // Table reads a compacted table topic into key -> last value.
-func Table(t testing.TB, brokers []string, topic string) map[string][]byte {
+func Table[K Kafka](t testing.TB, brokers K, topic string) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	for _, r := range ReadAll(t, brokers, topic) {
@@ -96,7 +97,7 @@ func Table(t testing.TB, brokers []string, topic string) map[string][]byte {
 }
 
 // LastSaas reads client's search feed into key -> its last record.
-func LastSaas(t testing.TB, brokers []string, client string) map[string]schemas.SaasDocument {
+func LastSaas[K Kafka](t testing.TB, brokers K, client string) map[string]schemas.SaasDocument {
 	t.Helper()
 	out := map[string]schemas.SaasDocument{}
 	for _, r := range ReadAll(t, brokers, topics.SaasTopic(client)) {

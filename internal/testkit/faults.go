@@ -153,7 +153,7 @@ func failed(req kmsg.Request, code int16) kmsg.Response {
 // Put writes value under key on topic (partition by the key's hash, as
 // every producer of the platform does), whatever the bytes: garbage for
 // poison tests.
-func Put(t testing.TB, brokers []string, topic string, key, value []byte) *kgo.Record {
+func Put[K Kafka](t testing.TB, brokers K, topic string, key, value []byte) *kgo.Record {
 	t.Helper()
 	cl := Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

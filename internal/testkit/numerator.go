@@ -46,19 +46,21 @@ func SendGeneration(ctx context.Context, cl *kgo.Client, g int64) error {
 }
 
 // SealedGeneration returns the newest generation of the numerator's states.
-func SealedGeneration(ctx context.Context, brokers []string) (int64, error) {
+func SealedGeneration[K Kafka](ctx context.Context, brokers K) (int64, error) {
 	var g int64
-	err := streams.ReadToEnd(ctx, brokers, topics.NumeratorStates, func(r *kgo.Record) {
-		var st schemas.NumeratorState
-		if schemas.NumeratorStates.Decode(r.Value, &st) == nil && st.Invalid == "" {
-			g = max(g, st.Generation)
-		}
+	err := withCluster(brokers, func(c *streams.Cluster) error {
+		return streams.ReadToEnd(ctx, c, topics.NumeratorStates, func(r *kgo.Record) {
+			var st schemas.NumeratorState
+			if schemas.NumeratorStates.Decode(r.Value, &st) == nil && st.Invalid == "" {
+				g = max(g, st.Generation)
+			}
+		})
 	})
 	return g, err
 }
 
 // WaitSealed waits until generation g is sealed.
-func WaitSealed(ctx context.Context, brokers []string, g int64) error {
+func WaitSealed[K Kafka](ctx context.Context, brokers K, g int64) error {
 	for {
 		got, err := SealedGeneration(ctx, brokers)
 		if err == nil && got >= g {
@@ -79,7 +81,7 @@ type Placed struct {
 }
 
 // Assignments returns the numerator's last assignment of every key.
-func Assignments(t testing.TB, brokers []string) map[string]Placed {
+func Assignments[K Kafka](t testing.TB, brokers K) map[string]Placed {
 	t.Helper()
 	out := map[string]Placed{}
 	for _, r := range ReadAll(t, brokers, topics.NumeratorAssignments) {
@@ -101,7 +103,7 @@ func StraightNumerator(t *testing.T, cfg numerator.Config, partitions int32, las
 	t.Helper()
 	brokers := Broker(t, "").Addrs()
 	EnsureTopics(t, brokers, topics.Catalogue(partitions))
-	cfg.Streams = streams.Config{Brokers: brokers, StateDir: t.TempDir(), Replication: 1, Logger: Logger()}
+	cfg.Streams = streams.Config{Cluster: Cluster(t, brokers), StateDir: t.TempDir(), Replication: 1, Logger: Logger()}
 	cfg.Coordinator, cfg.Logger = &coordinator.Local{}, Logger()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)

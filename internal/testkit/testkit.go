@@ -41,13 +41,54 @@ func Broker(t testing.TB, dataDir string) *broker.Broker {
 	return b
 }
 
-// Client returns a franz-go client of brokers, closed when the test ends.
-func Client(t testing.TB, brokers []string, opts ...kgo.Opt) *kgo.Client {
+// Kafka names the cluster a helper talks to: its broker addresses (a
+// plaintext cluster, as testkit.Broker starts) or a *streams.Cluster (one
+// that needs credentials or settings).
+type Kafka interface {
+	[]string | *streams.Cluster
+}
+
+// Cluster returns the plaintext cluster of brokers with the default
+// client settings, closed when the test ends.
+func Cluster(t testing.TB, brokers []string) *streams.Cluster {
 	t.Helper()
-	// With the cluster's credentials, if it has some: a secured platform's
-	// broker takes no client without them.
-	base := append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, streams.CredentialOptions(brokers)...)
-	cl, err := kgo.NewClient(append(base, opts...)...)
+	c, err := streams.NewCluster(brokers, nil, streams.ClientSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// clusterOf returns the cluster k names, closed when the test ends if
+// made here.
+func clusterOf[K Kafka](t testing.TB, k K) *streams.Cluster {
+	t.Helper()
+	if c, ok := any(k).(*streams.Cluster); ok {
+		return c
+	}
+	return Cluster(t, any(k).([]string))
+}
+
+// withCluster calls fn with the cluster k names, closed after it if made
+// here.
+func withCluster[K Kafka](k K, fn func(*streams.Cluster) error) error {
+	if c, ok := any(k).(*streams.Cluster); ok {
+		return fn(c)
+	}
+	c, err := streams.NewCluster(any(k).([]string), nil, streams.ClientSettings{})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(c)
+}
+
+// Client returns a franz-go client of the cluster k, with its credentials
+// if it has some, closed when the test ends.
+func Client[K Kafka](t testing.TB, k K, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append(clusterOf(t, k).Options(), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,17 +96,17 @@ func Client(t testing.TB, brokers []string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-// Admin returns a kadm client of brokers.
-func Admin(t testing.TB, brokers []string) *kadm.Client {
-	return kadm.NewClient(Client(t, brokers))
+// Admin returns a kadm client of the cluster k.
+func Admin[K Kafka](t testing.TB, k K) *kadm.Client {
+	return kadm.NewClient(Client(t, k))
 }
 
-// EnsureTopics creates ts on brokers.
-func EnsureTopics(t testing.TB, brokers []string, ts []topics.Topic) {
+// EnsureTopics creates ts on the cluster k.
+func EnsureTopics[K Kafka](t testing.TB, k K, ts []topics.Topic) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := topics.Ensure(ctx, Admin(t, brokers), -1, ts); err != nil {
+	if _, err := topics.Ensure(ctx, Admin(t, k), -1, ts); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -93,10 +134,10 @@ func Eventually(t testing.TB, d time.Duration, msg string, cond func() bool) {
 // ReadAll returns every record of topic up to its end offsets at the time
 // of the call, in partition then offset order (streams.ReadToEnd: done by
 // offsets, never by a silence).
-func ReadAll(t testing.TB, brokers []string, topic string) []*kgo.Record {
+func ReadAll[K Kafka](t testing.TB, k K, topic string) []*kgo.Record {
 	t.Helper()
 	byPart := map[int32][]*kgo.Record{}
-	err := streams.ReadToEnd(Context(t, 60*time.Second), brokers, topic, func(r *kgo.Record) {
+	err := streams.ReadToEnd(Context(t, 60*time.Second), clusterOf(t, k), topic, func(r *kgo.Record) {
 		byPart[r.Partition] = append(byPart[r.Partition], r)
 	})
 	if err != nil {
@@ -112,9 +153,9 @@ func ReadAll(t testing.TB, brokers []string, topic string) []*kgo.Record {
 
 // WaitGroupsEmpty waits up to a minute until none of groups has a member
 // (their members left, or their sessions ended): a replay must run alone.
-func WaitGroupsEmpty(t testing.TB, brokers []string, groups ...string) {
+func WaitGroupsEmpty[K Kafka](t testing.TB, k K, groups ...string) {
 	t.Helper()
-	adm := Admin(t, brokers)
+	adm := Admin(t, k)
 	Eventually(t, time.Minute, fmt.Sprintf("no members left in %v", groups), func() bool {
 		described, err := adm.DescribeGroups(Context(t, 10*time.Second), groups...)
 		if err != nil {

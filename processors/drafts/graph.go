@@ -287,7 +287,7 @@ func (c *Config) graph() *streams.Graph {
 // Run runs the drafts group until ctx is done.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Partitions == 0 {
-		n, err := streams.Partitions(ctx, cfg.Streams.Brokers, topics.DraftsCommands)
+		n, err := streams.PartitionsOf(ctx, cfg.Streams.Cluster.Admin(), topics.DraftsCommands)
 		if err != nil {
 			return fmt.Errorf("drafts: %w", err)
 		}

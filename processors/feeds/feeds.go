@@ -149,7 +149,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// of its own, and partitions load concurrently.
 	var mu sync.Mutex
 	loaders := map[int32]*loader{}
-	return streams.RunLoop(ctx, streams.LoopConfig{Brokers: cfg.Streams.Brokers, Group: Group, Topics: []string{topics.FeedsIngest},
+	return streams.RunLoop(ctx, streams.LoopConfig{Cluster: cfg.Streams.Cluster, Group: Group, Topics: []string{topics.FeedsIngest},
 		DeadTopic: topics.OffersDead, Producer: cfg.Producer, Logger: cfg.Logger, Metrics: cfg.Metrics.Loop,
 		Backoff: streams.Backoff{Initial: cfg.Retry, Max: 30 * cfg.Retry},
 		BatchHandler: func(ctx context.Context, b *streams.Batch) error {

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
@@ -32,7 +31,9 @@ type Lookup func(key string) (*schemas.RegistryRecord, error)
 
 // Config of the indexer.
 type Config struct {
-	Brokers []string
+	// Cluster is the cluster it reads changes from and writes client
+	// topics to.
+	Cluster *streams.Cluster
 	// Partitions and Replication of the client topics the indexer creates
 	// when it first sees a client (-1 replication: broker default).
 	Partitions  int32
@@ -77,8 +78,8 @@ func (c *Config) setDefaults() {
 // Validate returns every problem of c joined, or nil.
 func (c *Config) Validate() error {
 	var errs []error
-	if len(c.Brokers) == 0 {
-		errs = append(errs, errors.New("indexer: no brokers"))
+	if c.Cluster == nil {
+		errs = append(errs, errors.New("indexer: no cluster"))
 	}
 	if c.Partitions < 1 {
 		errs = append(errs, fmt.Errorf("indexer: %d partitions", c.Partitions))
@@ -121,7 +122,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	prod, err := streams.NewProducer(cfg.Brokers, Group, kgo.ProducerLinger(2*time.Millisecond))
+	prod, err := cfg.Cluster.Producer(Group, kgo.ProducerLinger(2*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("indexer: %w", err)
 	}
@@ -155,7 +156,7 @@ type indexer struct {
 // consume runs the loop of group on topic: handle gets each partition's
 // part of a poll, and its offsets are committed once handle returned nil.
 func (ix *indexer) consume(ctx context.Context, group, topic string, handle streams.BatchHandler) error {
-	return streams.RunLoop(ctx, streams.LoopConfig{Brokers: ix.cfg.Brokers, Group: group, Topics: []string{topic},
+	return streams.RunLoop(ctx, streams.LoopConfig{Cluster: ix.cfg.Cluster, Group: group, Topics: []string{topic},
 		DeadTopic: topics.DocumentsDead, Producer: ix.prod, Logger: ix.cfg.Logger, Metrics: ix.cfg.Metrics.Loop,
 		Backoff: streams.Backoff{Initial: ix.cfg.RetryMin, Max: ix.cfg.RetryMax}, BatchHandler: handle})
 }
@@ -305,21 +306,16 @@ func Replay(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	cl, err := streams.NewClient(cfg.Brokers, kgo.ClientID("offerlog-replay"))
-	if err != nil {
-		return fmt.Errorf("replay: %w", err)
-	}
-	defer cl.Close()
 	spec := streams.Replay{Group: Group, Inputs: []string{topics.DocumentsChanges}, AllowGaps: cfg.AllowGaps,
 		Outputs: streams.ReplayReemit, Logger: cfg.Logger}
-	prod, err := streams.NewProducer(cfg.Brokers, Group, kgo.ProducerLinger(2*time.Millisecond))
+	prod, err := cfg.Cluster.Producer(Group, kgo.ProducerLinger(2*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
 	defer prod.Close()
 	cfg.replayed = []byte(time.Now().UTC().Format(time.RFC3339))
 	ix := &indexer{cfg: cfg, prod: prod, clients: map[string]bool{}}
-	return spec.Run(ctx, kadm.NewClient(cl), ix.runChanges)
+	return spec.Run(ctx, cfg.Cluster.Admin(), ix.runChanges)
 }
 
 // Backoff returns the wait before retry number attempts: min doubled per
@@ -429,12 +425,7 @@ func (ix *indexer) ensureClient(ctx context.Context, client string) error {
 	if err := topics.ValidateClient(client); err != nil {
 		return err
 	}
-	cl, err := streams.NewClient(ix.cfg.Brokers)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	_, err = topics.Ensure(ctx, kadm.NewClient(cl), ix.cfg.Replication, topics.ForClient(client, ix.cfg.Partitions))
+	_, err := topics.Ensure(ctx, ix.cfg.Cluster.Admin(), ix.cfg.Replication, topics.ForClient(client, ix.cfg.Partitions))
 	switch {
 	case errors.Is(err, topics.ErrMismatch):
 		// The topics exist but differ from the catalogue (say, partitions

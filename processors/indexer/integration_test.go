@@ -49,7 +49,7 @@ func newRig(t *testing.T) *rig {
 	testkit.EnsureTopics(t, r.brokers, topics.Catalogue(partitions))
 	testkit.RegisterEpoch(t, r.brokers, "shop")
 	r.epochs = testkit.FollowEpochs(t, r.brokers)
-	r.scfg = streams.Config{Brokers: r.brokers, StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
+	r.scfg = streams.Config{Cluster: testkit.Cluster(t, r.brokers), StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
 	var err error
 	if r.view, err = registry.NewView(r.scfg, "test"); err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func (r *rig) registry(ctx context.Context) error {
 
 func (r *rig) indexer(convert indexer.Converter) func(context.Context) error {
 	return func(ctx context.Context) error {
-		return indexer.Run(ctx, indexer.Config{Brokers: r.brokers, Partitions: partitions, Replication: -1,
+		return indexer.Run(ctx, indexer.Config{Cluster: r.scfg.Cluster, Partitions: partitions, Replication: -1,
 			Convert: convert, Current: r.view.Get, RetryMin: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond,
 			Logger: testkit.Logger()})
 	}

@@ -36,9 +36,9 @@ type cluster struct {
 
 // testConfig is the numerator configuration of the tests: state in
 // stateDir, an in-process coordinator, quick retries.
-func testConfig(brokers []string, stateDir string, ttl int64, share float64) numerator.Config {
+func testConfig(t testing.TB, brokers []string, stateDir string, ttl int64, share float64) numerator.Config {
 	cfg := numerator.DefaultConfig()
-	cfg.Streams = streams.Config{Brokers: brokers, StateDir: stateDir, Replication: 1, Logger: testkit.Logger()}
+	cfg.Streams = streams.Config{Cluster: testkit.Cluster(t, brokers), StateDir: stateDir, Replication: 1, Logger: testkit.Logger()}
 	cfg.Coordinator = &coordinator.Local{}
 	cfg.TTL, cfg.RebuildShare, cfg.RetryEvery = ttl, share, 50*time.Millisecond
 	cfg.Logger = testkit.Logger()
@@ -52,7 +52,7 @@ func newStopped(t *testing.T, ttl int64, share float64) *cluster {
 	b := testkit.Broker(t, "")
 	c := &cluster{t: t, brokers: b.Addrs(), stop: func() {}}
 	testkit.EnsureTopics(t, c.brokers, topics.Catalogue(4))
-	c.cfg = testConfig(c.brokers, t.TempDir(), ttl, share)
+	c.cfg = testConfig(t, c.brokers, t.TempDir(), ttl, share)
 	t.Cleanup(func() { c.stop() })
 	return c
 }
@@ -445,7 +445,7 @@ func TestNumeratorProcess(t *testing.T) {
 	if brokers == "" {
 		t.Skip("runs only as the process TestKilledMidGenerationGivesTheSameIds kills")
 	}
-	cfg := testConfig(strings.Split(brokers, ","), os.Getenv("OFFERLOG_TEST_NUMERATOR_STATE"), 1, 0)
+	cfg := testConfig(t, strings.Split(brokers, ","), os.Getenv("OFFERLOG_TEST_NUMERATOR_STATE"), 1, 0)
 	err := numerator.Run(context.Background(), cfg)
 	t.Fatalf("the numerator returned before it was killed: %v", err)
 }
@@ -870,7 +870,7 @@ func TestNumeratorMasterProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	built, resume := os.Getenv("OFFERLOG_TEST_MASTER_BUILT"), os.Getenv("OFFERLOG_TEST_MASTER_RESUME")
-	cfg := testConfig(strings.Split(brokers, ","), os.Getenv("OFFERLOG_TEST_MASTER_STATE"), 10, 0)
+	cfg := testConfig(t, strings.Split(brokers, ","), os.Getenv("OFFERLOG_TEST_MASTER_STATE"), 10, 0)
 	cfg.Coordinator, cfg.Holder, cfg.Cluster = dialCoordinator(t, os.Getenv("OFFERLOG_TEST_MASTER_ZK")), "dc-child", brokers
 	cfg.LockTimeout = lock
 	first := true

@@ -79,7 +79,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	parts, err := streams.Partitions(ctx, cfg.Streams.Brokers, topics.NumeratorOffers)
+	parts, err := streams.PartitionsOf(ctx, cfg.Streams.Cluster.Admin(), topics.NumeratorOffers)
 	if err != nil {
 		return fmt.Errorf("numerator: %w", err)
 	}
@@ -107,7 +107,7 @@ func Run(ctx context.Context, cfg Config) error {
 			case <-ctx.Done():
 				return nil
 			}
-			return RunSealer(ctx, SealerConfig{Brokers: cfg.Streams.Brokers, Cluster: cfg.Cluster, View: view,
+			return RunSealer(ctx, SealerConfig{Kafka: cfg.Streams.Cluster, Cluster: cfg.Cluster, View: view,
 				Coordinator: cfg.Coordinator, Holder: cfg.Holder, LockTimeout: cfg.LockTimeout, RetryEvery: cfg.RetryEvery,
 				Type: cfg.Type, Scheme: cfg.Scheme, TTL: cfg.TTL, RebuildShare: cfg.RebuildShare,
 				BeforeReport: cfg.BeforeReport, Metrics: cfg.Metrics, Logger: cfg.Logger})

@@ -26,7 +26,8 @@ const SealerGroup = "numerator-sealer"
 
 // SealerConfig configures the sealer.
 type SealerConfig struct {
-	Brokers []string
+	// Kafka is the cluster it reads and writes.
+	Kafka *streams.Cluster
 	// Cluster names the Kafka cluster in the state pointer, by its seed
 	// brokers ("host:port,..."): a master of another cluster that finds the
 	// pointer newer than its own last state reads the state from there.
@@ -93,7 +94,7 @@ func RunSealer(ctx context.Context, cfg SealerConfig) error {
 	if cfg.CoordinatorWait <= 0 {
 		cfg.CoordinatorWait = 30 * time.Second
 	}
-	cl, err := streams.NewProducer(cfg.Brokers, "numerator-sealer", kgo.ProducerLinger(2*time.Millisecond))
+	cl, err := cfg.Kafka.Producer("numerator-sealer", kgo.ProducerLinger(2*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("sealer: %w", err)
 	}
@@ -104,7 +105,7 @@ func RunSealer(ctx context.Context, cfg SealerConfig) error {
 	// build refused (its lock timed out or was taken over) leaves nothing.
 	// The transactional id fences, on this cluster, a sealer of the same
 	// master that a newer one replaced.
-	tx, err := streams.NewTransactional(cfg.Brokers, "numerator-sealer-tx", "offerlog-numerator-sealer-"+cfg.Holder,
+	tx, err := cfg.Kafka.Transactional("numerator-sealer-tx", "offerlog-numerator-sealer-"+cfg.Holder,
 		kgo.ProducerLinger(2*time.Millisecond), kgo.TransactionTimeout(min(max(cfg.LockTimeout, time.Minute), 15*time.Minute)))
 	if err != nil {
 		return fmt.Errorf("sealer: %w", err)
@@ -115,7 +116,7 @@ func RunSealer(ctx context.Context, cfg SealerConfig) error {
 	if cfg.Metrics != nil {
 		loopMetrics = cfg.Metrics.Loop
 	}
-	return streams.RunLoop(ctx, streams.LoopConfig{Name: SealerGroup, Brokers: cfg.Brokers, Group: SealerGroup,
+	return streams.RunLoop(ctx, streams.LoopConfig{Name: SealerGroup, Cluster: cfg.Kafka, Group: SealerGroup,
 		Topics: []string{topics.NumeratorGenerations}, DeadTopic: topics.NumeratorDead, Producer: cl,
 		// A marker is retried until it is carried out: a seal must not be
 		// skipped because ZooKeeper or the broker was away for a while.
@@ -197,7 +198,7 @@ func (s *sealer) current(ctx context.Context) (*schemas.NumeratorState, Version,
 		from := max(0, end-back)
 		var last *schemas.NumeratorState
 		var v Version
-		err := streams.ReadRange(ctx, s.cfg.Brokers, topics.NumeratorStates, map[int32]int64{0: from}, map[int32]int64{0: end}, func(r *kgo.Record) {
+		err := streams.ReadRange(ctx, s.cfg.Kafka, topics.NumeratorStates, map[int32]int64{0: from}, map[int32]int64{0: end}, func(r *kgo.Record) {
 			var st schemas.NumeratorState
 			if err := schemas.NumeratorStates.Decode(r.Value, &st); err != nil {
 				s.cfg.Logger.Warn("sealer: undecodable state passed over", "offset", r.Offset, "err", err)
@@ -546,19 +547,19 @@ func (s *sealer) readRemote(ctx context.Context, p coordinator.Pointer, v, pv Ve
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	remote := strings.Split(p.Cluster, ",")
-	cl, err := streams.NewClient(remote, kgo.ClientID("numerator-sealer-adopt"))
+	other, err := s.cfg.Kafka.Other(remote)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	defer other.Close()
+	adm := other.Admin()
 	// The state the pointer names: the last record before its offsets.
 	from := map[int32]int64{}
 	for part, end := range p.Offsets {
 		from[part] = max(0, end-1)
 	}
 	var st *schemas.NumeratorState
-	err = streams.ReadRange(ctx, remote, p.Topic, from, p.Offsets, func(r *kgo.Record) {
+	err = streams.ReadRange(ctx, other, p.Topic, from, p.Offsets, func(r *kgo.Record) {
 		var x schemas.NumeratorState
 		if schemas.NumeratorStates.Decode(r.Value, &x) == nil && x.Version == p.Version && x.Invalid == "" {
 			st = &x
@@ -583,7 +584,7 @@ func (s *sealer) readRemote(ctx context.Context, p coordinator.Pointer, v, pv Ve
 		return nil, nil, unanswered("wait for its numerator group to apply the state's decisions", err)
 	}
 	var copies []*kgo.Record
-	err = streams.ReadToEnd(ctx, remote, topics.NumeratorAssignments, func(r *kgo.Record) {
+	err = streams.ReadToEnd(ctx, other, topics.NumeratorAssignments, func(r *kgo.Record) {
 		var a schemas.Assignment
 		if r.Value == nil || schemas.Assignments.Decode(r.Value, &a) != nil {
 			return

@@ -96,9 +96,9 @@ func StateOf(states []schemas.NumeratorState, v string) (*schemas.NumeratorState
 
 // States returns every record of numerator.states that decodes, oldest
 // first: the states, and the builds refused (Invalid set).
-func States(ctx context.Context, brokers []string) ([]schemas.NumeratorState, error) {
+func States(ctx context.Context, c *streams.Cluster) ([]schemas.NumeratorState, error) {
 	var out []schemas.NumeratorState
-	err := streams.ReadToEnd(ctx, brokers, topics.NumeratorStates, func(r *kgo.Record) {
+	err := streams.ReadToEnd(ctx, c, topics.NumeratorStates, func(r *kgo.Record) {
 		var st schemas.NumeratorState
 		if schemas.NumeratorStates.Decode(r.Value, &st) == nil {
 			out = append(out, st)

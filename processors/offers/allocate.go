@@ -53,8 +53,8 @@ const maxUnused = 10_000
 
 // OpenIDs reads the permutation's key from offers.ids, writing it first
 // if the topic has none. by names this process in its claims. Close it.
-func OpenIDs(ctx context.Context, brokers []string, by string) (*IDs, error) {
-	producer, err := streams.NewProducer(brokers, "offer-ids", kgo.RecordPartitioner(kgo.ManualPartitioner()))
+func OpenIDs(ctx context.Context, c *streams.Cluster, by string) (*IDs, error) {
+	producer, err := c.Producer("offer-ids", kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func OpenIDs(ctx context.Context, brokers []string, by string) (*IDs, error) {
 	_, _ = rand.Read(start[:])
 	a := &IDs{producer: producer, by: by, partition: int32(start[0]) % topics.OffersIDsPartitions}
 	for range 2 {
-		key, err := readIDKey(ctx, brokers)
+		key, err := readIDKey(ctx, c)
 		if err != nil {
 			producer.Close()
 			return nil, err
@@ -89,10 +89,10 @@ func (a *IDs) Close() { a.producer.Close() }
 
 // readIDKey returns the secret of the first KEY claim of partition 0 (nil
 // when there is none).
-func readIDKey(ctx context.Context, brokers []string) ([]byte, error) {
+func readIDKey(ctx context.Context, c *streams.Cluster) ([]byte, error) {
 	var key []byte
 	first := int64(-1)
-	err := streams.ReadToEnd(ctx, brokers, topics.OffersIDs, func(r *kgo.Record) {
+	err := streams.ReadToEnd(ctx, c, topics.OffersIDs, func(r *kgo.Record) {
 		if r.Partition != 0 || (first >= 0 && r.Offset > first) {
 			return
 		}

@@ -25,7 +25,7 @@ func TestIDsAreUniqueByConstruction(t *testing.T) {
 	errs := make([]error, processes)
 	for i := range processes {
 		wg.Go(func() {
-			ids, err := offers.OpenIDs(ctx, brokers, "test")
+			ids, err := offers.OpenIDs(ctx, testkit.Cluster(t, brokers), "test")
 			if err != nil {
 				errs[i] = err
 				return
@@ -83,7 +83,7 @@ func TestUnusedIdsAreHandedOutAgain(t *testing.T) {
 	brokers := testkit.Broker(t, "").Addrs()
 	testkit.EnsureTopics(t, brokers, topics.Catalogue(2))
 	ctx := context.Background()
-	ids, err := offers.OpenIDs(ctx, brokers, "test")
+	ids, err := offers.OpenIDs(ctx, testkit.Cluster(t, brokers), "test")
 	if err != nil {
 		t.Fatal(err)
 	}

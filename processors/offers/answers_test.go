@@ -24,7 +24,7 @@ func TestAnswersHandedOverInProcess(t *testing.T) {
 	testkit.EnsureTopics(t, brokers, topics.Catalogue(2))
 	res := offers.NewResults(testkit.Logger()) // not Run: no copy from the topic
 	handed := make(chan schemas.OfferResult, 16)
-	cfg := offers.Config{Streams: streams.Config{Brokers: brokers, StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()},
+	cfg := offers.Config{Streams: streams.Config{Cluster: testkit.Cluster(t, brokers), StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()},
 		OnAnswer: func(r schemas.OfferResult) {
 			handed <- r
 			res.Deliver(streams.RequestID{Partition: r.SourcePartition, Offset: r.SourceOffset}, r)

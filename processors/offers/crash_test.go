@@ -20,7 +20,7 @@ import (
 // the returned stop is called.
 func running(t *testing.T, brokers []string, dir string) (stop func()) {
 	t.Helper()
-	cfg := offers.Config{Streams: streams.Config{Brokers: brokers, StateDir: dir, Replication: 1, Logger: testkit.Logger()}}
+	cfg := offers.Config{Streams: streams.Config{Cluster: testkit.Cluster(t, brokers), StateDir: dir, Replication: 1, Logger: testkit.Logger()}}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- offers.Run(ctx, cfg) }()
@@ -56,7 +56,7 @@ func TestAnswerGivenBeforeACrashIsInTheTable(t *testing.T) {
 	res := offers.NewResults(testkit.Logger())
 	rctx, rcancel := context.WithCancel(context.Background())
 	rdone := make(chan struct{})
-	go func() { defer close(rdone); _ = res.Run(rctx, first) }()
+	go func() { defer close(rdone); _ = res.Run(rctx, testkit.Cluster(t, first)) }()
 	<-res.Ready()
 	cl := offers.NewClient(p, res, 30*time.Second)
 	ctx := testkit.Context(t, 2*time.Minute)

@@ -24,13 +24,13 @@ const InboxGroup = "offers-inbox"
 // Offsets are committed once the copies are acknowledged by every replica:
 // after a crash a record may be copied twice, which the aggregate ignores
 // (the second finds its effect already there).
-func RunInbox(ctx context.Context, brokers []string, log *slog.Logger) error {
-	prod, err := streams.NewProducer(brokers, InboxGroup)
+func RunInbox(ctx context.Context, c *streams.Cluster, log *slog.Logger) error {
+	prod, err := c.Producer(InboxGroup)
 	if err != nil {
 		return fmt.Errorf("offers inbox: %w", err)
 	}
 	defer prod.Close()
-	return streams.RunLoop(ctx, streams.LoopConfig{Brokers: brokers, Group: InboxGroup,
+	return streams.RunLoop(ctx, streams.LoopConfig{Cluster: c, Group: InboxGroup,
 		Topics: []string{topics.PhotosResults, topics.ModerationOpinions}, DeadTopic: topics.OffersDead,
 		Backoff: streams.Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second}, Logger: log,
 		Handler: func(ctx context.Context, r *kgo.Record) error {

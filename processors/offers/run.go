@@ -53,7 +53,7 @@ func Run(ctx context.Context, cfg Config) error {
 		log = slog.Default()
 	}
 	if cfg.Partitions == 0 {
-		n, err := streams.Partitions(ctx, cfg.Streams.Brokers, topics.OffersCommands)
+		n, err := streams.PartitionsOf(ctx, cfg.Streams.Cluster.Admin(), topics.OffersCommands)
 		if err != nil {
 			return fmt.Errorf("offers: %w", err)
 		}
@@ -63,7 +63,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancel()
 	inbox := make(chan error, 1)
 	go func() {
-		err := RunInbox(ctx, cfg.Streams.Brokers, log)
+		err := RunInbox(ctx, cfg.Streams.Cluster, log)
 		if err != nil {
 			cancel()
 		}

@@ -160,8 +160,8 @@ func (c *Catalogue) List(client string) []*schemas.EpochSchema {
 // that stopped it. A record that is not an epoch schema is logged and
 // skipped (every reader of the catalogue reads it; the registry's API
 // refuses such records before they are written).
-func (c *Catalogue) Follow(ctx context.Context, brokers []string, log *slog.Logger, opts ...kgo.Opt) error {
-	return streams.RunLoop(ctx, streams.LoopConfig{Name: "epochs", Brokers: brokers, Topics: []string{topics.Epochs}, Logger: log,
+func (c *Catalogue) Follow(ctx context.Context, kafka *streams.Cluster, log *slog.Logger, opts ...kgo.Opt) error {
+	return streams.RunLoop(ctx, streams.LoopConfig{Name: "epochs", Cluster: kafka, Topics: []string{topics.Epochs}, Logger: log,
 		ClientOptions: opts, BatchHandler: func(_ context.Context, b *streams.Batch) error {
 			c.mu.Lock()
 			defer c.mu.Unlock()

@@ -29,6 +29,7 @@ const partitions = 4
 // "shop" and a catalogue following the epochs topic.
 type cluster struct {
 	brokers []string
+	kafka   *streams.Cluster
 	epochs  *registry.Catalogue
 	state   string
 	framing schemas.Framing // of the verdicts
@@ -37,7 +38,7 @@ type cluster struct {
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	b := testkit.Broker(t, "")
-	c := &cluster{brokers: b.Addrs(), state: t.TempDir()}
+	c := &cluster{brokers: b.Addrs(), kafka: testkit.Cluster(t, b.Addrs()), state: t.TempDir()}
 	testkit.EnsureTopics(t, c.brokers, topics.Catalogue(partitions))
 	testkit.RegisterEpoch(t, c.brokers, "shop")
 	c.epochs = testkit.FollowEpochs(t, c.brokers)
@@ -46,7 +47,7 @@ func newCluster(t *testing.T) *cluster {
 
 func (c *cluster) config(onReady func()) registry.Config {
 	return registry.Config{
-		Streams: streams.Config{Brokers: c.brokers, StateDir: c.state, Replication: 1, Logger: testkit.Logger()},
+		Streams: streams.Config{Cluster: c.kafka, StateDir: c.state, Replication: 1, Logger: testkit.Logger()},
 		Rules:   registry.DefaultRules(), Epochs: c.epochs, Logger: testkit.Logger(), OnReady: onReady, Framing: c.framing,
 	}
 }

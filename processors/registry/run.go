@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
@@ -72,12 +71,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	cl, err := streams.NewClient(cfg.Streams.Brokers, kgo.ClientID("offerlog-registry-admin"))
-	if err != nil {
-		return fmt.Errorf("registry: %w", err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := cfg.Streams.Cluster.Admin()
 	if err := cfg.Epochs.Sync(ctx, adm); err != nil {
 		return fmt.Errorf("registry: catch up epochs: %w", err)
 	}

@@ -258,7 +258,7 @@ func TestStagesEndToEnd(t *testing.T) {
 
 	// Re-crawl queues into the low-priority queue only.
 	mainBefore := len(testkit.ReadAll(t, brokers, topics.QueueTopic("stage-b", false)))
-	queued, err := scheduler.Recrawl(ctx, brokers, scheduler.StageConfig{Name: "stage-b", Timeout: time.Second},
+	queued, err := scheduler.Recrawl(ctx, testkit.Cluster(t, brokers), scheduler.StageConfig{Name: "stage-b", Timeout: time.Second},
 		recrawlAll{}, testkit.Logger())
 	if err != nil || queued != len(ids)+1 {
 		t.Fatalf("recrawl queued %d (want %d): %v", queued, len(ids)+1, err)
@@ -358,7 +358,7 @@ func TestTimerFiresOnceAcrossRestart(t *testing.T) {
 	if err := agg.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	scfg := streams.Config{Brokers: brokers, StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
+	scfg := streams.Config{Cluster: testkit.Cluster(t, brokers), StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
 	if err := offers.Replay(ctx, offers.Config{Streams: scfg, Stages: stages.Names()}, base.Partitions, -1); err != nil {
 		t.Fatal(err)
 	}
@@ -570,12 +570,12 @@ func TestRedriveQueuesTheDeadLettersOnce(t *testing.T) {
 
 	stage.broken.Store(false)
 	ctx := testkit.Context(t, time.Minute)
-	queued, letters, err := scheduler.Redrive(ctx, brokers, "stage-f")
+	queued, letters, err := scheduler.Redrive(ctx, testkit.Cluster(t, brokers), "stage-f")
 	if err != nil || queued != len(ids) || letters != len(ids) {
 		t.Fatalf("redrive: %d queued, %d letters, %v", queued, letters, err)
 	}
 	testkit.Eventually(t, time.Minute, "every offer marked after the redrive", func() bool { return marked(t, brokers, "f", ids) == len(ids) })
-	if queued, letters, err := scheduler.Redrive(ctx, brokers, "stage-f"); err != nil || queued != 0 || letters != 0 {
+	if queued, letters, err := scheduler.Redrive(ctx, testkit.Cluster(t, brokers), "stage-f"); err != nil || queued != 0 || letters != 0 {
 		t.Fatalf("second redrive: %d queued, %d letters, %v", queued, letters, err)
 	}
 }

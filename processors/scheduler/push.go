@@ -70,8 +70,8 @@ func newPusher(cfg StageConfig, view *streams.View, prod *kgo.Client, log *slog.
 	return p
 }
 
-func (p *pusher) run(ctx context.Context, brokers []string, prod *kgo.Client, m *Metrics) error {
-	return streams.RunLoop(ctx, streams.LoopConfig{Brokers: brokers, Group: PushGroup(p.cfg.Name), Topics: []string{topics.SchedulerEffects},
+func (p *pusher) run(ctx context.Context, kafka *streams.Cluster, prod *kgo.Client, m *Metrics) error {
+	return streams.RunLoop(ctx, streams.LoopConfig{Cluster: kafka, Group: PushGroup(p.cfg.Name), Topics: []string{topics.SchedulerEffects},
 		DeadTopic: topics.SchedulerDead, Producer: prod, Logger: p.log, Metrics: m.Loop, Concurrency: p.cfg.MaxParallelism,
 		Backoff: streams.Backoff{Initial: 200 * time.Millisecond, Max: 30 * time.Second, Attempts: 20},
 		Timeout: time.Minute, Handler: p.push})

@@ -142,7 +142,7 @@ func TestRecrawlKeepsFreshChangesFirst(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	recrawled := make(chan error, 1)
 	go func() {
-		_, err := scheduler.Recrawl(ctx, brokers, scheduler.StageConfig{Name: "stage-c", Timeout: time.Second}, recrawlAll{}, testkit.Logger())
+		_, err := scheduler.Recrawl(ctx, testkit.Cluster(t, brokers), scheduler.StageConfig{Name: "stage-c", Timeout: time.Second}, recrawlAll{}, testkit.Logger())
 		recrawled <- err
 	}()
 	t.Cleanup(func() {

@@ -25,16 +25,16 @@ func RedriveGroup(stage string) string { return "scheduler-redrive-" + stage }
 // The aggregate queues an offer that is not queued already; its worker
 // then asks the stage as for a fresh change. It returns the offers queued
 // and the stage's dead letters read.
-func Redrive(ctx context.Context, brokers []string, stage string) (queued, letters int, err error) {
+func Redrive(ctx context.Context, kafka *streams.Cluster, stage string) (queued, letters int, err error) {
 	if err := offers.ValidStage(stage); err != nil {
 		return 0, 0, err
 	}
-	cl, err := streams.NewClient(brokers, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ClientID("offerlog-redrive"))
+	cl, err := kafka.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ClientID("offerlog-redrive"))
 	if err != nil {
 		return 0, 0, err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := kafka.Admin()
 	ends, err := streams.EndOffsets(ctx, adm, topics.SchedulerDead)
 	if err != nil {
 		return 0, 0, fmt.Errorf("redrive %s: %w", stage, err)
@@ -52,7 +52,7 @@ func Redrive(ctx context.Context, brokers []string, stage string) (queued, lette
 	}
 	seen := map[string]bool{}
 	var cmds []*schemas.OfferCommand
-	err = streams.ReadRange(ctx, brokers, topics.SchedulerDead, from, ends, func(r *kgo.Record) {
+	err = streams.ReadRange(ctx, kafka, topics.SchedulerDead, from, ends, func(r *kgo.Record) {
 		var d schemas.DeadLetter
 		if schemas.DeadLetters.Decode(r.Value, &d) != nil {
 			return

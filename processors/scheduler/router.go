@@ -119,12 +119,12 @@ type router struct {
 // run reads offers.events until ctx is done and routes each change to its
 // stages: r has one stage, each stage a router of its own, so that a slow
 // ShouldProcess of one stage never delays another's decisions.
-func (r *router) run(ctx context.Context, brokers []string) error {
+func (r *router) run(ctx context.Context, kafka *streams.Cluster) error {
 	group := RouterGroupOf(r.stages[0].Name)
-	if err := inheritOffsets(ctx, r.prod, RouterGroup, group); err != nil {
+	if err := inheritOffsets(ctx, kafka.Admin(), RouterGroup, group); err != nil {
 		return err
 	}
-	return streams.RunLoop(ctx, streams.LoopConfig{Name: group, Brokers: brokers, Group: group, Topics: []string{topics.OffersEvents},
+	return streams.RunLoop(ctx, streams.LoopConfig{Name: group, Cluster: kafka, Group: group, Topics: []string{topics.OffersEvents},
 		DeadTopic: topics.SchedulerDead, Producer: r.prod, Logger: r.log, Metrics: r.m.Loop,
 		Backoff: streams.Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second}, BatchHandler: r.batch})
 }
@@ -132,8 +132,7 @@ func (r *router) run(ctx context.Context, brokers []string) error {
 // inheritOffsets commits to group, if it has no offsets yet, those of
 // from: a new group takes over where the one it replaces stopped instead
 // of reading the topic from its start.
-func inheritOffsets(ctx context.Context, cl *kgo.Client, from, group string) error {
-	adm := kadm.NewClient(cl)
+func inheritOffsets(ctx context.Context, adm *kadm.Client, from, group string) error {
 	have, err := adm.FetchOffsets(ctx, group)
 	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		return fmt.Errorf("offsets of %s: %w", group, err)

@@ -69,8 +69,8 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		defer closeFn()
 		impls[s.Name] = st
 	}
-	brokers := cfg.Streams.Brokers
-	prod, err := streams.NewClient(brokers, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
+	kafka := cfg.Streams.Cluster
+	prod, err := kafka.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
 		kgo.ClientID("offerlog-scheduler"))
 	if err != nil {
 		return err
@@ -102,7 +102,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 				}
 			}()
 		}
-		goRun("answers", func(ctx context.Context) error { return results.Run(ctx, brokers) })
+		goRun("answers", func(ctx context.Context) error { return results.Run(ctx, kafka) })
 		select {
 		case <-view.Ready():
 		case <-ctx.Done():
@@ -113,21 +113,21 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		}
 		for _, sc := range cfg.Stages.Stages {
 			r := &router{view: view, stages: []StageConfig{sc}, impls: impls, prod: prod, m: cfg.Metrics, log: cfg.Logger}
-			goRun("router "+sc.Name, func(ctx context.Context) error { return r.run(ctx, brokers) })
+			goRun("router "+sc.Name, func(ctx context.Context) error { return r.run(ctx, kafka) })
 		}
 		for _, s := range cfg.Stages.Stages {
 			w := newWorker(s, impls[s.Name], view, client, prod, cfg.Metrics, cfg.Logger)
-			goRun("stage "+s.Name, func(ctx context.Context) error { return w.run(ctx, brokers) })
+			goRun("stage "+s.Name, func(ctx context.Context) error { return w.run(ctx, kafka) })
 			if p := newPusher(s, view, prod, cfg.Logger); p != nil {
-				goRun("push "+s.Name, func(ctx context.Context) error { return p.run(ctx, brokers, prod, cfg.Metrics) })
+				goRun("push "+s.Name, func(ctx context.Context) error { return p.run(ctx, kafka, prod, cfg.Metrics) })
 			}
 			if s.RecrawlEvery > 0 {
 				goRun("recrawl "+s.Name, func(ctx context.Context) error {
-					return recrawlEvery(ctx, s, impls[s.Name], view, prod, cfg.Logger)
+					return recrawlEvery(ctx, s, impls[s.Name], view, prod, kafka.Admin(), cfg.Logger)
 				})
 			}
 		}
-		t := &Timers{Brokers: brokers, Dir: filepath.Join(cfg.Streams.StateDir, "timers"), Memory: cfg.TimerMemory, Prod: prod,
+		t := &Timers{Cluster: kafka, Dir: filepath.Join(cfg.Streams.StateDir, "timers"), Memory: cfg.TimerMemory, Prod: prod,
 			Metrics: cfg.Metrics, Logger: cfg.Logger}
 		goRun("timers", t.Run)
 		if ctx.Err() == nil && cfg.OnReady != nil {
@@ -144,18 +144,18 @@ func Run(ctx context.Context, cfg RunConfig) error {
 // topic twice and never holds the offers in memory: first each key's last
 // offset, then the records at those offsets, streamed. It returns how
 // many it queued.
-func Recrawl(ctx context.Context, brokers []string, sc StageConfig, stage Stage, log *slog.Logger) (int, error) {
-	cl, err := streams.NewClient(brokers, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ClientID("offerlog-recrawl"))
+func Recrawl(ctx context.Context, kafka *streams.Cluster, sc StageConfig, stage Stage, log *slog.Logger) (int, error) {
+	cl, err := kafka.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ClientID("offerlog-recrawl"))
 	if err != nil {
 		return 0, err
 	}
 	defer cl.Close()
-	ends, err := streams.EndOffsets(ctx, kadm.NewClient(cl), topics.OffersTable)
+	ends, err := streams.EndOffsets(ctx, kafka.Admin(), topics.OffersTable)
 	if err != nil {
 		return 0, fmt.Errorf("recrawl: %w", err)
 	}
 	last := map[string]int64{} // key -> offset of its last record; a tombstone removes it
-	err = streams.ReadRange(ctx, brokers, topics.OffersTable, nil, ends, func(r *kgo.Record) {
+	err = streams.ReadRange(ctx, kafka, topics.OffersTable, nil, ends, func(r *kgo.Record) {
 		if r.Value == nil {
 			delete(last, string(r.Key))
 			return
@@ -165,9 +165,9 @@ func Recrawl(ctx context.Context, brokers []string, sc StageConfig, stage Stage,
 	if err != nil {
 		return 0, fmt.Errorf("recrawl: %w", err)
 	}
-	rc := recrawler{sc: sc, stage: stage, prod: cl, adm: kadm.NewClient(cl), log: log}
+	rc := recrawler{sc: sc, stage: stage, prod: cl, adm: kafka.Admin(), log: log}
 	var sendErr error
-	err = streams.ReadRange(ctx, brokers, topics.OffersTable, nil, ends, func(r *kgo.Record) {
+	err = streams.ReadRange(ctx, kafka, topics.OffersTable, nil, ends, func(r *kgo.Record) {
 		var rec schemas.OfferRecord
 		if at, ok := last[string(r.Key)]; !ok || at != r.Offset || sendErr != nil || schemas.OfferRecords.Decode(r.Value, &rec) != nil {
 			return
@@ -260,7 +260,7 @@ func (rc *recrawler) yield(ctx context.Context) error {
 // recrawlEvery re-crawls the stage every sc.RecrawlEvery over the
 // scheduler's view of the offers (its local copy, one record per offer,
 // read as it goes), until ctx is done.
-func recrawlEvery(ctx context.Context, sc StageConfig, stage Stage, view *streams.View, prod *kgo.Client, log *slog.Logger) error {
+func recrawlEvery(ctx context.Context, sc StageConfig, stage Stage, view *streams.View, prod *kgo.Client, adm *kadm.Client, log *slog.Logger) error {
 	tick := time.NewTicker(sc.RecrawlEvery)
 	defer tick.Stop()
 	for {
@@ -269,7 +269,7 @@ func recrawlEvery(ctx context.Context, sc StageConfig, stage Stage, view *stream
 			return nil
 		case <-tick.C:
 		}
-		rc := recrawler{sc: sc, stage: stage, prod: prod, adm: kadm.NewClient(prod), log: log}
+		rc := recrawler{sc: sc, stage: stage, prod: prod, adm: adm, log: log}
 		it, err := view.Iterator()
 		if err != nil {
 			log.Warn("recrawl: the offers view cannot be read", "stage", sc.Name, "err", err)

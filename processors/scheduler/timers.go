@@ -45,7 +45,7 @@ const TimersGroup = "scheduler-timers"
 // a partition taken away is dropped from the store. The group's committed
 // offsets are only what the client hands to resume; the store decides.
 type Timers struct {
-	Brokers []string
+	Cluster *streams.Cluster
 	Dir     string
 	// Memory is what the store may take for its memtables and its share
 	// of the block cache (default DefaultTimerMemory).
@@ -146,7 +146,7 @@ func (t *Timers) Run(ctx context.Context) error {
 	defer stop()
 	fired := make(chan error, 1)
 	go func() { fired <- t.fireLoop(ctx) }()
-	err := streams.RunLoop(ctx, streams.LoopConfig{Brokers: t.Brokers, Group: TimersGroup, Topics: []string{topics.SchedulerTimers},
+	err := streams.RunLoop(ctx, streams.LoopConfig{Cluster: t.Cluster, Group: TimersGroup, Topics: []string{topics.SchedulerTimers},
 		Logger: t.Logger, Metrics: t.Metrics.Loop, OnRevoked: t.drop,
 		// Positions come from the store: the group's committed offsets
 		// only make the group hand the partitions to resume.

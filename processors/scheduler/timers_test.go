@@ -37,7 +37,7 @@ func TestTimersResumeFromTheirStore(t *testing.T) {
 	run := func() (*Metrics, *int, func()) {
 		m := NewMetrics(metrics.New())
 		read := new(int)
-		tm := &Timers{Brokers: brokers, Dir: dir, Prod: prod, Metrics: m, Logger: testkit.Logger()}
+		tm := &Timers{Cluster: testkit.Cluster(t, brokers), Dir: dir, Prod: prod, Metrics: m, Logger: testkit.Logger()}
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- tm.Run(rctx) }()
@@ -87,7 +87,7 @@ func TestTimersReplaceAStoreOfAnEarlierRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := NewMetrics(metrics.New())
-	tm := &Timers{Brokers: brokers, Dir: dir, Prod: prod, Metrics: m, Logger: testkit.Logger()}
+	tm := &Timers{Cluster: testkit.Cluster(t, brokers), Dir: dir, Prod: prod, Metrics: m, Logger: testkit.Logger()}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- tm.Run(rctx) }()

@@ -58,12 +58,12 @@ func newWorker(cfg StageConfig, stage Stage, view *streams.View, oc *offers.Clie
 // only, never the items after it nor another stage. An item's offset is
 // committed once its result is saved (or it is dead-lettered) and every
 // item before it in its partition is done.
-func (w *worker) run(ctx context.Context, brokers []string) error {
+func (w *worker) run(ctx context.Context, kafka *streams.Cluster) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	slots := newSlots(w.cfg.MaxParallelism, w.cfg.LowShare)
 	loop := func(low bool) error {
-		return streams.RunLoop(ctx, streams.LoopConfig{Brokers: brokers, Group: Group(w.cfg.Name, low),
+		return streams.RunLoop(ctx, streams.LoopConfig{Cluster: kafka, Group: Group(w.cfg.Name, low),
 			Topics: []string{topics.QueueTopic(w.cfg.Name, low)}, DeadTopic: topics.SchedulerDead, Producer: w.prod,
 			Logger: w.log, Metrics: w.m.Loop, Backoff: streams.Backoff{Initial: w.backoff, Max: 10 * time.Second},
 			Slots: queueSlots{s: slots, low: low}, Handler: w.item})

@@ -136,7 +136,8 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 
 // Config of a sink.
 type Config struct {
-	Brokers []string
+	// Cluster is the cluster the source topic is read from.
+	Cluster *streams.Cluster
 	// Source is the topic followed (a key of Sources).
 	Source  string
 	Store   Store
@@ -180,7 +181,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	// Nothing is skipped: a write that fails is retried until it succeeds
 	// (or the component stops); only unmappable records go to offers.dead.
-	return streams.RunLoop(ctx, streams.LoopConfig{Brokers: cfg.Brokers, Group: Group(cfg.Source), Topics: []string{cfg.Source},
+	return streams.RunLoop(ctx, streams.LoopConfig{Cluster: cfg.Cluster, Group: Group(cfg.Source), Topics: []string{cfg.Source},
 		DeadTopic: topics.OffersDead, Logger: cfg.Logger, Metrics: cfg.Metrics.Loop,
 		Backoff: streams.Backoff{Initial: time.Second, Max: cfg.MaxBackoff},
 		BatchHandler: func(ctx context.Context, b *streams.Batch) error {

@@ -234,7 +234,7 @@ func TestSinkFollowsTheTopic(t *testing.T) {
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
-			done <- Run(rctx, Config{Brokers: brokers, Source: topics.FeedsIndex, Store: store, Logger: testkit.Logger(), MaxBackoff: 100 * time.Millisecond})
+			done <- Run(rctx, Config{Cluster: testkit.Cluster(t, brokers), Source: topics.FeedsIndex, Store: store, Logger: testkit.Logger(), MaxBackoff: 100 * time.Millisecond})
 		}()
 		return func() {
 			cancel()
@@ -299,7 +299,7 @@ func TestAgainstYDB(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(rctx, Config{Brokers: brokers, Source: topics.FeedsIndex, Store: db, Logger: testkit.Logger()})
+		done <- Run(rctx, Config{Cluster: testkit.Cluster(t, brokers), Source: topics.FeedsIndex, Store: db, Logger: testkit.Logger()})
 	}()
 	defer func() { cancel(); <-done }()
 	testkit.Eventually(t, time.Minute, "the rows in YDB", func() bool {

@@ -21,16 +21,17 @@ import (
 // (librdkafka) and by franz-go; the setting is what the batches carry.
 func TestEveryCompressionIsReadByAnotherClient(t *testing.T) {
 	kcat, _ := testkit.LookTool(t, "kcat")
-	t.Cleanup(func() { _ = streams.Configure(streams.ClientSettings{}) })
 	brokers := testkit.Broker(t, "").Addrs()
 	value := bytes.Repeat([]byte("offerlog "), 200)
 	for i, codec := range streams.Compressions { // in Kafka's codec order: none 0, gzip 1, snappy 2, lz4 3, zstd 4
 		topic := "compressed-" + codec
 		testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: topic, Partitions: 1}})
-		if err := streams.Configure(streams.ClientSettings{Compression: codec}); err != nil {
+		kafka, err := streams.NewCluster(brokers, nil, streams.ClientSettings{Compression: codec})
+		if err != nil {
 			t.Fatal(err)
 		}
-		cl, err := streams.NewClient(brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+		cl, err := kafka.Client(kgo.RequiredAcks(kgo.AllISRAcks()))
+		kafka.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +55,7 @@ func TestEveryCompressionIsReadByAnotherClient(t *testing.T) {
 			t.Fatalf("%s: kcat read %q (%v)", codec, out[:min(len(out), 80)], err)
 		}
 	}
-	if err := streams.Configure(streams.ClientSettings{Compression: "brotli"}); err == nil {
+	if _, err := streams.NewCluster(brokers, nil, streams.ClientSettings{Compression: "brotli"}); err == nil {
 		t.Fatal("an unknown compression was taken")
 	}
 }
@@ -68,7 +69,7 @@ func TestProduceSyncEndsWithItsContext(t *testing.T) {
 	b := testkit.Broker(t, "")
 	brokers := b.Addrs()
 	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: "held", Partitions: 1}})
-	cl, err := streams.NewProducer(brokers, "held")
+	cl, err := testkit.Cluster(t, brokers).Producer("held")
 	if err != nil {
 		t.Fatal(err)
 	}
