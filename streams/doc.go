@@ -1,8 +1,13 @@
-// Package streams is offerlog's one runtime on franz-go: the consume loop
-// every consumer reads through (Loop: a worker per partition, retries,
-// dead letters, commits of what is done), the table groups every processor
-// runs on (TableGroup, a batch at a time; Graph, Context and Tester, goka's
-// model of callbacks on it), views of tables (View), replay (Replay,
-// ReplayGroup), codecs over the Avro codecs of package schemas, Kafka's
-// murmur2 partitioning, bounded dead letters and request/reply over topics.
+// Package streams is how offerlog talks to Kafka, on franz-go: the
+// Cluster every client is made by (brokers, credentials, settings, one
+// shared admin client), the consume loop every consumer reads through
+// (Loop: a worker per partition, retries, dead letters, commits of what is
+// done), reads of a topic up to offsets (ReadRange, ReadToEnd), the codecs
+// of topics and tables (Codec, Bytes, and Avro and Table over the Avro
+// codecs of package schemas), Kafka's murmur2 partitioning, bounded dead
+// letters and their re-drive, and request/reply over topics (Replies).
+//
+// The table runtime the processors run on (groups that keep a table,
+// goka's model of callbacks on it, views) is package internal/table;
+// rebuilding a group from its inputs is package internal/replay.
 package streams

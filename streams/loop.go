@@ -37,6 +37,12 @@ func (b *Batch) Dead(r *kgo.Record, reason string) {
 	b.dead = append(b.dead, deadLetter{r: r, reason: reason})
 }
 
+// Skip drops the batch's first n records, which its handler knows were
+// handled before (a table group's input applied before a crash). The
+// marks made with Dead are kept for the loop to write, and the loop still
+// commits the whole batch.
+func (b *Batch) Skip(n int) { b.Records = b.Records[n:] }
+
 // BatchHandler handles a batch of one partition's records. Its errors mean
 // what a Handler's mean; a batch that fails permanently, or whose retries are
 // spent, is handled again one record at a time, so that only the records that

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/replay"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -526,7 +527,7 @@ func TestReplayWaitsForTheGroupToEmpty(t *testing.T) {
 		})
 		return cl
 	}
-	r := streams.Replay{Group: "g", Inputs: []string{"in"}}
+	r := replay.Spec{Group: "g", Inputs: []string{"in"}}
 	adm := testkit.Admin(t, brokers)
 
 	cl := member()
@@ -540,11 +541,11 @@ func TestReplayWaitsForTheGroupToEmpty(t *testing.T) {
 		t.Fatalf("replay once the member left: %v", err)
 	}
 
-	grace := streams.MemberGrace
-	streams.MemberGrace = time.Second
-	t.Cleanup(func() { streams.MemberGrace = grace })
+	grace := replay.MemberGrace
+	replay.MemberGrace = time.Second
+	t.Cleanup(func() { replay.MemberGrace = grace })
 	member()
-	if _, err := r.Prepare(testkit.Context(t, time.Minute), adm); !errors.Is(err, streams.ErrGroupRunning) {
+	if _, err := r.Prepare(testkit.Context(t, time.Minute), adm); !errors.Is(err, replay.ErrGroupRunning) {
 		t.Fatalf("replay beside a member: %v", err)
 	}
 }

@@ -169,3 +169,32 @@ func PartitionsOf(ctx context.Context, adm *kadm.Client, topic string) (int32, e
 	}
 	return int32(len(ends)), nil
 }
+
+// WaitCommitted polls the group's committed offsets until every partition of
+// ends is committed at or past its end offset. It returns nil then, or ctx's
+// error.
+func WaitCommitted(ctx context.Context, adm *kadm.Client, group string, ends kadm.Offsets) error {
+	for {
+		committed, err := adm.FetchOffsets(ctx, group)
+		if err == nil {
+			done := true
+			ends.Each(func(o kadm.Offset) {
+				if o.At <= 0 {
+					return
+				}
+				c, ok := committed.Lookup(o.Topic, o.Partition)
+				if !ok || c.Err != nil || c.At < o.At {
+					done = false
+				}
+			})
+			if done {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -9,7 +9,8 @@ import (
 	"strings"
 
 	"github.com/offerlog/offerlog/internal/platform"
-	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/internal/replay"
+	"github.com/offerlog/offerlog/internal/table"
 )
 
 func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -18,7 +19,7 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	f.brokers()
 	gaps := f.Bool("allow-gaps", false, "replay what retention left of the inputs (without it, a replay refuses to rebuild from a part of the history)")
 	f.BoolVar(gaps, "allow-partial", false, "the same as --allow-gaps (its name in 0.4)")
-	reemit := f.Bool("reemit", false, "write the group's outputs again, each with the "+streams.ReplayHeader+" header (without it, a replay rebuilds tables only; the indexer, which has no table, needs it)")
+	reemit := f.Bool("reemit", false, "write the group's outputs again, each with the "+replay.Header+" header (without it, a replay rebuilds tables only; the indexer, which has no table, needs it)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -33,10 +34,10 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	log := f.logger(stderr)
 	group := f.Arg(0)
-	scfg := streams.Config{Cluster: kafka, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log,
-		AllowGaps: *gaps, Replaying: streams.ReplayTablesOnly}
+	scfg := table.Config{Cluster: kafka, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log,
+		AllowGaps: *gaps, Replaying: replay.TablesOnly}
 	if *reemit {
-		scfg.Replaying = streams.ReplayReemit
+		scfg.Replaying = replay.Reemit
 	}
 	err = platform.Replay(ctx, group, platform.Replaying{Config: *cfg, Streams: scfg, Logger: log})
 	switch {

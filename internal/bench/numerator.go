@@ -9,10 +9,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/numerator"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/schemas"
-	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -23,7 +23,7 @@ import (
 func runNumerator(ctx context.Context, env *Env) (Result, error) {
 	n := env.Keys
 	cfg := numerator.DefaultConfig()
-	cfg.Streams = streams.Config{Cluster: env.Cluster, StateDir: env.StateDir, Replication: 1, Logger: env.Logger}
+	cfg.Streams = table.Config{Cluster: env.Cluster, StateDir: env.StateDir, Replication: 1, Logger: env.Logger}
 	cfg.Coordinator = &coordinator.Local{}
 	cfg.TTL, cfg.RebuildShare, cfg.RetryEvery = 1, 0, 100*time.Millisecond
 	cfg.Logger = env.Logger

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/offerlog/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -124,7 +125,7 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	var total int64
 	commands.Each(func(o kadm.ListedOffset) { total += o.Offset })
 	start := time.Now()
-	err = offers.Replay(ctx, offers.Config{Streams: streams.Config{Cluster: env.Cluster, StateDir: env.StateDir + "/replay",
+	err = offers.Replay(ctx, offers.Config{Streams: table.Config{Cluster: env.Cluster, StateDir: env.StateDir + "/replay",
 		Replication: 1, Logger: env.Logger}}, env.Partitions, -1)
 	if err != nil {
 		return Result{}, fmt.Errorf("replay: %w", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/broker"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/indexer"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
@@ -94,7 +95,7 @@ func scaleRun(ctx context.Context, env *Env, members int) (Result, error) {
 	defer cancel()
 	errc := make(chan error, 3*members)
 	for m := range members {
-		scfg := streams.Config{Cluster: own.Cluster, StateDir: filepath.Join(dir, fmt.Sprint("member-", m)), Replication: 1, Logger: env.Logger}
+		scfg := table.Config{Cluster: own.Cluster, StateDir: filepath.Join(dir, fmt.Sprint("member-", m)), Replication: 1, Logger: env.Logger}
 		epochs := registry.NewCatalogue(registry.DefaultEpochGrace)
 		wg.Add(3)
 		go func() { defer wg.Done(); errc <- epochs.Follow(runCtx, own.Cluster, env.Logger) }()

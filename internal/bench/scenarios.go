@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/indexer"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
@@ -244,7 +245,7 @@ func runPipeline(ctx context.Context, env *Env) (Result, error) {
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = epochs.Follow(runCtx, env.Cluster, env.Logger) }()
 
-	scfg := streams.Config{Cluster: env.Cluster, StateDir: env.StateDir, Replication: 1, Logger: env.Logger}
+	scfg := table.Config{Cluster: env.Cluster, StateDir: env.StateDir, Replication: 1, Logger: env.Logger}
 	errc := make(chan error, 2)
 	wg.Add(2)
 	go func() {

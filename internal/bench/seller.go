@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/cabinet"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
@@ -24,7 +25,7 @@ func runSeller(ctx context.Context, env *Env) (Result, error) {
 	n := env.Offers
 	ready := make(chan struct{})
 	var once sync.Once
-	cfg := cabinet.Config{Streams: streams.Config{Cluster: env.Cluster, StateDir: env.StateDir, Replication: 1, Logger: env.Logger},
+	cfg := cabinet.Config{Streams: table.Config{Cluster: env.Cluster, StateDir: env.StateDir, Replication: 1, Logger: env.Logger},
 		OnReady: func() { once.Do(func() { close(ready) }) }}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

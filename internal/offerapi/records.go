@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/serving"
-	"github.com/offerlog/offerlog/streams"
 )
 
 // Records reads the offer aggregate's records (its table, offers-table) by
@@ -30,9 +30,9 @@ func recordOf(ctx context.Context, r Records, id string) (*schemas.OfferRecord, 
 // partition, in this process. Right for one process that runs everything
 // (offerlog dev); a fleet of API processes reads through the serving cache
 // (CacheRecords) instead.
-func ViewRecords(v *streams.View) Records { return viewRecords{v} }
+func ViewRecords(v *table.View) Records { return viewRecords{v} }
 
-type viewRecords struct{ v *streams.View }
+type viewRecords struct{ v *table.View }
 
 func (r viewRecords) Records(_ context.Context, ids []string) (map[string]*schemas.OfferRecord, error) {
 	out := make(map[string]*schemas.OfferRecord, len(ids))

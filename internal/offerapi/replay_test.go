@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/offerapi"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/processors/cabinet"
 	"github.com/offerlog/offerlog/processors/drafts"
@@ -141,7 +142,7 @@ func TestRestartAndReplayGiveTheSameState(t *testing.T) {
 
 	// Replays of the three groups, the aggregate first, give the same
 	// tables byte for byte, and the counters still agree with a recount.
-	scfg := streams.Config{Cluster: testkit.Cluster(t, brokers), StateDir: dir + "/replay-state", Replication: 1, Logger: testkit.Logger()}
+	scfg := table.Config{Cluster: testkit.Cluster(t, brokers), StateDir: dir + "/replay-state", Replication: 1, Logger: testkit.Logger()}
 	if err := offers.Replay(ctx, offers.Config{Streams: scfg}, 4, -1); err != nil {
 		t.Fatal(err)
 	}

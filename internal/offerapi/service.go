@@ -17,6 +17,7 @@ import (
 
 	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/drafts"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
@@ -114,10 +115,10 @@ type Config struct {
 	Records Records
 	// Views of the other tables read: the drafts', the cabinet's and
 	// cabinet.presets.
-	DraftsView, CabinetView, PresetsView *streams.View
+	DraftsView, CabinetView, PresetsView *table.View
 	// StatusView is a view of feeds.status; nil answers feed statuses
 	// from what this process took only.
-	StatusView *streams.View
+	StatusView *table.View
 	// Timeout bounds the wait for an answer and for a view to show a write.
 	Timeout time.Duration
 	// Hops, if set, observes the wait for the view to show a write (path

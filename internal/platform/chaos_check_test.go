@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/offerlog/offerlog/internal/offerapi"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/processors/cabinet"
 	"github.com/offerlog/offerlog/processors/drafts"
@@ -22,7 +23,6 @@ import (
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
-	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -289,7 +289,7 @@ func (c *chaosCheck) replay() {
 	ctx := testkit.Context(c.t, 5*time.Minute)
 	cfg := c.p.child.config()
 	log := testkit.Logger()
-	scfg := streams.Config{Cluster: testkit.Cluster(c.t, c.brokers), StateDir: c.t.TempDir(), Replication: 1, Logger: log}
+	scfg := table.Config{Cluster: testkit.Cluster(c.t, c.brokers), StateDir: c.t.TempDir(), Replication: 1, Logger: log}
 	epochs := registry.NewCatalogue(cfg.EpochGrace)
 	fctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

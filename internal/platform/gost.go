@@ -14,6 +14,7 @@ import (
 
 	"github.com/offerlog/offerlog/internal/api"
 	"github.com/offerlog/offerlog/internal/offerapi"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/cabinet"
 	"github.com/offerlog/offerlog/processors/drafts"
 	"github.com/offerlog/offerlog/processors/feeds"
@@ -32,9 +33,9 @@ func readySignal(ready *[]<-chan struct{}) func() {
 	return func() { once.Do(func() { close(r) }) }
 }
 
-// view starts a view of table named name.
-func (g *process) view(ctx context.Context, table string, codec streams.Codec, name string) (*streams.View, error) {
-	v := streams.NewView(g.scfg, table, codec, name)
+// view starts a view of topic named name.
+func (g *process) view(ctx context.Context, topic string, codec streams.Codec, name string) (*table.View, error) {
+	v := table.NewView(g.scfg, topic, codec, name)
 	g.goView(ctx, name, v.Run)
 	g.ready = append(g.ready, v.Ready())
 	return v, nil
@@ -184,7 +185,7 @@ func (g *process) api(ctx context.Context) (*offerapi.Service, error) {
 		return nil, err
 	}
 	views := []struct {
-		v     **streams.View
+		v     **table.View
 		table string
 		codec streams.Codec
 	}{

@@ -26,6 +26,7 @@ import (
 	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/internal/offerapi"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/numerator"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/processors/registry"
@@ -73,8 +74,8 @@ type Config struct {
 	// TLSCert: a self-signed certificate).
 	TLSCert, TLSKey, TLSCA string
 	// Memory is the process's memory budget: half of it goes to the local
-	// table stores, shared out evenly (streams.Config.StoreMemory); 0 keeps
-	// each store at streams.DefaultStoreMemory.
+	// table stores, shared out evenly (table.Config.StoreMemory); 0 keeps
+	// each store at table.DefaultStoreMemory.
 	Memory int64
 	// Limits bound the HTTP and gRPC listeners (connections, timeouts,
 	// message sizes); zero fields take listener.DefaultLimits.
@@ -314,7 +315,7 @@ type process struct {
 	kafka *streams.Cluster
 	adm   *kadm.Client
 	reg   *metrics.Registry
-	scfg  streams.Config
+	scfg  table.Config
 	sup   *supervisor
 	// ready collects a channel per component, closed when it is ready.
 	ready []<-chan struct{}
@@ -392,7 +393,7 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 		log.Info("topics created", "topics", created)
 	}
 	p.reg = metrics.New()
-	p.scfg = streams.Config{Cluster: p.kafka, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log}
+	p.scfg = table.Config{Cluster: p.kafka, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log}
 	if cfg.Replication > 0 {
 		p.scfg.Replication = int(cfg.Replication)
 	}
@@ -400,7 +401,7 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 		// Half the budget, shared out among the partitions of the tables
 		// and views the process's components keep (the scheduler's timer
 		// store counted as one: timerMemory).
-		p.scfg.StoreMemory = streams.StoreMemoryOf(cfg.Memory/2, max(storesOf(plan(cfg.Components, false)), 1), int(cfg.Partitions))
+		p.scfg.StoreMemory = table.StoreMemoryOf(cfg.Memory/2, max(storesOf(plan(cfg.Components, false)), 1), int(cfg.Partitions))
 	}
 	p.sup = &supervisor{log: log, restarts: p.reg.Counter("offerlog_component_restarts_total", "Restarts of a component after it failed, by component.", "component")}
 	return p, nil

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/offerlog/offerlog/internal/replay"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/indexer"
 	"github.com/offerlog/offerlog/processors/numerator"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/processors/registry"
-	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -21,7 +22,7 @@ type Replaying struct {
 	Config Config
 	// Streams is the replay's: brokers, local state, what it does with the
 	// outputs of records handled before it (Replaying), the gap rule.
-	Streams streams.Config
+	Streams table.Config
 	Logger  *slog.Logger
 }
 
@@ -45,7 +46,7 @@ func Replayable() []string {
 	return out
 }
 
-// Replay rebuilds component name's group from its inputs (streams.Replay):
+// Replay rebuilds component name's group from its inputs (replay.Spec):
 // the group must not be running.
 func Replay(ctx context.Context, name string, r Replaying) error {
 	if r.Logger == nil {
@@ -70,7 +71,7 @@ func replayRegistry(ctx context.Context, r Replaying) error {
 }
 
 func replayIndexer(ctx context.Context, r Replaying) error {
-	if r.Streams.Replaying != streams.ReplayReemit {
+	if r.Streams.Replaying != replay.Reemit {
 		return ErrReemitRequired
 	}
 	return indexer.Replay(ctx, indexer.Config{Cluster: r.Streams.Cluster, Partitions: r.Config.Partitions,

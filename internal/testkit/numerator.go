@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/numerator"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/processors/numerator/sharding"
@@ -103,7 +104,7 @@ func StraightNumerator(t *testing.T, cfg numerator.Config, partitions int32, las
 	t.Helper()
 	brokers := Broker(t, "").Addrs()
 	EnsureTopics(t, brokers, topics.Catalogue(partitions))
-	cfg.Streams = streams.Config{Cluster: Cluster(t, brokers), StateDir: t.TempDir(), Replication: 1, Logger: Logger()}
+	cfg.Streams = table.Config{Cluster: Cluster(t, brokers), StateDir: t.TempDir(), Replication: 1, Logger: Logger()}
 	cfg.Coordinator, cfg.Logger = &coordinator.Local{}, Logger()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)

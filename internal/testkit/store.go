@@ -6,21 +6,21 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/internal/table"
 )
 
-// LocalTable reads every local store of table that group keeps under
-// stateDir (streams.TableGroup's layout, which was goka's) into key -> value,
+// LocalTable reads every local store of topic that group keeps under
+// stateDir (table.Group's layout, which was goka's) into key -> value,
 // without the stores' own keys (their changelog and input offsets). The group must be stopped.
-func LocalTable(t testing.TB, stateDir, group, table string) map[string][]byte {
+func LocalTable(t testing.TB, stateDir, group, topic string) map[string][]byte {
 	t.Helper()
-	dirs, err := filepath.Glob(filepath.Join(stateDir, "processor", group, "pebble", table+".*"))
+	dirs, err := filepath.Glob(filepath.Join(stateDir, "processor", group, "pebble", topic+".*"))
 	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no local store of %s under %s (%v)", table, stateDir, err)
+		t.Fatalf("no local store of %s under %s (%v)", topic, stateDir, err)
 	}
 	out := map[string][]byte{}
 	for _, dir := range dirs {
-		db, err := streams.OpenPebble(dir, 1<<20, false, nil)
+		db, err := table.OpenPebble(dir, 1<<20, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -23,7 +24,7 @@ import (
 const Group = "cabinet"
 
 // Table is the cabinet's group table (topic cabinet-table).
-var Table = streams.GroupTable(Group)
+var Table = table.GroupTable(Group)
 
 // TableCodec is the codec of the table's values (*schemas.SellerCabinet).
 var TableCodec streams.Codec = streams.Table[schemas.SellerCabinet]{C: schemas.SellerCabinets}
@@ -196,10 +197,10 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 }
 
 // Graph returns the cabinet's group graph.
-func Graph(m *Metrics) *streams.Graph {
-	return &streams.Graph{
+func Graph(m *Metrics) *table.Graph {
+	return &table.Graph{
 		Group: Group, Codec: TableCodec, DeadTopic: topics.OffersDead,
-		Inputs: []streams.Input{{Topic: topics.CabinetChanges, Callback: func(ctx streams.Context, data []byte) {
+		Inputs: []table.Input{{Topic: topics.CabinetChanges, Callback: func(ctx table.Context, data []byte) {
 			var ch schemas.CabinetChange
 			err := schemas.CabinetChanges.Decode(data, &ch)
 			if err == nil && ch.SellerID != offers.CabinetSeller(ctx.Key()) {
@@ -211,19 +212,19 @@ func Graph(m *Metrics) *streams.Graph {
 				m.DeadLetters.Inc()
 				return
 			}
-			cur := streams.TableValue[schemas.SellerCabinet](ctx, topics.OffersDead)
+			cur := table.TableValue[schemas.SellerCabinet](ctx, topics.OffersDead)
 			next, applied := Apply(cur, &ch)
 			if !applied {
 				// Seen again: after a crash of this group, or re-emitted by
 				// the aggregate after a crash of its own.
 				m.Changes.With("repeated").Inc()
-				streams.Reassert(ctx, cur)
+				table.Reassert(ctx, cur)
 				return
 			}
 			ctx.SetValue(next)
 			m.Changes.With("applied").Inc()
 		}}},
-		Outputs: []streams.Output{{Topic: topics.OffersDead, Codec: streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}}},
+		Outputs: []table.Output{{Topic: topics.OffersDead, Codec: streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}}},
 	}
 }
 

@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/cabinet"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
-	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -16,7 +16,7 @@ import (
 // a change whose seller is not its key's and garbage, counting nothing.
 func TestChangesCountOnceOnTheTester(t *testing.T) {
 	m := cabinet.NewMetrics(metrics.New())
-	tt := streams.NewTester(cabinet.Graph(m))
+	tt := table.NewTester(cabinet.Graph(m))
 	key := offers.CabinetKey("s1", offers.IDFrom(1))
 	ch := &schemas.CabinetChange{SellerID: "s1", OfferID: offers.IDFrom(1), SourceTopic: topics.OffersCommands, SourcePartition: 0, SourceOffset: 10,
 		After: schemas.Summary{Presets: []string{offers.PresetAll, offers.PresetActive}}}

@@ -4,19 +4,19 @@ import (
 	"context"
 
 	"github.com/offerlog/offerlog/internal/metrics"
-	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/topics"
 )
 
 // Config of the cabinet group.
 type Config struct {
-	Streams streams.Config
+	Streams table.Config
 	Metrics *Metrics
 	// OnReady, if set, is called when the group is processing.
 	OnReady func()
 }
 
-func (c *Config) graph() *streams.Graph {
+func (c *Config) graph() *table.Graph {
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(metrics.New())
 	}

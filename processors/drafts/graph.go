@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -19,7 +20,7 @@ import (
 const Group = "drafts"
 
 // Table is the drafts group's table (topic drafts-table).
-var Table = streams.GroupTable(Group)
+var Table = table.GroupTable(Group)
 
 // TableCodec is the codec of the table's values (*schemas.DraftRecord).
 var TableCodec streams.Codec = streams.Table[schemas.DraftRecord]{C: schemas.DraftRecords}
@@ -48,12 +49,12 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 
 // Graph returns the drafts group's graph; partitions is how many
 // drafts.commands has (0: a command's placement is not checked).
-func Graph(m *Metrics, partitions int32) *streams.Graph {
+func Graph(m *Metrics, partitions int32) *table.Graph {
 	h := &handler{m: m, partitions: partitions}
-	return &streams.Graph{
+	return &table.Graph{
 		Group: Group, Codec: TableCodec, DeadTopic: dead,
-		Inputs: []streams.Input{{Topic: commands, Callback: h.command}},
-		Outputs: []streams.Output{
+		Inputs: []table.Input{{Topic: commands, Callback: h.command}},
+		Outputs: []table.Output{
 			{Topic: results, Codec: streams.Avro[schemas.DraftResult]{C: schemas.DraftResults}},
 			{Topic: dead, Codec: streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}},
 			{Topic: offerCommands, Codec: streams.Bytes{}},
@@ -66,7 +67,7 @@ type handler struct {
 	partitions int32
 }
 
-func (h *handler) command(ctx streams.Context, data []byte) {
+func (h *handler) command(ctx table.Context, data []byte) {
 	var c schemas.DraftCommand
 	if reason := streams.Misplaced(ctx.Key(), ctx.Partition(), h.partitions); reason != "" {
 		h.reject(ctx, data, &c, reason) // the owner's draft lives on another partition
@@ -80,9 +81,9 @@ func (h *handler) command(ctx streams.Context, data []byte) {
 		h.reject(ctx, data, &c, err.Error())
 		return
 	}
-	rec := streams.TableValue[schemas.DraftRecord](ctx, dead)
+	rec := table.TableValue[schemas.DraftRecord](ctx, dead)
 	if rec != nil {
-		if rr, ok := streams.Recall(rec.Recent, ctx.Partition(), ctx.Offset()); ok {
+		if rr, ok := table.Recall(rec.Recent, ctx.Partition(), ctx.Offset()); ok {
 			// Written by this command before a crash, after the input's
 			// last commit: answered as the first time, from the record.
 			h.recall(ctx, &c, rec, rr)
@@ -130,13 +131,13 @@ func (h *handler) command(ctx streams.Context, data []byte) {
 // (a retry, or a redelivery) finds it published, emits the CREATE again (the
 // aggregate answers a CREATE of the same draft with the same content as
 // done) and gets the same answer.
-func (h *handler) publish(ctx streams.Context, c *schemas.DraftCommand, rec *schemas.DraftRecord) {
+func (h *handler) publish(ctx table.Context, c *schemas.DraftCommand, rec *schemas.DraftRecord) {
 	switch {
 	case rec == nil || rec.Draft.ID != c.ExpectedID:
 		h.reply(ctx, c, schemas.OutcomeNotFound, fmt.Sprintf("%s has no draft %s", ctx.Key(), c.ExpectedID), nil)
 		return
 	case rec.Published:
-		streams.Reassert(ctx, rec)
+		table.Reassert(ctx, rec)
 		h.emitCreate(ctx, &rec.Draft)
 		h.reply(ctx, c, schemas.OutcomeOK, "published", &rec.Draft)
 		return
@@ -166,7 +167,7 @@ func PublishCommand(d *schemas.Draft) *schemas.OfferCommand {
 		Offer: o, DraftOwner: d.Owner, DraftID: d.ID}
 }
 
-func (h *handler) emitCreate(ctx streams.Context, d *schemas.Draft) {
+func (h *handler) emitCreate(ctx table.Context, d *schemas.Draft) {
 	data, err := schemas.OfferCommands.Encode(PublishCommand(d))
 	if err != nil { // a validated offer encodes: kept with the reason if not
 		ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(Group, ctx.Topic(), ctx.Partition(), ctx.Offset(),
@@ -178,27 +179,27 @@ func (h *handler) emitCreate(ctx streams.Context, d *schemas.Draft) {
 
 // write sets next as the key's record, remembering the answer given to the
 // command (prev is the record before, whose answers are kept).
-func (h *handler) write(ctx streams.Context, next, prev *schemas.DraftRecord, outcome schemas.Outcome, reason string) {
+func (h *handler) write(ctx table.Context, next, prev *schemas.DraftRecord, outcome schemas.Outcome, reason string) {
 	if prev != nil {
 		next.Recent = slices.Clone(prev.Recent)
 	}
-	next.Recent = streams.Remember(next.Recent, schemas.RecentResult{Topic: ctx.Topic(), Partition: ctx.Partition(),
+	next.Recent = table.Remember(next.Recent, schemas.RecentResult{Topic: ctx.Topic(), Partition: ctx.Partition(),
 		Offset: ctx.Offset(), Outcome: string(outcome), Reason: reason, Version: next.Draft.Version})
 	ctx.SetValue(next)
 }
 
 // recall answers a command its record remembers, reasserting the record and
 // emitting again what the command emitted.
-func (h *handler) recall(ctx streams.Context, c *schemas.DraftCommand, rec *schemas.DraftRecord, rr schemas.RecentResult) {
+func (h *handler) recall(ctx table.Context, c *schemas.DraftCommand, rec *schemas.DraftRecord, rr schemas.RecentResult) {
 	h.m.Recalled.Inc()
-	streams.Reassert(ctx, rec)
+	table.Reassert(ctx, rec)
 	if c.Kind == schemas.DraftPublish && rec.Published {
 		h.emitCreate(ctx, &rec.Draft)
 	}
 	h.reply(ctx, c, schemas.Outcome(rr.Outcome), rr.Reason, &rec.Draft)
 }
 
-func (h *handler) current(ctx streams.Context, c *schemas.DraftCommand, anon, user *schemas.Draft, rec *schemas.DraftRecord) {
+func (h *handler) current(ctx table.Context, c *schemas.DraftCommand, anon, user *schemas.Draft, rec *schemas.DraftRecord) {
 	if c.User == "" {
 		anon, user = user, nil // keyed by the anonymous owner: its draft is cur
 	}
@@ -249,13 +250,13 @@ func check(c *schemas.DraftCommand, key string) error {
 	return nil
 }
 
-func (h *handler) reply(ctx streams.Context, c *schemas.DraftCommand, outcome schemas.Outcome, reason string, d *schemas.Draft) {
+func (h *handler) reply(ctx table.Context, c *schemas.DraftCommand, outcome schemas.Outcome, reason string, d *schemas.Draft) {
 	ctx.Emit(results, ctx.Key(), &schemas.DraftResult{Owner: ctx.Key(), SourcePartition: ctx.Partition(), SourceOffset: ctx.Offset(),
 		Outcome: outcome, Reason: reason, Draft: d})
 	h.m.Outcomes.With(string(c.Kind), string(outcome)).Inc()
 }
 
-func (h *handler) reject(ctx streams.Context, data []byte, c *schemas.DraftCommand, reason string) {
+func (h *handler) reject(ctx table.Context, data []byte, c *schemas.DraftCommand, reason string) {
 	ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(Group, ctx.Topic(),
 		ctx.Partition(), ctx.Offset(), []byte(ctx.Key()), data, ctx.Timestamp(), reason))
 	kind := string(c.Kind)
@@ -269,7 +270,7 @@ func (h *handler) reject(ctx streams.Context, data []byte, c *schemas.DraftComma
 
 // Config of the drafts group.
 type Config struct {
-	Streams streams.Config
+	Streams table.Config
 	// Partitions of drafts.commands: a command on another partition than
 	// its owner's is refused. 0: Run asks the broker.
 	Partitions int32
@@ -277,7 +278,7 @@ type Config struct {
 	OnReady    func()
 }
 
-func (c *Config) graph() *streams.Graph {
+func (c *Config) graph() *table.Graph {
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(metrics.New())
 	}

@@ -6,15 +6,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
-	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
 // The drafts group's callbacks on the table runtime's tester.
 
-func send(t *testing.T, tt *streams.Tester, r *kgo.Record) (*schemas.DraftResult, []*kgo.Record) {
+func send(t *testing.T, tt *table.Tester, r *kgo.Record) (*schemas.DraftResult, []*kgo.Record) {
 	t.Helper()
 	out, err := tt.ConsumeBatch(r)
 	if err != nil {
@@ -35,7 +35,7 @@ func send(t *testing.T, tt *streams.Tester, r *kgo.Record) (*schemas.DraftResult
 	return res, out
 }
 
-func command(t *testing.T, tt *streams.Tester, c *schemas.DraftCommand) *kgo.Record {
+func command(t *testing.T, tt *table.Tester, c *schemas.DraftCommand) *kgo.Record {
 	t.Helper()
 	data, err := schemas.DraftCommands.Encode(c)
 	if err != nil {
@@ -50,7 +50,7 @@ func command(t *testing.T, tt *streams.Tester, c *schemas.DraftCommand) *kgo.Rec
 // still published. A bad command and garbage are answered INVALID.
 func TestAPublishSeenAgainIsAnsweredAsTheFirstTime(t *testing.T) {
 	m := NewMetrics(metrics.New())
-	tt := streams.NewTester(Graph(m, 0))
+	tt := table.NewTester(Graph(m, 0))
 	id := offers.IDFrom(9)
 	cur, _ := send(t, tt, command(t, tt, &schemas.DraftCommand{Kind: schemas.DraftCurrent, User: "u1", Category: "cars", NewID: id}))
 	if cur.Outcome != schemas.OutcomeOK || cur.Draft == nil || cur.Draft.ID != id {

@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -84,7 +85,7 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 
 // Config of the loader.
 type Config struct {
-	Streams streams.Config
+	Streams table.Config
 	// Producer appends commands and dead letters (acks=all); not closed.
 	Producer *kgo.Client
 	// Offers sends commands to the aggregate.
@@ -92,13 +93,13 @@ type Config struct {
 	// IDs hands out the ids of the offers items create.
 	IDs *offers.IDs
 	// View is a running view of feeds.index.
-	View *streams.View
+	View *table.View
 	// Tasks is a running view of feeds.tasks: a task's entries, and the
 	// leftovers of the tasks before it, are ranges of it.
-	Tasks *streams.View
+	Tasks *table.View
 	// Status is a running view of feeds.status, whence a loader takes the
 	// statuses of the tasks it continues; nil keeps no status.
-	Status *streams.View
+	Status *table.View
 	// Partitions of feeds.ingest: an item on another partition than its
 	// seller's (a producer without Kafka's partitioner) is dead-lettered
 	// with the partition it belongs on, for a seller's items and end
@@ -135,7 +136,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Producer == nil || cfg.Offers == nil || cfg.View == nil {
 		return errors.New("feeds: producer, offers client and index view are required")
 	}
-	for _, v := range []*streams.View{cfg.View, cfg.Status} {
+	for _, v := range []*table.View{cfg.View, cfg.Status} {
 		if v == nil {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/replay"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -50,9 +51,9 @@ type Config struct {
 	Framing schemas.Framing
 	Metrics *Metrics
 	Logger  *slog.Logger
-	// AllowGaps: see streams.Replay.AllowGaps.
+	// AllowGaps: see replay.Spec.AllowGaps.
 	AllowGaps bool
-	// replayed is the streams.ReplayHeader value of a replay's deliveries,
+	// replayed is the replay.Header value of a replay's deliveries,
 	// nil in a live indexer.
 	replayed []byte
 }
@@ -299,15 +300,15 @@ func Superseded(cur, ch *schemas.RegistryRecord) bool {
 // it has committed every change that was there when the replay began. The
 // indexer must not be running. The search feeds end as they were (each key's
 // last record is the registry's current version); the archive gets the
-// versions again, each delivery marked with the streams.ReplayHeader (the
+// versions again, each delivery marked with the replay.Header (the
 // indexer has no table: re-delivery is all its replay does).
 func Replay(ctx context.Context, cfg Config) error {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	spec := streams.Replay{Group: Group, Inputs: []string{topics.DocumentsChanges}, AllowGaps: cfg.AllowGaps,
-		Outputs: streams.ReplayReemit, Logger: cfg.Logger}
+	spec := replay.Spec{Group: Group, Inputs: []string{topics.DocumentsChanges}, AllowGaps: cfg.AllowGaps,
+		Outputs: replay.Reemit, Logger: cfg.Logger}
 	prod, err := cfg.Cluster.Producer(Group, kgo.ProducerLinger(2*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
@@ -373,7 +374,7 @@ func (ix *indexer) deliver(ctx context.Context, cl *kgo.Client, jobs []job) ([]*
 		}
 		for _, o := range outs {
 			if ix.cfg.replayed != nil {
-				o.Headers = append(o.Headers, kgo.RecordHeader{Key: streams.ReplayHeader, Value: ix.cfg.replayed})
+				o.Headers = append(o.Headers, kgo.RecordHeader{Key: replay.Header, Value: ix.cfg.replayed})
 			}
 			wg.Add(1)
 			feed := "saas"

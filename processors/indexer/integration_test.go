@@ -11,11 +11,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/processors/indexer"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
-	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -34,7 +34,7 @@ func pipeline(t *testing.T, convert indexer.Converter) []string {
 // the components a test runs on them until it ends.
 type rig struct {
 	brokers []string
-	scfg    streams.Config
+	scfg    table.Config
 	epochs  *registry.Catalogue
 	view    *registry.View
 	ctx     context.Context
@@ -49,7 +49,7 @@ func newRig(t *testing.T) *rig {
 	testkit.EnsureTopics(t, r.brokers, topics.Catalogue(partitions))
 	testkit.RegisterEpoch(t, r.brokers, "shop")
 	r.epochs = testkit.FollowEpochs(t, r.brokers)
-	r.scfg = streams.Config{Cluster: testkit.Cluster(t, r.brokers), StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
+	r.scfg = table.Config{Cluster: testkit.Cluster(t, r.brokers), StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
 	var err error
 	if r.view, err = registry.NewView(r.scfg, "test"); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/numerator/sharding"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -20,7 +21,7 @@ const Group = "numerator"
 
 // Table is the numerator's group table (topic numerator-table): one
 // NumeratorEntry per offer key.
-var Table = streams.GroupTable(Group)
+var Table = table.GroupTable(Group)
 
 // TableCodec is the codec of the table's values (*NumeratorEntry).
 var TableCodec streams.Codec = streams.Table[schemas.NumeratorEntry]{C: schemas.NumeratorEntries}
@@ -54,15 +55,15 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 // every key was last seen, and applies the sealer's decisions
 // (numerator.results), emitting every changed assignment on
 // numerator.assignments. It takes each partition's sightings and decisions
-// a batch at a time (streams.TableGroup); its table is Table, which the
+// a batch at a time (table.Group); its table is Table, which the
 // sealer reads through a view.
 //
 // partitions is how many numerator.offers and numerator.results have (0:
 // placement not checked): a key on another partition than its own is
 // dead-lettered, its entry being elsewhere.
-func newGroup(s streams.Config, m *Metrics, partitions int32, logger *slog.Logger) *streams.TableGroup {
+func newGroup(s table.Config, m *Metrics, partitions int32, logger *slog.Logger) *table.Group {
 	h := &handler{m: m, partitions: partitions}
-	return &streams.TableGroup{
+	return &table.Group{
 		Streams: s, Group: Group, Table: Table,
 		Inputs:    []string{topics.NumeratorOffers, topics.NumeratorResults},
 		Outputs:   []string{topics.NumeratorAssignments, topics.NumeratorDead},
@@ -80,8 +81,8 @@ type handler struct {
 // batch handles one partition's sightings or decisions: the entries of
 // their keys are read at once, changed in memory record by record, and the
 // entries that changed are written once each.
-func (h *handler) batch(_ context.Context, b *streams.TableBatch) error {
-	entries, err := streams.LoadEntries(b, schemas.NumeratorEntries, func(r *kgo.Record, d *schemas.DeadLetter) {
+func (h *handler) batch(_ context.Context, b *table.Batch) error {
+	entries, err := table.LoadEntries(b, schemas.NumeratorEntries, func(r *kgo.Record, d *schemas.DeadLetter) {
 		h.deadLetter(b, r, d)
 	})
 	if err != nil {
@@ -104,11 +105,11 @@ func (h *handler) batch(_ context.Context, b *streams.TableBatch) error {
 
 // dead dead-letters r with the reason, as an output of r (a replay does not
 // write it again).
-func (h *handler) dead(b *streams.TableBatch, r *kgo.Record, reason string) {
+func (h *handler) dead(b *table.Batch, r *kgo.Record, reason string) {
 	h.deadLetter(b, r, streams.NewDeadLetter(Group, r.Topic, r.Partition, r.Offset, r.Key, r.Value, r.Timestamp, reason))
 }
 
-func (h *handler) deadLetter(b *streams.TableBatch, r *kgo.Record, d *schemas.DeadLetter) {
+func (h *handler) deadLetter(b *table.Batch, r *kgo.Record, d *schemas.DeadLetter) {
 	data, err := schemas.DeadLetters.Encode(d)
 	if err != nil {
 		// A dead letter is bounded and always encodes; if it did not, the
@@ -143,7 +144,7 @@ func CheckOffer(msgKey string, o *schemas.OfferSeen, e *schemas.NumeratorEntry) 
 	return k, nil
 }
 
-func (h *handler) offer(b *streams.TableBatch, r *kgo.Record, entries *streams.Entries[schemas.NumeratorEntry]) {
+func (h *handler) offer(b *table.Batch, r *kgo.Record, entries *table.Entries[schemas.NumeratorEntry]) {
 	var o schemas.OfferSeen
 	if err := schemas.OffersSeen.Decode(r.Value, &o); err != nil {
 		h.dead(b, r, fmt.Sprintf("undecodable offer: %v", err))
@@ -169,7 +170,7 @@ func (h *handler) offer(b *streams.TableBatch, r *kgo.Record, entries *streams.E
 	entries.Set(r, &next)
 }
 
-func (h *handler) result(b *streams.TableBatch, r *kgo.Record, entries *streams.Entries[schemas.NumeratorEntry]) {
+func (h *handler) result(b *table.Batch, r *kgo.Record, entries *table.Entries[schemas.NumeratorEntry]) {
 	var a schemas.Assignment
 	if err := schemas.Assignments.Decode(r.Value, &a); err != nil {
 		h.dead(b, r, fmt.Sprintf("undecodable result: %v", err))

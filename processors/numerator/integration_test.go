@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/processors/numerator"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
@@ -38,7 +39,7 @@ type cluster struct {
 // stateDir, an in-process coordinator, quick retries.
 func testConfig(t testing.TB, brokers []string, stateDir string, ttl int64, share float64) numerator.Config {
 	cfg := numerator.DefaultConfig()
-	cfg.Streams = streams.Config{Cluster: testkit.Cluster(t, brokers), StateDir: stateDir, Replication: 1, Logger: testkit.Logger()}
+	cfg.Streams = table.Config{Cluster: testkit.Cluster(t, brokers), StateDir: stateDir, Replication: 1, Logger: testkit.Logger()}
 	cfg.Coordinator = &coordinator.Local{}
 	cfg.TTL, cfg.RebuildShare, cfg.RetryEvery = ttl, share, 50*time.Millisecond
 	cfg.Logger = testkit.Logger()

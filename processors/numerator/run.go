@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/replay"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
@@ -17,7 +19,7 @@ import (
 
 // Config of a numerator: the group, a view of its table and the sealer.
 type Config struct {
-	Streams     streams.Config
+	Streams     table.Config
 	Coordinator coordinator.Coordinator
 	// Holder names this master in the coordinator ("" is the host name
 	// chosen by the caller).
@@ -84,9 +86,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("numerator: %w", err)
 	}
 	group := newGroup(cfg.Streams, cfg.Metrics, parts, cfg.Logger)
-	view := streams.NewView(cfg.Streams, Table, TableCodec, "numerator-sealer")
+	view := table.NewView(cfg.Streams, Table, TableCodec, "numerator-sealer")
 	// The view outlives the sealer, which reads it.
-	return streams.RunView(ctx, view, func(ctx context.Context) error {
+	return table.RunView(ctx, view, func(ctx context.Context) error {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		var wg sync.WaitGroup
@@ -119,7 +121,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 // Replay rebuilds the numerator group's table and outputs from its inputs
 // (numerator.offers and numerator.results): it empties the group's state
-// (streams.Replay.Prepare) and runs the group alone, without the sealer,
+// (replay.Spec.Prepare) and runs the group alone, without the sealer,
 // until it has committed every message that was there when the replay
 // began. The decisions of past seals are in numerator.results, so the table
 // ends as it was. The numerator must not be running.
@@ -133,9 +135,9 @@ func Replay(ctx context.Context, cfg Config, partitions int32, replication int16
 	if err := cfg.Streams.Validate(); err != nil {
 		return err
 	}
-	spec := streams.Replay{Group: Group, Table: Table, TableConfigs: topics.Find(Table, partitions).Configs(),
+	spec := replay.Spec{Group: Group, Table: Table, TableConfigs: topics.Find(Table, partitions).Configs(),
 		Inputs: []string{topics.NumeratorOffers, topics.NumeratorResults}, Partitions: partitions, Replication: replication}
-	return streams.ReplayGroup(ctx, cfg.Streams, spec, func(ctx context.Context, s streams.Config) error {
+	return table.Replay(ctx, cfg.Streams, spec, func(ctx context.Context, s table.Config) error {
 		return newGroup(s, cfg.Metrics, partitions, cfg.Logger).Run(ctx)
 	})
 }

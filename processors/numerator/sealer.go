@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/processors/numerator/sharding"
 	"github.com/offerlog/offerlog/schemas"
@@ -33,7 +34,7 @@ type SealerConfig struct {
 	// pointer newer than its own last state reads the state from there.
 	Cluster string
 	// View is a running view of the numerator table.
-	View *streams.View
+	View *table.View
 	// Coordinator holds the write lock and the state pointer.
 	Coordinator coordinator.Coordinator
 	// Holder names this master; LockTimeout bounds one build; RetryEvery

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
@@ -24,7 +25,7 @@ func TestAnswersHandedOverInProcess(t *testing.T) {
 	testkit.EnsureTopics(t, brokers, topics.Catalogue(2))
 	res := offers.NewResults(testkit.Logger()) // not Run: no copy from the topic
 	handed := make(chan schemas.OfferResult, 16)
-	cfg := offers.Config{Streams: streams.Config{Cluster: testkit.Cluster(t, brokers), StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()},
+	cfg := offers.Config{Streams: table.Config{Cluster: testkit.Cluster(t, brokers), StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()},
 		OnAnswer: func(r schemas.OfferResult) {
 			handed <- r
 			res.Deliver(streams.RequestID{Partition: r.SourcePartition, Offset: r.SourceOffset}, r)

@@ -9,10 +9,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
-	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -20,7 +20,7 @@ import (
 // the returned stop is called.
 func running(t *testing.T, brokers []string, dir string) (stop func()) {
 	t.Helper()
-	cfg := offers.Config{Streams: streams.Config{Cluster: testkit.Cluster(t, brokers), StateDir: dir, Replication: 1, Logger: testkit.Logger()}}
+	cfg := offers.Config{Streams: table.Config{Cluster: testkit.Cluster(t, brokers), StateDir: dir, Replication: 1, Logger: testkit.Logger()}}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- offers.Run(ctx, cfg) }()

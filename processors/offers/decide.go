@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/schemas"
-	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -453,7 +453,7 @@ func clone(r *schemas.OfferRecord) *schemas.OfferRecord {
 
 // Remember notes d as the result of the command at (partition, offset) in r.
 func Remember(r *schemas.OfferRecord, partition int32, offset int64, d Decision) {
-	r.Recent = streams.Remember(r.Recent, schemas.RecentResult{Topic: topics.OffersCommands, Partition: partition, Offset: offset,
+	r.Recent = table.Remember(r.Recent, schemas.RecentResult{Topic: topics.OffersCommands, Partition: partition, Offset: offset,
 		Outcome: string(d.Outcome), Reason: d.Reason, Field: d.Field, Version: d.Version})
 }
 
@@ -463,7 +463,7 @@ func Recall(r *schemas.OfferRecord, partition int32, offset int64) (schemas.Rece
 	if r == nil {
 		return schemas.RecentResult{}, false
 	}
-	return streams.Recall(r.Recent, partition, offset)
+	return table.Recall(r.Recent, partition, offset)
 }
 
 // CabinetSpread is how many keys a seller's cabinet is spread over (the

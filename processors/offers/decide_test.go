@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/schemas"
-	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -200,7 +200,7 @@ func TestDecideLifecycle(t *testing.T) {
 		t.Errorf("stale update: %+v", stale)
 	}
 	if rr, ok := Recall(d.Record, 0, 4); !ok || rr.Version != 2 {
-		t.Errorf("update not streams.Remembered: %v %+v", ok, rr)
+		t.Errorf("update not table.Remembered: %v %+v", ok, rr)
 	}
 	r = d.Record
 	// Sold again later: counted once, at the first price.
@@ -330,7 +330,7 @@ func TestRememberKeepsTheWindow(t *testing.T) {
 		t.Fatalf("%d remembered, the first forgotten: want all 40 of the window", len(r.Recent))
 	}
 	// A command a window later: the old ones go.
-	Remember(r, 1, 20+streams.RememberWindow, Decision{Outcome: schemas.OutcomeOK, Version: 41})
+	Remember(r, 1, 20+table.RememberWindow, Decision{Outcome: schemas.OutcomeOK, Version: 41})
 	if _, ok := Recall(r, 1, 20); ok {
 		t.Error("an answer a window back is kept")
 	}
@@ -338,11 +338,11 @@ func TestRememberKeepsTheWindow(t *testing.T) {
 		t.Error("an answer within the window is forgotten")
 	}
 	// A bound holds the value's size.
-	for i := int64(0); i < streams.Remembered+5; i++ {
+	for i := int64(0); i < table.Remembered+5; i++ {
 		Remember(r, 1, 100_000+i, Decision{Outcome: schemas.OutcomeOK, Version: i})
 	}
-	if len(r.Recent) != streams.Remembered {
-		t.Fatalf("%d remembered, bound %d", len(r.Recent), streams.Remembered)
+	if len(r.Recent) != table.Remembered {
+		t.Fatalf("%d remembered, bound %d", len(r.Recent), table.Remembered)
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package offers is the offer aggregate of the offer storage (GOST): the
-// group "offers" (a streams.Graph on the table runtime), one table value per offer (the offer, its version,
+// group "offers" (a table.Graph on the table runtime), one table value per offer (the offer, its version,
 // its moderation, billing and stage parts), fed by offers.commands,
 // photos.results and moderation.opinions (which its inbox copies into
 // offers.commands, so that the group decides from one ordered input), all

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
@@ -15,7 +16,7 @@ import (
 const Group = "offers"
 
 // Table is the aggregate's group table (topic offers-table).
-var Table = streams.GroupTable(Group)
+var Table = table.GroupTable(Group)
 
 // TableCodec is the codec of the table's values (*schemas.OfferRecord).
 var TableCodec streams.Codec = streams.Table[schemas.OfferRecord]{C: schemas.OfferRecords}
@@ -63,15 +64,15 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 // Graph returns the aggregate's group graph, with the queues of stages;
 // partitions is how many offers.commands has (0: placement not checked);
 // offers.events, an export topic, is written in framing.
-func Graph(m *Metrics, stages []string, partitions int32, framing schemas.Framing) *streams.Graph {
+func Graph(m *Metrics, stages []string, partitions int32, framing schemas.Framing) *table.Graph {
 	return newGraph(&handler{m: m, stages: stages, partitions: partitions}, framing)
 }
 
-func newGraph(h *handler, framing schemas.Framing) *streams.Graph {
-	g := &streams.Graph{
+func newGraph(h *handler, framing schemas.Framing) *table.Graph {
+	g := &table.Graph{
 		Group: Group, Codec: TableCodec, DeadTopic: dead,
-		Inputs: []streams.Input{{Topic: commands, Callback: h.command}},
-		Outputs: []streams.Output{
+		Inputs: []table.Input{{Topic: commands, Callback: h.command}},
+		Outputs: []table.Output{
 			{Topic: commands, Codec: streams.Bytes{}}, // a publish moving along its draft's chain of ids
 			{Topic: events, Codec: streams.Avro[schemas.OfferEvent]{C: schemas.OfferEvents, Framing: framing}},
 			{Topic: results, Codec: streams.Avro[schemas.OfferResult]{C: schemas.OfferResults}},
@@ -87,7 +88,7 @@ func newGraph(h *handler, framing schemas.Framing) *streams.Graph {
 	}
 	for _, s := range h.stages {
 		for _, low := range []bool{false, true} {
-			g.Outputs = append(g.Outputs, streams.Output{Topic: topics.QueueTopic(s, low), Codec: streams.Avro[schemas.QueueItem]{C: schemas.QueueItems}})
+			g.Outputs = append(g.Outputs, table.Output{Topic: topics.QueueTopic(s, low), Codec: streams.Avro[schemas.QueueItem]{C: schemas.QueueItems}})
 		}
 	}
 	return g
@@ -102,15 +103,15 @@ type handler struct {
 	onAnswer func(schemas.OfferResult)
 }
 
-func current(ctx streams.Context) *schemas.OfferRecord {
-	return streams.TableValue[schemas.OfferRecord](ctx, dead)
+func current(ctx table.Context) *schemas.OfferRecord {
+	return table.TableValue[schemas.OfferRecord](ctx, dead)
 }
 
-func input(ctx streams.Context) Input {
+func input(ctx table.Context) Input {
 	return Input{Topic: ctx.Topic(), Partition: ctx.Partition(), Offset: ctx.Offset(), At: ctx.Timestamp(), Key: ctx.Key()}
 }
 
-func (h *handler) command(ctx streams.Context, data []byte) {
+func (h *handler) command(ctx table.Context, data []byte) {
 	if reason := streams.Misplaced(ctx.Key(), ctx.Partition(), h.partitions); reason != "" {
 		h.reject(ctx, data, "", Decision{Outcome: schemas.OutcomeInvalid, Reason: reason})
 		return
@@ -135,7 +136,7 @@ func (h *handler) command(ctx streams.Context, data []byte) {
 		// the first time, and emit the outputs again if the record is still
 		// this command's (they may not have been written).
 		h.m.Recalled.Inc()
-		streams.Reassert(ctx, cur)
+		table.Reassert(ctx, cur)
 		if cur.SourcePartition == ctx.Partition() && cur.SourceOffset == ctx.Offset() {
 			h.emit(ctx, cur, nil, "", true)
 		}
@@ -164,7 +165,7 @@ func (h *handler) command(ctx streams.Context, data []byte) {
 	h.result(ctx, c.Kind, d)
 }
 
-func (h *handler) apply(ctx streams.Context, cur *schemas.OfferRecord, d Decision) {
+func (h *handler) apply(ctx table.Context, cur *schemas.OfferRecord, d Decision) {
 	if d.Record != nil {
 		ctx.SetValue(d.Record)
 		if !d.StateOnly {
@@ -196,7 +197,7 @@ func (h *handler) apply(ctx streams.Context, cur *schemas.OfferRecord, d Decisio
 	}
 }
 
-func (h *handler) emitTimer(ctx streams.Context, t *schemas.StageTimer) {
+func (h *handler) emitTimer(ctx table.Context, t *schemas.StageTimer) {
 	key := t.OfferID + "/" + t.Stage
 	if t.DueAt == 0 {
 		ctx.Emit(timers, key, nil)
@@ -208,7 +209,7 @@ func (h *handler) emitTimer(ctx streams.Context, t *schemas.StageTimer) {
 // repeatStage emits again what a stage command seen again after a crash
 // may not have written: the queue item of a queued offer and the stage's
 // timer. Both are harmless when they were written.
-func (h *handler) repeatStage(ctx streams.Context, cur *schemas.OfferRecord, stage string) {
+func (h *handler) repeatStage(ctx table.Context, cur *schemas.OfferRecord, stage string) {
 	st, ok := StageOf(cur, stage)
 	if !ok {
 		return
@@ -223,7 +224,7 @@ func (h *handler) repeatStage(ctx streams.Context, cur *schemas.OfferRecord, sta
 // emit writes the outputs of record r, written over prev. With full, every
 // preset membership is written, not only the changed ones: a redelivery
 // cannot tell which of its writes were lost.
-func (h *handler) emit(ctx streams.Context, r, prev *schemas.OfferRecord, change string, full bool) {
+func (h *handler) emit(ctx table.Context, r, prev *schemas.OfferRecord, change string, full bool) {
 	o := &r.Offer
 	if change == "" {
 		change = "REPEATED"
@@ -263,7 +264,7 @@ func (h *handler) emit(ctx streams.Context, r, prev *schemas.OfferRecord, change
 	}
 }
 
-func (h *handler) result(ctx streams.Context, kind schemas.CommandKind, d Decision) {
+func (h *handler) result(ctx table.Context, kind schemas.CommandKind, d Decision) {
 	res := &schemas.OfferResult{OfferID: ctx.Key(), SourcePartition: ctx.Partition(), SourceOffset: ctx.Offset(),
 		Outcome: d.Outcome, Reason: d.Reason, Field: d.Field, Version: d.Version}
 	ctx.Emit(results, ctx.Key(), res)
@@ -280,7 +281,7 @@ func (h *handler) result(ctx streams.Context, kind schemas.CommandKind, d Decisi
 
 // reject keeps an undecodable or invalid input on offers.dead with the
 // reason; a command is also answered INVALID.
-func (h *handler) reject(ctx streams.Context, data []byte, kind schemas.CommandKind, d Decision) {
+func (h *handler) reject(ctx table.Context, data []byte, kind schemas.CommandKind, d Decision) {
 	reason := d.Reason
 	if d.Field != "" {
 		reason = d.Field + ": " + d.Reason

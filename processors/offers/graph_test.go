@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -58,7 +59,7 @@ func newOffer(id string) *schemas.Offer {
 // the outputs are emitted again; a later update is decided on version 1.
 func TestACommandSeenAgainIsAnsweredFromItsRecord(t *testing.T) {
 	m := offers.NewMetrics(metrics.New())
-	tt := streams.NewTester(offers.Graph(m, nil, 0, schemas.FramingSOE))
+	tt := table.NewTester(offers.Graph(m, nil, 0, schemas.FramingSOE))
 	id := offers.IDFrom(42)
 	create := tt.Record(topics.OffersCommands, 0, id, encodeCommand(t, &schemas.OfferCommand{Kind: schemas.CommandCreate,
 		OfferID: id, SellerID: "s1", ExpectedVersion: -1, Offer: newOffer(id)}))
@@ -102,7 +103,7 @@ func TestACommandSeenAgainIsAnsweredFromItsRecord(t *testing.T) {
 // garbage in the table under the command's key.
 func TestBadInputIsAnsweredNotObeyed(t *testing.T) {
 	m := offers.NewMetrics(metrics.New())
-	tt := streams.NewTester(offers.Graph(m, []string{"moderation"}, 8, schemas.FramingSOE))
+	tt := table.NewTester(offers.Graph(m, []string{"moderation"}, 8, schemas.FramingSOE))
 	id := offers.IDFrom(7)
 	home := streams.Partition(id, 8)
 	create := encodeCommand(t, &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s1", ExpectedVersion: -1, Offer: newOffer(id)})

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
@@ -14,7 +15,7 @@ import (
 
 // Config of the offer aggregate.
 type Config struct {
-	Streams streams.Config
+	Streams table.Config
 	// Stages are the names of the configured stages (their queues are the
 	// aggregate's outputs).
 	Stages []string
@@ -35,7 +36,7 @@ type Config struct {
 	OnAnswer func(schemas.OfferResult)
 }
 
-func (c *Config) graph() *streams.Graph {
+func (c *Config) graph() *table.Graph {
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(metrics.New())
 	}

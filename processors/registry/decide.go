@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/schemas"
-	"github.com/offerlog/offerlog/streams"
 )
 
 // Stamp is what orders the versions of one document: epoch, then version,
@@ -384,12 +384,12 @@ func Validate(doc *schemas.RawDocument, schema *schemas.EpochSchema) error {
 // A message is decided again after a crash only if its batch's mark was
 // lost (the table group skips what its marks name as applied): the
 // messages of one batch. A record remembers the verdicts of its key's
-// messages by streams.RememberIn's rule: within streams.RememberWindow
-// offsets of the newest (any batch), at most streams.Remembered; what it
+// messages by table.RememberIn's rule: within table.RememberWindow
+// offsets of the newest (any batch), at most table.Remembered; what it
 // keeps is a function of the log, so a replay writes the same record. (It
 // kept the last 16 verdicts: a key with more messages than that in one
 // batch was answered differently after a crash.) One of more than
-// streams.Remembered messages of a key in one batch, decided again, is
+// table.Remembered messages of a key in one batch, decided again, is
 // counted in offerlog_registry_redelivered_total.
 
 // Recall looks for the verdict the registry gave before on message
@@ -414,16 +414,16 @@ func Recall(r *schemas.RegistryRecord, partition int32, offset int64) (v schemas
 }
 
 // Remember returns a copy of next that remembers the verdicts prev did and
-// the verdict on message (partition, offset), by streams.RememberIn's rule.
+// the verdict on message (partition, offset), by table.RememberIn's rule.
 func Remember(prev, next *schemas.RegistryRecord, partition int32, offset int64, verdict schemas.Decision, reason string) *schemas.RegistryRecord {
 	out := *next
 	var history []schemas.RecentVerdict
 	if prev != nil {
 		history = prev.RecentVerdicts
 	}
-	out.RecentVerdicts = streams.RememberIn(history, schemas.RecentVerdict{Partition: partition, Offset: offset, Verdict: verdict, Reason: reason},
+	out.RecentVerdicts = table.RememberIn(history, schemas.RecentVerdict{Partition: partition, Offset: offset, Verdict: verdict, Reason: reason},
 		func(rv schemas.RecentVerdict) bool {
-			return rv.Partition == partition && streams.Stale(rv.Offset, offset)
+			return rv.Partition == partition && table.Stale(rv.Offset, offset)
 		})
 	return &out
 }

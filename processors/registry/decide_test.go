@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/schemas"
-	"github.com/offerlog/offerlog/streams"
 )
 
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -239,9 +239,9 @@ func TestRecallAndRemember(t *testing.T) {
 	if v, found, _ := Recall(r, 2, 11); !found || v.Reason != "older 11" {
 		t.Fatalf("the first verdict of the window: %+v %v", v, found)
 	}
-	// A message streams.RememberWindow offsets on, the old ones are forgotten: no
+	// A message table.RememberWindow offsets on, the old ones are forgotten: no
 	// batch reaches back so far.
-	far := int64(30 + streams.RememberWindow)
+	far := int64(30 + table.RememberWindow)
 	r = Remember(r, r, 2, far, schemas.Stale, "far")
 	if _, found, seen := Recall(r, 2, 30); found || !seen {
 		t.Fatal("a verdict a window back is kept, or its message not seen")
@@ -251,16 +251,16 @@ func TestRecallAndRemember(t *testing.T) {
 	}
 	// Another partition's verdicts are not this one's offsets to drop.
 	r = Remember(r, r, 3, 5, schemas.Stale, "other")
-	r = Remember(r, r, 2, far+streams.RememberWindow, schemas.Stale, "later")
+	r = Remember(r, r, 2, far+table.RememberWindow, schemas.Stale, "later")
 	if _, found, _ := Recall(r, 3, 5); !found {
 		t.Fatal("partition 2's offsets dropped partition 3's verdict")
 	}
 	// A bound holds a record's size.
-	for o := far; o < far+streams.Remembered+3; o++ {
+	for o := far; o < far+table.Remembered+3; o++ {
 		r = Remember(r, r, 4, o, schemas.Stale, "many")
 	}
-	if len(r.RecentVerdicts) != streams.Remembered {
-		t.Fatalf("%d verdicts remembered, bound %d", len(r.RecentVerdicts), streams.Remembered)
+	if len(r.RecentVerdicts) != table.Remembered {
+		t.Fatalf("%d verdicts remembered, bound %d", len(r.RecentVerdicts), table.Remembered)
 	}
 	if len(rec.RecentVerdicts) != 0 {
 		t.Fatal("Remember changed its input")

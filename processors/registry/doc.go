@@ -18,6 +18,6 @@
 // and a replay of the log rebuilds the table byte for byte.
 //
 // The decision functions (Compare, Decide, Expire, Validate) are pure and
-// tested without a broker; the group (group.go, a streams.TableGroup)
+// tested without a broker; the group (group.go, a table.Group)
 // applies them a batch at a time.
 package registry

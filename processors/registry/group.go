@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
@@ -18,7 +19,7 @@ import (
 const Group = "registry"
 
 // Table is the registry's group table (topic registry-table).
-var Table = streams.GroupTable(Group)
+var Table = table.GroupTable(Group)
 
 // TableCodec is the codec of the registry table's values (*RegistryRecord).
 var TableCodec streams.Codec = streams.Table[schemas.RegistryRecord]{C: schemas.RegistryRecords}
@@ -47,7 +48,7 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 }
 
 // newGroup returns the registry group deciding with epochs and rules
-// (streams.TableGroup: each partition's documents a batch at a time). With
+// (table.Group: each partition's documents a batch at a time). With
 // synced, a document naming an epoch the catalogue does not know yet, and
 // recent enough for its registration to be in flight, waits for the
 // catalogue's next sync (Catalogue.KeepSynced, run beside the group); the
@@ -56,10 +57,10 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 // refused (0: not checked).
 //
 // Verdicts are written in framing (documents.results is an export topic).
-func newGroup(cfg Config, synced bool, partitions int32) *streams.TableGroup {
+func newGroup(cfg Config, synced bool, partitions int32) *table.Group {
 	h := &handler{epochs: cfg.Epochs, synced: synced, rules: cfg.Rules, partitions: partitions, m: cfg.Metrics,
 		verdicts: streams.Avro[schemas.Verdict]{C: schemas.Verdicts, Framing: cfg.Framing}}
-	return &streams.TableGroup{
+	return &table.Group{
 		Streams: cfg.Streams, Group: Group, Table: Table,
 		Inputs: []string{topics.DocumentsIngest},
 		// The sweep's expiry checks go into the group's own input.
@@ -82,8 +83,8 @@ type handler struct {
 // batch decides one partition's documents and expiry checks in order: the
 // records of their keys are read once, changed in memory, and written once
 // each at the end.
-func (h *handler) batch(ctx context.Context, b *streams.TableBatch) error {
-	records, err := streams.LoadEntries(b, schemas.RegistryRecords, func(r *kgo.Record, d *schemas.DeadLetter) {
+func (h *handler) batch(ctx context.Context, b *table.Batch) error {
+	records, err := table.LoadEntries(b, schemas.RegistryRecords, func(r *kgo.Record, d *schemas.DeadLetter) {
 		h.emitDead(b, r, d)
 	})
 	if err != nil {
@@ -100,7 +101,7 @@ func (h *handler) batch(ctx context.Context, b *streams.TableBatch) error {
 // ingest decides one record of documents.ingest. It returns an error only
 // when the cluster fails (the epoch catalogue cannot be caught up): the
 // batch is then tried again, nothing of it kept.
-func (h *handler) ingest(ctx context.Context, b *streams.TableBatch, records *streams.Entries[schemas.RegistryRecord], r *kgo.Record) error {
+func (h *handler) ingest(ctx context.Context, b *table.Batch, records *table.Entries[schemas.RegistryRecord], r *kgo.Record) error {
 	data, key, at := r.Value, string(r.Key), r.Timestamp
 	if reason := Misplaced(key, data, r.Partition, h.partitions); reason != "" {
 		h.reject(b, r, reason)
@@ -180,7 +181,7 @@ func (h *handler) ingest(ctx context.Context, b *streams.TableBatch, records *st
 	return nil
 }
 
-func (h *handler) apply(b *streams.TableBatch, records *streams.Entries[schemas.RegistryRecord], r *kgo.Record, out Outcome) {
+func (h *handler) apply(b *table.Batch, records *table.Entries[schemas.RegistryRecord], r *kgo.Record, out Outcome) {
 	if out.Write {
 		records.Set(r, out.Record) // nil deletes
 	}
@@ -189,7 +190,7 @@ func (h *handler) apply(b *streams.TableBatch, records *streams.Entries[schemas.
 	}
 }
 
-func (h *handler) emitChange(b *streams.TableBatch, r *kgo.Record, rec *schemas.RegistryRecord) {
+func (h *handler) emitChange(b *table.Batch, r *kgo.Record, rec *schemas.RegistryRecord) {
 	data, err := schemas.RegistryRecords.Encode(Change(rec))
 	if err != nil {
 		h.reject(b, r, fmt.Sprintf("its change does not encode: %v", err))
@@ -213,7 +214,7 @@ func Urgent(r *kgo.Record) bool {
 	return false
 }
 
-func (h *handler) verdict(b *streams.TableBatch, r *kgo.Record, v *schemas.Verdict) {
+func (h *handler) verdict(b *table.Batch, r *kgo.Record, v *schemas.Verdict) {
 	data, err := h.verdicts.Encode(v)
 	if err != nil {
 		// A verdict always encodes (its fields are bounded); if it did not,
@@ -247,7 +248,7 @@ func validKey(key string) bool {
 
 // reject answers a message that is not a decodable document: an invalid
 // verdict, and the message kept whole on documents.dead.
-func (h *handler) reject(b *streams.TableBatch, r *kgo.Record, reason string) {
+func (h *handler) reject(b *table.Batch, r *kgo.Record, reason string) {
 	h.emitDead(b, r, streams.NewDeadLetter(Group, topics.DocumentsIngest,
 		r.Partition, r.Offset, r.Key, r.Value, r.Timestamp, reason))
 	client, pk, ok := SplitKey(string(r.Key))
@@ -260,7 +261,7 @@ func (h *handler) reject(b *streams.TableBatch, r *kgo.Record, reason string) {
 	})
 }
 
-func (h *handler) emitDead(b *streams.TableBatch, r *kgo.Record, d *schemas.DeadLetter) {
+func (h *handler) emitDead(b *table.Batch, r *kgo.Record, d *schemas.DeadLetter) {
 	data, err := schemas.DeadLetters.Encode(d)
 	if err != nil {
 		return // bounded: always encodes

@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/replay"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
@@ -47,7 +49,7 @@ func newCluster(t *testing.T) *cluster {
 
 func (c *cluster) config(onReady func()) registry.Config {
 	return registry.Config{
-		Streams: streams.Config{Cluster: c.kafka, StateDir: c.state, Replication: 1, Logger: testkit.Logger()},
+		Streams: table.Config{Cluster: c.kafka, StateDir: c.state, Replication: 1, Logger: testkit.Logger()},
 		Rules:   registry.DefaultRules(), Epochs: c.epochs, Logger: testkit.Logger(), OnReady: onReady, Framing: c.framing,
 	}
 }
@@ -467,7 +469,7 @@ func TestReplayRebuildsTheSameTable(t *testing.T) {
 	}
 	// With --reemit it writes them again, each marked, the same records.
 	cfg := c.config(nil)
-	cfg.Streams.Replaying = streams.ReplayReemit
+	cfg.Streams.Replaying = replay.Reemit
 	if err := registry.Replay(ctx, cfg, partitions, -1); err != nil {
 		t.Fatal(err)
 	}
@@ -480,13 +482,13 @@ func TestReplayRebuildsTheSameTable(t *testing.T) {
 		marked := 0
 		for _, r := range all {
 			for _, h := range r.Headers {
-				if h.Key == streams.ReplayHeader {
+				if h.Key == replay.Header {
 					marked++
 				}
 			}
 		}
 		if marked != len(all)-len(first[o]) {
-			t.Errorf("%s: %d records marked %s, want the %d re-emitted", o, marked, streams.ReplayHeader, len(all)-len(first[o]))
+			t.Errorf("%s: %d records marked %s, want the %d re-emitted", o, marked, replay.Header, len(all)-len(first[o]))
 		}
 	}
 	if _, err := filepath.Glob(filepath.Join(c.state, "processor", "registry", "*")); err != nil {

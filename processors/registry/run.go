@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/replay"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
@@ -18,7 +20,7 @@ import (
 
 // Config of a registry processor.
 type Config struct {
-	Streams streams.Config
+	Streams table.Config
 	Rules   Rules
 	// Epochs is the catalogue the registry decides with. The caller keeps it
 	// following the epochs topic (Catalogue.Follow) for as long as Run runs.
@@ -103,7 +105,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 // sweep runs the expiry sweep over the partitions the group holds every
 // SweepInterval, while the group runs.
-func sweep(ctx context.Context, group *streams.TableGroup, cfg Config) {
+func sweep(ctx context.Context, group *table.Group, cfg Config) {
 	if cfg.SweepInterval <= 0 {
 		return
 	}
@@ -126,19 +128,19 @@ func sweep(ctx context.Context, group *streams.TableGroup, cfg Config) {
 }
 
 // ReplaySpec returns how to replay the registry: its input and its table.
-func ReplaySpec(partitions int32, replication int16) streams.Replay {
-	return streams.Replay{Group: Group, Inputs: []string{topics.DocumentsIngest}, Table: Table,
+func ReplaySpec(partitions int32, replication int16) replay.Spec {
+	return replay.Spec{Group: Group, Inputs: []string{topics.DocumentsIngest}, Table: Table,
 		TableConfigs: topics.Find(Table, partitions).Configs(), Partitions: partitions, Replication: replication}
 }
 
 // Replay rebuilds the registry's table (and, with cfg.Streams.Replaying =
-// streams.ReplayReemit, its outputs, marked) from documents.ingest:
-// it empties the group's state (streams.Replay.Prepare), runs the processor
+// replay.Reemit, its outputs, marked) from documents.ingest:
+// it empties the group's state (replay.Spec.Prepare), runs the processor
 // without the expiry sweep until it has committed every message that was in
 // the input when the replay began, and stops. The group must not be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
 	cfg.SweepInterval = 0
-	return streams.ReplayGroup(ctx, cfg.Streams, ReplaySpec(partitions, replication), func(ctx context.Context, s streams.Config) error {
+	return table.Replay(ctx, cfg.Streams, ReplaySpec(partitions, replication), func(ctx context.Context, s table.Config) error {
 		cfg.Streams = s
 		return Run(ctx, cfg)
 	})

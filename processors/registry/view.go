@@ -4,21 +4,21 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/schemas"
-	"github.com/offerlog/offerlog/streams"
 )
 
 // View is a read-only copy of the registry table kept up to date from its
 // changelog, for readers outside the processor (the HTTP API, the indexer's
 // retries). Get is safe for concurrent use.
 type View struct {
-	v *streams.View
+	v *table.View
 }
 
 // NewView returns a view of the registry table. name tells apart the local
 // storage of several views in one process.
-func NewView(cfg streams.Config, name string) (*View, error) {
-	return &View{v: streams.NewView(cfg, Table, TableCodec, name)}, nil
+func NewView(cfg table.Config, name string) (*View, error) {
+	return &View{v: table.NewView(cfg, Table, TableCodec, name)}, nil
 }
 
 // Run keeps the view up to date until ctx is done.
@@ -44,5 +44,5 @@ func (v *View) Get(key string) (*schemas.RegistryRecord, error) {
 }
 
 // Sync waits until the view shows every change the registry wrote before
-// the call (streams.View.Sync).
+// the call (table.View.Sync).
 func (v *View) Sync(ctx context.Context) error { return v.v.Sync(ctx) }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/platform/platformtest"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/processors/scheduler"
@@ -358,7 +359,7 @@ func TestTimerFiresOnceAcrossRestart(t *testing.T) {
 	if err := agg.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	scfg := streams.Config{Cluster: testkit.Cluster(t, brokers), StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
+	scfg := table.Config{Cluster: testkit.Cluster(t, brokers), StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
 	if err := offers.Replay(ctx, offers.Config{Streams: scfg, Stages: stages.Names()}, base.Partitions, -1); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -51,13 +52,13 @@ func DedupKey(e *schemas.StageEffect) string {
 // once delivered.
 type pusher struct {
 	cfg  StageConfig
-	view *streams.View
+	view *table.View
 	sink func(context.Context, *schemas.StageEffect) error
 	log  *slog.Logger
 }
 
 // newPusher returns the push hook of stage cfg, or nil if it has none.
-func newPusher(cfg StageConfig, view *streams.View, prod *kgo.Client, log *slog.Logger) *pusher {
+func newPusher(cfg StageConfig, view *table.View, prod *kgo.Client, log *slog.Logger) *pusher {
 	p := &pusher{cfg: cfg, view: view, log: log}
 	switch {
 	case cfg.PushURL != "":
@@ -155,7 +156,7 @@ func (p *pusher) saved(ctx context.Context, e *schemas.StageEffect) (*schemas.Of
 
 // awaitRecord polls the offers view until the record of id satisfies ok
 // and returns it, or ctx's error.
-func awaitRecord(ctx context.Context, view *streams.View, id string, ok func(*schemas.OfferRecord) bool) (*schemas.OfferRecord, error) {
+func awaitRecord(ctx context.Context, view *table.View, id string, ok func(*schemas.OfferRecord) bool) (*schemas.OfferRecord, error) {
 	for wait := firstPoll; ; wait = nextPoll(wait) {
 		v, err := view.Get(id)
 		if err != nil {

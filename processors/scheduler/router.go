@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -108,7 +109,7 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 }
 
 type router struct {
-	view   *streams.View // the offers table: stages' private states
+	view   *table.View // the offers table: stages' private states
 	stages []StageConfig
 	impls  map[string]Stage
 	prod   *kgo.Client

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -22,7 +23,7 @@ import (
 // RunConfig configures the scheduler: the router, a worker per stage and
 // the timer service.
 type RunConfig struct {
-	Streams streams.Config
+	Streams table.Config
 	Stages  Config
 	// Impls replaces the stage of a name (tests, programs embedding
 	// offerlog); the others are opened from Stages.
@@ -76,7 +77,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		return err
 	}
 	defer prod.Close()
-	view := streams.NewView(cfg.Streams, offers.Table, offers.TableCodec, "scheduler-offers")
+	view := table.NewView(cfg.Streams, offers.Table, offers.TableCodec, "scheduler-offers")
 	results := offers.NewResults(cfg.Logger)
 	if cfg.OnMatcher != nil {
 		defer cfg.OnMatcher(results)()
@@ -84,7 +85,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	client := offers.NewClient(prod, results, cfg.Timeout)
 
 	// The view outlives its readers (routers, workers, pushers, re-crawls).
-	return streams.RunView(ctx, view, func(ctx context.Context) error {
+	return table.RunView(ctx, view, func(ctx context.Context) error {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		var wg sync.WaitGroup
@@ -260,7 +261,7 @@ func (rc *recrawler) yield(ctx context.Context) error {
 // recrawlEvery re-crawls the stage every sc.RecrawlEvery over the
 // scheduler's view of the offers (its local copy, one record per offer,
 // read as it goes), until ctx is done.
-func recrawlEvery(ctx context.Context, sc StageConfig, stage Stage, view *streams.View, prod *kgo.Client, adm *kadm.Client, log *slog.Logger) error {
+func recrawlEvery(ctx context.Context, sc StageConfig, stage Stage, view *table.View, prod *kgo.Client, adm *kadm.Client, log *slog.Logger) error {
 	tick := time.NewTicker(sc.RecrawlEvery)
 	defer tick.Stop()
 	for {

@@ -18,6 +18,7 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
@@ -70,7 +71,7 @@ type Timers struct {
 }
 
 // DefaultTimerMemory is the timer store's memory when Timers names none.
-const DefaultTimerMemory = 4 * streams.DefaultStoreMemory
+const DefaultTimerMemory = 4 * table.DefaultStoreMemory
 
 func dueKey(due int64, key string) []byte {
 	return []byte(fmt.Sprintf("d/%020d/%s", due, key))
@@ -119,7 +120,7 @@ func (t *Timers) open() error {
 	}
 	// With its write-ahead log: the store is its own record of what it
 	// read and fired.
-	t.db, err = streams.OpenPebble(filepath.Join(t.Dir, "pebble"), mem, true, t.Logger)
+	t.db, err = table.OpenPebble(filepath.Join(t.Dir, "pebble"), mem, true, t.Logger)
 	return err
 }
 

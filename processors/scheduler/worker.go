@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/time/rate"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -38,7 +39,7 @@ func newLimiter(r float64) *rate.Limiter {
 type worker struct {
 	cfg     StageConfig
 	stage   Stage
-	view    *streams.View
+	view    *table.View
 	offers  *offers.Client
 	prod    *kgo.Client
 	m       *Metrics
@@ -47,7 +48,7 @@ type worker struct {
 	backoff time.Duration
 }
 
-func newWorker(cfg StageConfig, stage Stage, view *streams.View, oc *offers.Client, prod *kgo.Client, m *Metrics, log *slog.Logger) *worker {
+func newWorker(cfg StageConfig, stage Stage, view *table.View, oc *offers.Client, prod *kgo.Client, m *Metrics, log *slog.Logger) *worker {
 	return &worker{cfg: cfg, stage: stage, view: view, offers: oc, prod: prod, m: m, log: log,
 		limit: newLimiter(cfg.RateLimit), backoff: 100 * time.Millisecond}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/third_party/forked/goka"
 	"github.com/offerlog/offerlog/third_party/forked/goka/codec"
 	"github.com/offerlog/offerlog/third_party/forked/goka/storage"
@@ -56,7 +57,7 @@ func Options(group goka.Group, stateDir string, log *slog.Logger) []goka.Process
 	id := "offerlog-" + string(group)
 	tm := goka.NewTopicManagerConfig()
 	tm.Table.Replication, tm.Stream.Replication = 1, 1
-	build := PebbleBuilder(filepath.Join(stateDir, "processor", string(group), "pebble"), streams.DefaultStoreMemory, log)
+	build := PebbleBuilder(filepath.Join(stateDir, "processor", string(group), "pebble"), table.DefaultStoreMemory, log)
 	return []goka.ProcessorOption{
 		goka.WithClientID(id),
 		goka.WithHasher(streams.KafkaHasher()),

@@ -9,9 +9,8 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/third_party/forked/goka/storage"
-
-	"github.com/offerlog/offerlog/streams"
 )
 
 // offsetKey is where goka keeps the changelog offset a store has read to,
@@ -52,7 +51,7 @@ type pebbleStore struct {
 const offsetEvery = 256
 
 func openPebble(path string, mem int64, log *slog.Logger) (*pebbleStore, error) {
-	db, err := streams.OpenPebble(path, mem, false, log)
+	db, err := table.OpenPebble(path, mem, false, log)
 	if err != nil {
 		return nil, err
 	}

@@ -4,14 +4,14 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/internal/table"
 )
 
 // TestPebbleStoreIsAGokaStorage: values, deletes, the offset (not listed by
 // iterators), ranges, and what a closed store keeps.
 func TestPebbleStoreIsAGokaStorage(t *testing.T) {
 	dir := t.TempDir()
-	build := PebbleBuilder(dir, streams.DefaultStoreMemory, slog.Default())
+	build := PebbleBuilder(dir, table.DefaultStoreMemory, slog.Default())
 	st, err := build("t", 0)
 	if err != nil {
 		t.Fatal(err)

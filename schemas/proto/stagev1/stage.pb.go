@@ -11,12 +11,13 @@
 package stagev1
 
 import (
-	offerv1 "github.com/offerlog/offerlog/schemas/proto/offerv1"
-	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
-	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
+
+	offerv1 "github.com/offerlog/offerlog/schemas/proto/offerv1"
+	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
+	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 )
 
 const (

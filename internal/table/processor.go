@@ -1,4 +1,4 @@
-package streams
+package table
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/replay"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
 )
 
 // A Graph is a processor group written in goka's model: the group, the
@@ -17,7 +19,7 @@ import (
 // outputs the callbacks emit to. Its table is the topic GroupTable(Group),
 // keyed as the inputs and co-partitioned with them.
 //
-// A Graph runs on the table runtime (TableGroup): each input partition's
+// A Graph runs on the table runtime (Group): each input partition's
 // part of a poll is one batch, whose keys are read from the local store
 // through one iterator; the callback runs once per record, in offset order,
 // against the batch's view of the table (what the records before it set
@@ -27,7 +29,7 @@ import (
 type Graph struct {
 	Group string
 	// Codec of the table's values.
-	Codec Codec
+	Codec streams.Codec
 	// Inputs are the topics the group consumes, with their callbacks.
 	Inputs []Input
 	// Outputs are the topics the callbacks may emit to, with the codecs of
@@ -48,7 +50,7 @@ type Input struct {
 // values.
 type Output struct {
 	Topic string
-	Codec Codec
+	Codec streams.Codec
 }
 
 // A Callback handles one input record, msg its value (nil for a record
@@ -112,15 +114,15 @@ func (g *Graph) OutputTopics() []string {
 	return out
 }
 
-// TableGroup returns the table group that runs g with s, calling onReady
+// Group returns the table group that runs g with s, calling onReady
 // (if set) once its first assignment has read its changelogs.
-func (g *Graph) TableGroup(s Config, onReady func()) *TableGroup {
-	return &TableGroup{Streams: s, Group: g.Group, Table: g.Table(), Inputs: g.InputTopics(), Outputs: g.OutputTopics(),
-		DeadTopic: g.DeadTopic, Handle: func(_ context.Context, b *TableBatch) error { return g.Process(b, b.Batch) },
+func (g *Graph) TableGroup(s Config, onReady func()) *Group {
+	return &Group{Streams: s, Group: g.Group, Table: g.Table(), Inputs: g.InputTopics(), Outputs: g.OutputTopics(),
+		DeadTopic: g.DeadTopic, Handle: func(_ context.Context, b *Batch) error { return g.Process(b, b.Batch) },
 		OnReady: onReady, Logger: s.Logger}
 }
 
-// Run runs g until ctx is done (TableGroup.Run).
+// Run runs g until ctx is done (Group.Run).
 func (g *Graph) Run(ctx context.Context, s Config, onReady func()) error {
 	if err := g.TableGroup(s, onReady).Run(ctx); err != nil {
 		return fmt.Errorf("%s: %w", g.Group, err)
@@ -129,15 +131,15 @@ func (g *Graph) Run(ctx context.Context, s Config, onReady func()) error {
 }
 
 // Replay rebuilds g's table (and, as s.Replaying says, its outputs) from
-// its inputs (ReplayGroup): tableConfigs are the configs its table topic is
+// its inputs (Replay): tableConfigs are the configs its table topic is
 // recreated with. The group must not be running.
 func (g *Graph) Replay(ctx context.Context, s Config, tableConfigs map[string]string, partitions int32, replication int16) error {
-	spec := Replay{Group: g.Group, Inputs: g.InputTopics(), Table: g.Table(), TableConfigs: tableConfigs,
+	spec := replay.Spec{Group: g.Group, Inputs: g.InputTopics(), Table: g.Table(), TableConfigs: tableConfigs,
 		Partitions: partitions, Replication: replication}
-	return ReplayGroup(ctx, s, spec, func(ctx context.Context, s Config) error { return g.Run(ctx, s, nil) })
+	return Replay(ctx, s, spec, func(ctx context.Context, s Config) error { return g.Run(ctx, s, nil) })
 }
 
-// BatchTable is what a batch's callbacks read and write: a TableBatch, or
+// BatchTable is what a batch's callbacks read and write: a Batch, or
 // a Tester's table in memory.
 type BatchTable interface {
 	// Values returns the current value of each of keys that has one.
@@ -154,10 +156,10 @@ type BatchTable interface {
 // returns the first error of a callback (an emit to a topic that is not an
 // output, a value that does not encode, a panic): nothing of the batch is
 // kept then.
-func (g *Graph) Process(t BatchTable, b *Batch) (err error) {
+func (g *Graph) Process(t BatchTable, b *streams.Batch) (err error) {
 	i := slices.IndexFunc(g.Inputs, func(in Input) bool { return in.Topic == b.Topic })
 	if i < 0 {
-		return Fatal(fmt.Errorf("%s: %s is not one of its inputs", g.Group, b.Topic))
+		return streams.Fatal(fmt.Errorf("%s: %s is not one of its inputs", g.Group, b.Topic))
 	}
 	cb := g.Inputs[i].Callback
 	keys := make([]string, len(b.Records))
@@ -184,7 +186,7 @@ func (g *Graph) Process(t BatchTable, b *Batch) (err error) {
 	return nil
 }
 
-func (g *Graph) output(topic string) (Codec, bool) {
+func (g *Graph) output(topic string) (streams.Codec, bool) {
 	for _, o := range g.Outputs {
 		if o.Topic == topic {
 			return o.Codec, true
@@ -263,7 +265,7 @@ func (c *callContext) set(data []byte) {
 func (c *callContext) Emit(topic, key string, value any) {
 	codec, ok := c.g.output(topic)
 	if !ok {
-		c.fail(Fatal(fmt.Errorf("%s: an emit to %s, not one of its outputs", c.g.Group, topic)))
+		c.fail(streams.Fatal(fmt.Errorf("%s: an emit to %s, not one of its outputs", c.g.Group, topic)))
 		return
 	}
 	var data []byte
@@ -287,8 +289,8 @@ func TableValue[T any](ctx Context, dead string) *T {
 	switch v := ctx.Value().(type) {
 	case *T:
 		return v
-	case *Undecodable:
-		ctx.Emit(dead, ctx.Key(), NewDeadLetter(ctx.Group(), GroupTable(ctx.Group()), ctx.Partition(), -1,
+	case *streams.Undecodable:
+		ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(ctx.Group(), GroupTable(ctx.Group()), ctx.Partition(), -1,
 			[]byte(ctx.Key()), v.Data, ctx.Timestamp(), "undecodable table value, taken as absent: "+v.Err.Error()))
 	}
 	return nil

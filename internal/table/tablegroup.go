@@ -1,4 +1,4 @@
-package streams
+package table
 
 import (
 	"bytes"
@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// A TableGroup is a consumer group that keeps a table, as a goka processor
+// A Group is a consumer group that keeps a table, as a goka processor
 // with a group table does, but takes its input a batch at a time: each
 // partition's part of a poll is read from the local store through one
 // iterator, handled, and written back as one Pebble batch, its changelog
@@ -43,7 +44,7 @@ import (
 // batch after every assignment (a store without a WAL, killed, comes back
 // with a prefix of its batches); and input the changelog marks as applied
 // is not handed to the handler again.
-type TableGroup struct {
+type Group struct {
 	Streams Config
 	// Group is the consumer group, and names the local state.
 	Group string
@@ -62,16 +63,16 @@ type TableGroup struct {
 	// Handle handles a batch of one input partition. It reads the table
 	// with Values and writes it with Set; it returns an error as a Loop's
 	// BatchHandler does, and nothing it set or emitted is kept then.
-	Handle func(ctx context.Context, b *TableBatch) error
+	Handle func(ctx context.Context, b *Batch) error
 	// OnReady, if set, is called once, when the partitions of the group's
 	// first assignment have read their changelogs to the end.
 	OnReady func()
-	Metrics *LoopMetrics
+	Metrics *streams.LoopMetrics
 	Logger  *slog.Logger
 
 	prod   *kgo.Client
 	adm    *kadm.Client
-	counts map[string]int32 // partitions of Table and Outputs
+	counts map[string]int32 // partitions of streams.Table and Outputs
 
 	mu     sync.Mutex
 	stores map[int32]*tableStore
@@ -119,11 +120,11 @@ func internalKey(key []byte) bool {
 	return string(key) == offsetKey || (len(key) > 0 && key[0] == 0)
 }
 
-// TableBatch is one input partition's batch handed to a TableGroup's
+// Batch is one input partition's batch handed to a Group's
 // handler, with the table of that partition.
-type TableBatch struct {
-	*Batch
-	g     *TableGroup
+type Batch struct {
+	*streams.Batch
+	g     *Group
 	st    *tableStore
 	sets  map[string][]byte
 	order []string // keys of sets in the order first set
@@ -133,12 +134,12 @@ type TableBatch struct {
 
 // Run consumes until ctx ends (nil) or a batch fails fatally; the stores
 // are flushed and closed before it returns.
-func (g *TableGroup) Run(ctx context.Context) error {
+func (g *Group) Run(ctx context.Context) error {
 	if err := g.Streams.Validate(); err != nil {
 		return err
 	}
 	if g.Group == "" || g.Table == "" || len(g.Inputs) == 0 || g.Handle == nil {
-		return errors.New("streams: a table group needs a group, a table, inputs and a handler")
+		return errors.New("table: a group needs a group, a table, inputs and a handler")
 	}
 	if g.Logger == nil {
 		g.Logger = slog.Default()
@@ -157,7 +158,7 @@ func (g *TableGroup) Run(ctx context.Context) error {
 	partitions := func(t string) (int32, error) {
 		pctx, cancel := context.WithTimeout(ctx, topicWait)
 		defer cancel()
-		n, err := PartitionsOf(pctx, g.adm, t)
+		n, err := streams.PartitionsOf(pctx, g.adm, t)
 		if err != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%w (is the topic created? offerlog topics ensure makes the catalogue's and the stages')", err)
 		}
@@ -211,7 +212,7 @@ func (g *TableGroup) Run(ctx context.Context) error {
 					if ctx.Err() != nil {
 						return
 					}
-					wait := DefaultBackoff.Wait(attempt)
+					wait := streams.DefaultBackoff.Wait(attempt)
 					g.Logger.Warn("table partition not caught up, trying again", "group", g.Group, "partition", p, "err", err, "in", wait)
 					select {
 					case <-ctx.Done():
@@ -225,7 +226,7 @@ func (g *TableGroup) Run(ctx context.Context) error {
 			}
 		})
 	}
-	return RunLoop(ctx, LoopConfig{
+	return streams.RunLoop(ctx, streams.LoopConfig{
 		Name: g.Group, Cluster: g.Streams.Cluster, Group: g.Group, Topics: g.Inputs,
 		BatchHandler: g.batch, DeadTopic: g.DeadTopic, OnAssigned: assigned, OnRevoked: g.revoked,
 		ClientOptions: []kgo.Opt{kgo.Balancers(kgo.RangeBalancer())},
@@ -236,7 +237,7 @@ func (g *TableGroup) Run(ctx context.Context) error {
 // current brings partition p's store up to the changelog's end, unless it
 // is there since its assignment, or the partition was taken away since the
 // assignment of epoch.
-func (g *TableGroup) current(ctx context.Context, p int32, epoch int) error {
+func (g *Group) current(ctx context.Context, p int32, epoch int) error {
 	st, err := g.store(p)
 	if err != nil {
 		return err
@@ -249,7 +250,7 @@ func (g *TableGroup) current(ctx context.Context, p int32, epoch int) error {
 	return g.catchUp(ctx, p, st)
 }
 
-func (g *TableGroup) closeStores() {
+func (g *Group) closeStores() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for p, st := range g.stores {
@@ -264,7 +265,7 @@ func (g *TableGroup) closeStores() {
 
 // revoked marks the stores of partitions taken away: if they come back,
 // another member may have written the changelog meanwhile.
-func (g *TableGroup) revoked(ps map[string][]int32) {
+func (g *Group) revoked(ps map[string][]int32) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, parts := range ps {
@@ -280,7 +281,7 @@ func (g *TableGroup) revoked(ps map[string][]int32) {
 }
 
 // store returns partition p's store, opened (not yet current) at first use.
-func (g *TableGroup) store(p int32) (*tableStore, error) {
+func (g *Group) store(p int32) (*tableStore, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if st, ok := g.stores[p]; ok {
@@ -338,7 +339,7 @@ func storedInt(db *pebble.DB, key []byte) (n int64, ok bool, err error) {
 
 // catchUp reads partition p of the changelog from after the store's offset
 // to its end into the store. Called with st.mu held.
-func (g *TableGroup) catchUp(ctx context.Context, p int32, st *tableStore) error {
+func (g *Group) catchUp(ctx context.Context, p int32, st *tableStore) error {
 	ends, err := g.adm.ListEndOffsets(ctx, g.Table)
 	if err != nil {
 		return fmt.Errorf("end offsets of %s: %w", g.Table, err)
@@ -351,7 +352,7 @@ func (g *TableGroup) catchUp(ctx context.Context, p int32, st *tableStore) error
 		b := st.db.NewBatch()
 		n := 0
 		var failed error
-		err := ReadRange(ctx, g.Streams.Cluster, g.Table, map[int32]int64{p: st.offset + 1}, map[int32]int64{p: end.Offset}, func(r *kgo.Record) {
+		err := streams.ReadRange(ctx, g.Streams.Cluster, g.Table, map[int32]int64{p: st.offset + 1}, map[int32]int64{p: end.Offset}, func(r *kgo.Record) {
 			if failed != nil {
 				return
 			}
@@ -390,10 +391,10 @@ func (g *TableGroup) catchUp(ctx context.Context, p int32, st *tableStore) error
 	return nil
 }
 
-func (g *TableGroup) batch(ctx context.Context, b *Batch) error {
+func (g *Group) batch(ctx context.Context, b *streams.Batch) error {
 	st, err := g.store(b.Partition)
 	if err != nil {
-		return Fatal(err)
+		return streams.Fatal(err)
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -412,9 +413,9 @@ func (g *TableGroup) batch(ctx context.Context, b *Batch) error {
 		if i == len(b.Records) {
 			return nil
 		}
-		b = &Batch{Topic: b.Topic, Partition: b.Partition, Records: b.Records[i:], dead: b.dead}
+		b.Skip(i)
 	}
-	tb := &TableBatch{Batch: b, g: g, st: st, sets: map[string][]byte{}}
+	tb := &Batch{Batch: b, g: g, st: st, sets: map[string][]byte{}}
 	if err := g.Handle(ctx, tb); err != nil {
 		return err
 	}
@@ -428,12 +429,12 @@ func (g *TableGroup) batch(ctx context.Context, b *Batch) error {
 }
 
 // AfterCommit calls fn once the batch is committed (Context.AfterCommit).
-func (b *TableBatch) AfterCommit(fn func()) { b.after = append(b.after, fn) }
+func (b *Batch) AfterCommit(fn func()) { b.after = append(b.after, fn) }
 
 // Values returns the table's current value of each of keys that has one,
 // what this batch set included. The keys are read in order through one
 // iterator; they need not be sorted or distinct.
-func (b *TableBatch) Values(keys []string) (map[string][]byte, error) {
+func (b *Batch) Values(keys []string) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(keys))
 	var read []string
 	for _, k := range keys {
@@ -462,7 +463,7 @@ func (b *TableBatch) Values(keys []string) (map[string][]byte, error) {
 
 // Set sets key's value in the table (nil deletes it) once the batch is
 // committed.
-func (b *TableBatch) Set(key string, value []byte) {
+func (b *Batch) Set(key string, value []byte) {
 	if _, ok := b.sets[key]; !ok {
 		b.order = append(b.order, key)
 	}
@@ -472,18 +473,9 @@ func (b *TableBatch) Set(key string, value []byte) {
 // Emit writes out, an output of the input record in, with the batch: to the
 // partition its key hashes to, as a goka emit does. A replay drops (or
 // marks) the outputs of input records the group had processed before it.
-func (b *TableBatch) Emit(in, out *kgo.Record) {
-	if run := b.g.Streams.replay; run != nil {
-		switch {
-		case run.isLive(in.Topic, in.Partition, in.Offset):
-			run.live.Add(1)
-		case run.reemits(out.Topic):
-			for k, v := range run.header {
-				out.Headers = append(out.Headers, kgo.RecordHeader{Key: k, Value: v})
-			}
-		default:
-			return
-		}
+func (b *Batch) Emit(in, out *kgo.Record) {
+	if run := b.g.Streams.replay; run != nil && !run.Keep(in, out) {
+		return
 	}
 	b.out = append(b.out, out)
 }
@@ -503,10 +495,10 @@ func (b *TableBatch) Emit(in, out *kgo.Record) {
 // table that holds its effects, and its answers, never given, are decided
 // then; the registry recalls those its records remember.) A batch without
 // outputs marks its last changelog record.
-func (b *TableBatch) commit(ctx context.Context) error {
+func (b *Batch) commit(ctx context.Context) error {
 	g := b.g
 	if err := g.place(b.out); err != nil {
-		return Fatal(err)
+		return streams.Fatal(err)
 	}
 	lastIn := b.Records[len(b.Records)-1]
 	mark := []kgo.RecordHeader{{Key: appliedHeader, Value: fmt.Appendf(nil, "%s/%d/%d", lastIn.Topic, lastIn.Partition, lastIn.Offset)}}
@@ -557,15 +549,15 @@ func (b *TableBatch) commit(ctx context.Context) error {
 			err = wb.Set([]byte(k), v, nil)
 		}
 		if err != nil {
-			return Fatal(err)
+			return streams.Fatal(err)
 		}
 	}
 	if err := errors.Join(wb.Set([]byte(offsetKey), []byte(strconv.FormatInt(last, 10)), nil),
 		wb.Set(appliedKey(lastIn.Topic), []byte(strconv.FormatInt(lastIn.Offset, 10)), nil)); err != nil {
-		return Fatal(err)
+		return streams.Fatal(err)
 	}
 	if err := wb.Commit(pebble.NoSync); err != nil {
-		return Fatal(fmt.Errorf("%s: write the table store: %w", g.Group, err))
+		return streams.Fatal(fmt.Errorf("%s: write the table store: %w", g.Group, err))
 	}
 	b.st.offset = last
 	b.st.applied[lastIn.Topic] = lastIn.Offset
@@ -574,13 +566,13 @@ func (b *TableBatch) commit(ctx context.Context) error {
 
 // place sets each output's partition to the one its key hashes to, as a
 // goka emit does.
-func (g *TableGroup) place(out []*kgo.Record) error {
+func (g *Group) place(out []*kgo.Record) error {
 	for _, r := range out {
 		n, ok := g.counts[r.Topic]
 		if !ok {
 			return fmt.Errorf("%s: a write to %s, not one of its outputs", g.Group, r.Topic)
 		}
-		r.Partition = Partition(string(r.Key), n)
+		r.Partition = streams.Partition(string(r.Key), n)
 	}
 	return nil
 }
@@ -619,7 +611,7 @@ func cutLast(s string) (string, int64, bool) {
 // batches held, and writes the records fn returns, as a goka visitor's
 // emits: each to the partition its key hashes to, in one produce per
 // partition. It returns how many pairs it visited.
-func (g *TableGroup) Visit(ctx context.Context, fn func(key string, value []byte) []*kgo.Record) (int, error) {
+func (g *Group) Visit(ctx context.Context, fn func(key string, value []byte) []*kgo.Record) (int, error) {
 	g.mu.Lock()
 	var parts []int32
 	for p, st := range g.stores {
@@ -650,7 +642,7 @@ func (g *TableGroup) Visit(ctx context.Context, fn func(key string, value []byte
 	return n, nil
 }
 
-func (g *TableGroup) visitPartition(p int32, fn func(key string, value []byte) []*kgo.Record) ([]*kgo.Record, int, error) {
+func (g *Group) visitPartition(p int32, fn func(key string, value []byte) []*kgo.Record) ([]*kgo.Record, int, error) {
 	g.mu.Lock()
 	st := g.stores[p]
 	g.mu.Unlock()

@@ -1,4 +1,4 @@
-package streams
+package table
 
 import "testing"
 

@@ -1,4 +1,4 @@
-package streams_test
+package table_test
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
+	"github.com/offerlog/offerlog/internal/replay"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -49,7 +51,7 @@ func parseSum(v []byte) (last, sum int64) {
 	return last, sum
 }
 
-func sumBatch(_ context.Context, b *streams.TableBatch) error {
+func sumBatch(_ context.Context, b *table.Batch) error {
 	keys := make([]string, len(b.Records))
 	for i, r := range b.Records {
 		keys[i] = string(r.Key)
@@ -77,9 +79,9 @@ func sumBatch(_ context.Context, b *streams.TableBatch) error {
 	return nil
 }
 
-func sumGroup(t testing.TB, brokers []string, stateDir string, m *streams.LoopMetrics) *streams.TableGroup {
-	return &streams.TableGroup{
-		Streams: streams.Config{Cluster: testkit.Cluster(t, brokers), StateDir: stateDir, Replication: 1, Logger: testkit.Logger()},
+func sumGroup(t testing.TB, brokers []string, stateDir string, m *streams.LoopMetrics) *table.Group {
+	return &table.Group{
+		Streams: table.Config{Cluster: testkit.Cluster(t, brokers), StateDir: stateDir, Replication: 1, Logger: testkit.Logger()},
 		Group:   tgGroup, Table: tgTable, Inputs: []string{tgIn}, Outputs: []string{tgOut}, DeadTopic: tgDead,
 		Handle: sumBatch, Metrics: m, Logger: testkit.Logger(),
 	}
@@ -251,22 +253,24 @@ func TestTableGroupReplays(t *testing.T) {
 	runSums(t, brokers, dir)
 	want = merge(want, produceSums(t, brokers, 1_000, 100, 20))
 
-	replay := func(mode streams.ReplayOutputs) {
+	rebuild := func(mode replay.Outputs) {
 		t.Helper()
 		g := sumGroup(t, brokers, dir, streams.NewLoopMetrics(metrics.New()))
 		g.Streams.Replaying = mode
-		spec := streams.Replay{Group: tgGroup, Inputs: []string{tgIn}, Table: tgTable,
-			TableConfigs: map[string]string{"cleanup.policy": "compact"}, Partitions: 4, Replication: -1,
-			StateDir: g.Streams.StateDirOf(tgGroup), Logger: testkit.Logger()}
-		g.Streams = spec.For(g.Streams)
-		if err := spec.Run(testkit.Context(t, 2*time.Minute), testkit.Admin(t, brokers), g.Run); err != nil {
+		spec := replay.Spec{Group: tgGroup, Inputs: []string{tgIn}, Table: tgTable,
+			TableConfigs: map[string]string{"cleanup.policy": "compact"}, Partitions: 4, Replication: -1}
+		err := table.Replay(testkit.Context(t, 2*time.Minute), g.Streams, spec, func(ctx context.Context, s table.Config) error {
+			g.Streams = s
+			return g.Run(ctx)
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 		checkSums(t, brokers, dir, want)
 	}
 	outputs := func() (plain, marked int) {
 		for _, r := range testkit.ReadAll(t, brokers, tgOut) {
-			if len(r.Headers) == 1 && r.Headers[0].Key == streams.ReplayHeader {
+			if len(r.Headers) == 1 && r.Headers[0].Key == replay.Header {
 				marked++
 			} else {
 				plain++
@@ -275,11 +279,11 @@ func TestTableGroupReplays(t *testing.T) {
 		return plain, marked
 	}
 
-	replay(streams.ReplayReemit)
+	rebuild(replay.Reemit)
 	if plain, marked := outputs(); plain != 1_100 || marked != 1_000 {
 		t.Fatalf("after --reemit: %d outputs without the header, %d with; want 1 100 (the first run's and the new records') and 1 000", plain, marked)
 	}
-	replay(streams.ReplayTablesOnly)
+	rebuild(replay.TablesOnly)
 	if plain, marked := outputs(); plain != 1_100 || marked != 1_000 {
 		t.Fatalf("after a replay of the table alone: %d and %d outputs, want no more", plain, marked)
 	}

@@ -1,4 +1,4 @@
-package streams
+package table
 
 import (
 	"fmt"
@@ -6,15 +6,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
 )
 
 // Entries is a table batch's values decoded into Ts: the values of the
-// batch's keys read at once (TableBatch.Values), each decoded when first
+// batch's keys read at once (Batch.Values), each decoded when first
 // asked for, changed in memory record by record, and each changed one
 // encoded and set once (Flush). Table handlers read and write their table
 // through it.
 type Entries[T any] struct {
-	b       *TableBatch
+	b       *Batch
 	codec   *schemas.Codec[T]
 	garbage func(r *kgo.Record, d *schemas.DeadLetter)
 	keys    []string
@@ -27,7 +28,7 @@ type Entries[T any] struct {
 // decode is handed to garbage, when its key is first asked for, as the
 // dead letter of a value of the table topic (offset -1), and taken as
 // absent: the value the record sets replaces it.
-func LoadEntries[T any](b *TableBatch, c *schemas.Codec[T], garbage func(r *kgo.Record, d *schemas.DeadLetter)) (*Entries[T], error) {
+func LoadEntries[T any](b *Batch, c *schemas.Codec[T], garbage func(r *kgo.Record, d *schemas.DeadLetter)) (*Entries[T], error) {
 	keys := make([]string, len(b.Records))
 	for i, r := range b.Records {
 		keys[i] = string(r.Key)
@@ -50,7 +51,7 @@ func (e *Entries[T]) Get(r *kgo.Record) *T {
 	if data, ok := e.stored[k]; ok {
 		d := new(T)
 		if err := e.codec.Decode(data, d); err != nil {
-			e.garbage(r, NewDeadLetter(e.b.g.Group, e.b.g.Table, r.Partition, -1, r.Key, data, r.Timestamp,
+			e.garbage(r, streams.NewDeadLetter(e.b.g.Group, e.b.g.Table, r.Partition, -1, r.Key, data, r.Timestamp,
 				"undecodable table value, taken as absent: "+err.Error()))
 		} else {
 			v = d
@@ -81,7 +82,7 @@ func (e *Entries[T]) Flush() error {
 		}
 		data, err := e.codec.Encode(v)
 		if err != nil {
-			return Fatal(fmt.Errorf("%s: encode the value of %q: %w", e.b.g.Group, k, err))
+			return streams.Fatal(fmt.Errorf("%s: encode the value of %q: %w", e.b.g.Group, k, err))
 		}
 		e.b.Set(k, data)
 	}

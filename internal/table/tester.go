@@ -1,9 +1,10 @@
-package streams
+package table
 
 import (
 	"bytes"
 	"time"
 
+	"github.com/offerlog/offerlog/streams"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -49,7 +50,7 @@ func (t *Tester) ConsumeBatch(records ...*kgo.Record) ([]*kgo.Record, error) {
 		return nil, nil
 	}
 	b := &memBatch{t: t, sets: map[string][]byte{}}
-	if err := t.g.Process(b, &Batch{Topic: records[0].Topic, Partition: records[0].Partition, Records: records}); err != nil {
+	if err := t.g.Process(b, &streams.Batch{Topic: records[0].Topic, Partition: records[0].Partition, Records: records}); err != nil {
 		return nil, err
 	}
 	for k, v := range b.sets {

@@ -1,4 +1,4 @@
-package streams_test
+package replay_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/replay"
 	"github.com/offerlog/offerlog/internal/testkit"
-	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -27,7 +27,7 @@ func TestReplayRefusesAPartOfTheHistory(t *testing.T) {
 		}
 	}
 	adm := kadm.NewClient(cl)
-	r := streams.Replay{Group: "g", Inputs: []string{"in"}}
+	r := replay.Spec{Group: "g", Inputs: []string{"in"}}
 	if _, err := r.Prepare(ctx, adm); err != nil {
 		t.Fatalf("a whole history: %v", err)
 	}
@@ -44,7 +44,7 @@ func TestReplayRefusesAPartOfTheHistory(t *testing.T) {
 	starts, _ := adm.ListStartOffsets(ctx, "in")
 	t.Logf("start offsets after DeleteRecords: %v", starts)
 	_, err = r.Prepare(ctx, adm)
-	if !errors.Is(err, streams.ErrPartialHistory) {
+	if !errors.Is(err, replay.ErrPartialHistory) {
 		t.Fatalf("a history missing its start: %v, want ErrPartialHistory", err)
 	}
 	if want := "in partition 1: offsets 0 to 0 are gone (first missing 0, first kept 1)"; !strings.Contains(err.Error(), want) {

@@ -1,4 +1,4 @@
-package streams_test
+package table_test
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
 // runView runs v until the test ends, or stop is called; it returns stop.
-func runView(t *testing.T, v *streams.View) (stop func()) {
+func runView(t *testing.T, v *table.View) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -48,13 +49,13 @@ func runView(t *testing.T, v *streams.View) (stop func()) {
 func TestAViewCopiesItsTable(t *testing.T) {
 	b := testkit.Broker(t, "")
 	brokers := b.Addrs()
-	const table = "view-table"
-	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: table, Partitions: 4, Compacted: true}})
+	const topic = "view-table"
+	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: topic, Partitions: 4, Compacted: true}})
 	for i := range 20 {
-		testkit.Put(t, brokers, table, fmt.Appendf(nil, "k/%02d", i), fmt.Appendf(nil, "v%d", i))
+		testkit.Put(t, brokers, topic, fmt.Appendf(nil, "k/%02d", i), fmt.Appendf(nil, "v%d", i))
 	}
-	cfg := streams.Config{Cluster: testkit.Cluster(t, brokers), StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
-	v := streams.NewView(cfg, table, streams.Bytes{}, "test")
+	cfg := table.Config{Cluster: testkit.Cluster(t, brokers), StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
+	v := table.NewView(cfg, topic, streams.Bytes{}, "test")
 	if _, err := v.Get("k/01"); err == nil {
 		t.Error("a view that never ran answered a Get")
 	}
@@ -73,8 +74,8 @@ func TestAViewCopiesItsTable(t *testing.T) {
 	if got := get("k/07"); got != "v7" {
 		t.Fatalf("k/07 = %s once ready, want v7", got)
 	}
-	testkit.Put(t, brokers, table, []byte("k/07"), []byte("again"))
-	testkit.Put(t, brokers, table, []byte("k/03"), nil)
+	testkit.Put(t, brokers, topic, []byte("k/07"), []byte("again"))
+	testkit.Put(t, brokers, topic, []byte("k/03"), nil)
 	if err := v.Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +98,9 @@ func TestAViewCopiesItsTable(t *testing.T) {
 	if _, err := v.Get("k/07"); err == nil {
 		t.Error("a stopped view answered a Get")
 	}
-	testkit.Put(t, brokers, table, []byte("k/05"), nil)
-	testkit.Put(t, brokers, table, []byte("k/20"), []byte("v20"))
-	again := streams.NewView(cfg, table, streams.Bytes{}, "test")
+	testkit.Put(t, brokers, topic, []byte("k/05"), nil)
+	testkit.Put(t, brokers, topic, []byte("k/20"), []byte("v20"))
+	again := table.NewView(cfg, topic, streams.Bytes{}, "test")
 	runView(t, again)
 	v = again
 	if err := v.Sync(context.Background()); err != nil {

@@ -1,4 +1,4 @@
-package streams
+package table
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -31,7 +32,7 @@ import (
 type View struct {
 	cfg   Config
 	topic string
-	codec Codec
+	codec streams.Codec
 	name  string
 	log   *slog.Logger
 
@@ -48,7 +49,7 @@ type View struct {
 
 // NewView returns a view of topic whose values codec decodes; name tells
 // the views of one process apart (their stores).
-func NewView(cfg Config, topic string, codec Codec, name string) *View {
+func NewView(cfg Config, topic string, codec streams.Codec, name string) *View {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -80,7 +81,7 @@ func (v *View) Run(ctx context.Context) error {
 	}
 	defer cl.Close()
 	adm := v.cfg.Cluster.Admin()
-	ends, err := EndOffsets(ctx, adm, v.topic)
+	ends, err := streams.EndOffsets(ctx, adm, v.topic)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -253,7 +254,7 @@ func (v *View) Sync(ctx context.Context) error {
 	if adm == nil {
 		return fmt.Errorf("view of %s: %w", v.topic, errNotRunning)
 	}
-	ends, err := EndOffsets(ctx, adm, v.topic)
+	ends, err := streams.EndOffsets(ctx, adm, v.topic)
 	if err != nil {
 		return err
 	}

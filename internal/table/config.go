@@ -1,16 +1,21 @@
-package streams
+package table
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+
+	"github.com/offerlog/offerlog/internal/replay"
+	"github.com/offerlog/offerlog/streams"
 )
 
 // Config is what every table group and view of one cluster shares. Build
 // it once and pass it by value.
 type Config struct {
 	// Cluster is the cluster the groups and views read and write.
-	Cluster *Cluster
+	Cluster *streams.Cluster
 	// StateDir holds the local table stores. It belongs to the cluster:
 	// keep it beside the cluster's data, never in a directory shared with
 	// another cluster's state.
@@ -22,12 +27,12 @@ type Config struct {
 	// inputs instead of refusing (Replay.AllowGaps).
 	AllowGaps bool
 	// Replaying is what a processor run by a replay does with the outputs
-	// of input records the group had processed (ReplayOutputs); the zero
+	// of input records the group had processed (replay.Outputs); the zero
 	// value is a live processor.
-	Replaying ReplayOutputs
-	// replay is set by Replay.For on the config of the processor a replay
+	Replaying replay.Outputs
+	// replay is set by Replay on the config of the processor a replay
 	// runs.
-	replay *replayRun
+	replay *replay.Emits
 	// StoreMemory is the memory one local table store (one partition of
 	// one table or view, Pebble) may take for its memtables and block
 	// cache (default DefaultStoreMemory). Every store of a process gets the
@@ -44,13 +49,13 @@ const DefaultStoreMemory = 8 << 20
 func (c Config) Validate() error {
 	var errs []error
 	if c.Cluster == nil {
-		errs = append(errs, errors.New("streams: no cluster"))
+		errs = append(errs, errors.New("table: no cluster"))
 	}
 	if c.StateDir == "" {
-		errs = append(errs, errors.New("streams: no state directory"))
+		errs = append(errs, errors.New("table: no state directory"))
 	}
 	if c.Replication < 1 {
-		errs = append(errs, fmt.Errorf("streams: replication %d < 1", c.Replication))
+		errs = append(errs, fmt.Errorf("table: replication %d < 1", c.Replication))
 	}
 	return errors.Join(errs...)
 }
@@ -63,4 +68,25 @@ func StoreMemoryOf(budget int64, tables, partitions int) int64 {
 		return DefaultStoreMemory
 	}
 	return budget / int64(tables*partitions)
+}
+
+// StateDirOf returns the local storage directory of a processor group, as
+// Config.ProcessorOptions lays it out.
+func (c Config) StateDirOf(group string) string {
+	return filepath.Join(c.StateDir, "processor", group)
+}
+
+// Replay rebuilds a table group from its inputs (replay.Spec.Run), the one
+// way every group is replayed: spec names the group, its inputs, its table
+// and the table's configs and partitions; the group's local state, the gap
+// rule and the logger come from s. run runs the group with the config the
+// replay made of s (its outputs dropped or marked), until its context ends.
+// The group must not be running.
+func Replay(ctx context.Context, s Config, spec replay.Spec, run func(context.Context, Config) error) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	spec.StateDir, spec.AllowGaps, spec.Logger = s.StateDirOf(spec.Group), s.AllowGaps, s.Logger
+	s.replay = spec.Start(s.Replaying)
+	return spec.Run(ctx, s.Cluster.Admin(), func(ctx context.Context) error { return run(ctx, s) })
 }

@@ -1,4 +1,4 @@
-package streams
+package replay
 
 import (
 	"slices"
@@ -6,50 +6,51 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// ReplayOutputs says what a processor run by a replay does with the records
+// Outputs says what a processor run by a replay does with the records
 // it emits while it processes input records the group had processed before
 // the replay (those its committed offsets covered). Their outputs are
 // already with their consumers; writing them again would hand every
 // consumer each answer, verdict and export twice. Input records the group
 // had not processed yet get their outputs as in a live run, whatever the
 // mode: no one has them.
-type ReplayOutputs int
+type Outputs int
 
 const (
-	// NotReplaying is a live processor: every record is written.
-	NotReplaying ReplayOutputs = iota
-	// ReplayTablesOnly rebuilds the table and writes no output a record
+	// Live is a live processor: every record is written.
+	Live Outputs = iota
+	// TablesOnly rebuilds the table and writes no output a record
 	// already had: what a replay does unless told otherwise.
-	ReplayTablesOnly
-	// ReplayReemit writes those outputs again, each with the ReplayHeader,
+	TablesOnly
+	// Reemit writes those outputs again, each with the Header,
 	// by which a consumer tells them from the first run's (and may drop
 	// them).
-	ReplayReemit
+	Reemit
 )
 
-// ReplayHeader is the header of every record a replay re-emits (--reemit).
+// Header is the header of every record a replay re-emits (--reemit).
 // Its value is the time the replay started (RFC 3339), which tells one
 // replay's records from another's.
-const ReplayHeader = "offerlog-replay"
+const Header = "offerlog-replay"
 
 // String names o as the replay command's output says it.
-func (o ReplayOutputs) String() string {
+func (o Outputs) String() string {
 	switch o {
-	case ReplayTablesOnly:
+	case TablesOnly:
 		return "table rebuilt, outputs not written again"
-	case ReplayReemit:
-		return "table rebuilt, outputs written again with the " + ReplayHeader + " header"
+	case Reemit:
+		return "table rebuilt, outputs written again with the " + Header + " header"
 	}
 	return "live"
 }
 
-// replayRun is what the processor a replay runs needs to know, shared by
-// the Replay (which fills answered in Prepare, before the processor
-// starts) and the table group's batches (TableBatch.Emit).
-type replayRun struct {
-	mode   ReplayOutputs
+// Emits is what the processor a replay runs needs to know, shared by the
+// Spec (which fills answered in Prepare, before the processor starts) and
+// the table group's batches (table.Batch.Emit).
+type Emits struct {
+	mode   Outputs
 	inputs []string
 	header map[string][]byte
 	// answered are the group's committed offsets before the replay: an
@@ -59,28 +60,46 @@ type replayRun struct {
 	live, dropped, marked atomic.Int64
 }
 
-func newReplayRun(mode ReplayOutputs, inputs []string) *replayRun {
-	return &replayRun{mode: mode, inputs: slices.Clone(inputs),
-		header: map[string][]byte{ReplayHeader: []byte(time.Now().UTC().Format(time.RFC3339))}}
+func newEmits(mode Outputs, inputs []string) *Emits {
+	return &Emits{mode: mode, inputs: slices.Clone(inputs),
+		header: map[string][]byte{Header: []byte(time.Now().UTC().Format(time.RFC3339))}}
 }
 
 // isLive reports whether the input record at offset of topic's partition
 // had not been processed by the group before the replay: its outputs are
 // written as in a live run.
-func (r *replayRun) isLive(topic string, partition int32, offset int64) bool {
+func (r *Emits) isLive(topic string, partition int32, offset int64) bool {
 	o, ok := r.answered.Lookup(topic, partition)
 	return !ok || o.Err != nil || offset >= o.At
 }
 
 // reemits reports whether an output to topic of an answered input record is
 // written again (marked), not dropped; it counts the choice.
-func (r *replayRun) reemits(topic string) bool {
-	if r.mode == ReplayReemit && !slices.Contains(r.inputs, topic) {
+func (r *Emits) reemits(topic string) bool {
+	if r.mode == Reemit && !slices.Contains(r.inputs, topic) {
 		// What the group emits to its own inputs is in the log already,
 		// and the replay reads it: a copy would be processed twice.
 		r.marked.Add(1)
 		return true
 	}
 	r.dropped.Add(1)
+	return false
+}
+
+// Keep reports whether out, an output of the input record in, is written:
+// as in a live run when the group had not processed in before the replay,
+// marked with the Header when the replay re-emits, or not at all. It
+// counts the choice for the replay's report.
+func (r *Emits) Keep(in, out *kgo.Record) bool {
+	switch {
+	case r.isLive(in.Topic, in.Partition, in.Offset):
+		r.live.Add(1)
+		return true
+	case r.reemits(out.Topic):
+		for k, v := range r.header {
+			out.Headers = append(out.Headers, kgo.RecordHeader{Key: k, Value: v})
+		}
+		return true
+	}
 	return false
 }

@@ -1,4 +1,9 @@
-package streams
+// Package replay rebuilds a processor group from its inputs: it waits
+// until the group runs alone, checks that the inputs hold their whole
+// history, wipes the group's table and local state, runs the group until
+// it has committed every input record that was there when the replay
+// began, and reports what it did with the outputs already written.
+package replay
 
 import (
 	"context"
@@ -6,11 +11,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/offerlog/offerlog/streams"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -28,7 +33,7 @@ var MemberGrace = 15 * time.Second
 
 // waitAlone waits up to grace until the group has no members, or returns
 // ErrGroupRunning.
-func (r Replay) waitAlone(ctx context.Context, adm *kadm.Client, grace time.Duration) error {
+func (r Spec) waitAlone(ctx context.Context, adm *kadm.Client, grace time.Duration) error {
 	deadline := time.Now().Add(grace)
 	for {
 		groups, err := adm.DescribeGroups(ctx, r.Group)
@@ -50,8 +55,8 @@ func (r Replay) waitAlone(ctx context.Context, adm *kadm.Client, grace time.Dura
 	}
 }
 
-// Replay describes how to rebuild one processor group from its inputs.
-type Replay struct {
+// Spec describes how to rebuild one processor group from its inputs.
+type Spec struct {
 	// Group is the consumer group name.
 	Group string
 	// Inputs are the topics the group consumes.
@@ -73,9 +78,9 @@ type Replay struct {
 	// Outputs is what the replay does with outputs already written, for
 	// its report when the processor is not configured by For (the
 	// indexer's re-delivery).
-	Outputs ReplayOutputs
-	// run is shared with the processor For configured.
-	run *replayRun
+	Outputs Outputs
+	// emits is shared with the processor Start configured.
+	emits *Emits
 	// Logger receives the replay's progress (every second), warnings and its
 	// report at the end.
 	Logger *slog.Logger
@@ -85,21 +90,20 @@ type Replay struct {
 // records to retention (or DeleteRecords) and AllowGaps is not set.
 var ErrPartialHistory = errors.New("an input no longer holds its whole history")
 
-// For returns s as the processor the replay runs is configured: its
-// outputs dropped (the default) or marked (s.Replaying = ReplayReemit),
-// and never written to its own inputs.
-func (r *Replay) For(s Config) Config {
-	if s.Replaying == NotReplaying {
-		s.Replaying = ReplayTablesOnly
+// Start returns what the processor the replay runs needs to know (which
+// records' outputs to drop or mark), for its outputs mode: hand it to the
+// processor's config before Run.
+func (r *Spec) Start(mode Outputs) *Emits {
+	if mode == Live {
+		mode = TablesOnly
 	}
-	r.run = newReplayRun(s.Replaying, r.Inputs)
-	s.replay = r.run
-	return s
+	r.emits = newEmits(mode, r.Inputs)
+	return r.emits
 }
 
 // checkWhole returns an ErrPartialHistory error naming every input
 // partition that does not start at offset 0.
-func (r Replay) checkWhole(ctx context.Context, adm *kadm.Client) error {
+func (r Spec) checkWhole(ctx context.Context, adm *kadm.Client) error {
 	starts, err := adm.ListStartOffsets(ctx, r.Inputs...)
 	if err == nil {
 		err = starts.Error()
@@ -126,7 +130,7 @@ func (r Replay) checkWhole(ctx context.Context, adm *kadm.Client) error {
 		r.Group, ErrPartialHistory, strings.Join(lost, ", "))
 }
 
-func (r Replay) log() *slog.Logger {
+func (r Spec) log() *slog.Logger {
 	if r.Logger == nil {
 		return slog.Default()
 	}
@@ -138,7 +142,7 @@ func (r Replay) log() *slog.Logger {
 // has no members, records the end offsets of the inputs (the point the replay
 // must reach), deletes the group's committed offsets, recreates the table
 // topic empty and wipes the local storage. It returns the end offsets.
-func (r Replay) Prepare(ctx context.Context, adm *kadm.Client) (kadm.Offsets, error) {
+func (r Spec) Prepare(ctx context.Context, adm *kadm.Client) (kadm.Offsets, error) {
 	if err := r.waitAlone(ctx, adm, MemberGrace); err != nil {
 		return nil, err
 	}
@@ -152,13 +156,13 @@ func (r Replay) Prepare(ctx context.Context, adm *kadm.Client) (kadm.Offsets, er
 	if err := ends.Error(); err != nil {
 		return nil, fmt.Errorf("replay %s: end offsets: %w", r.Group, err)
 	}
-	if r.run != nil {
+	if r.emits != nil {
 		// What the group had processed: those records' outputs exist.
 		committed, err := adm.FetchOffsets(ctx, r.Group)
 		if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 			return nil, fmt.Errorf("replay %s: committed offsets: %w", r.Group, err)
 		}
-		r.run.answered = committed
+		r.emits.answered = committed
 	}
 	if _, err := adm.DeleteGroup(ctx, r.Group); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		return nil, fmt.Errorf("replay %s: delete committed offsets: %w", r.Group, err)
@@ -209,40 +213,11 @@ func recreate(ctx context.Context, adm *kadm.Client, topic string, partitions in
 	}
 }
 
-// WaitCommitted polls the group's committed offsets until every partition of
-// ends is committed at or past its end offset. It returns nil then, or ctx's
-// error.
-func WaitCommitted(ctx context.Context, adm *kadm.Client, group string, ends kadm.Offsets) error {
-	for {
-		committed, err := adm.FetchOffsets(ctx, group)
-		if err == nil {
-			done := true
-			ends.Each(func(o kadm.Offset) {
-				if o.At <= 0 {
-					return
-				}
-				c, ok := committed.Lookup(o.Topic, o.Partition)
-				if !ok || c.Err != nil || c.At < o.At {
-					done = false
-				}
-			})
-			if done {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 // Run rebuilds the group: Prepare, then run (the group's processor, which
 // must stop when its ctx ends) until the group has committed every input
 // message that was there when the replay began; then it stops run and
 // returns run's error, or the error that ended the replay early.
-func (r Replay) Run(ctx context.Context, adm *kadm.Client, run func(context.Context) error) error {
+func (r Spec) Run(ctx context.Context, adm *kadm.Client, run func(context.Context) error) error {
 	ends, err := r.Prepare(ctx, adm)
 	if err != nil {
 		return err
@@ -253,7 +228,7 @@ func (r Replay) Run(ctx context.Context, adm *kadm.Client, run func(context.Cont
 	errc := make(chan error, 1)
 	go func() { errc <- run(runCtx) }()
 	waited := make(chan error, 1)
-	go func() { waited <- WaitCommitted(runCtx, adm, r.Group, ends) }()
+	go func() { waited <- streams.WaitCommitted(runCtx, adm, r.Group, ends) }()
 	progressDone := make(chan struct{})
 	defer func() { cancel(); <-progressDone }()
 	go func() {
@@ -283,7 +258,7 @@ func (r Replay) Run(ctx context.Context, adm *kadm.Client, run func(context.Cont
 // records the replay must reach (the end offsets recorded at its start) the
 // group has committed, at what rate, and when at that rate it will be done;
 // once, why it cannot tell.
-func (r Replay) progress(ctx context.Context, adm *kadm.Client, ends kadm.Offsets) {
+func (r Spec) progress(ctx context.Context, adm *kadm.Client, ends kadm.Offsets) {
 	start := time.Now()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -318,7 +293,7 @@ func (r Replay) progress(ctx context.Context, adm *kadm.Client, ends kadm.Offset
 
 // committed returns how many of the input records up to ends the group has
 // committed, and how many there are.
-func (r Replay) committed(ctx context.Context, adm *kadm.Client, ends kadm.Offsets) (done, total int64, err error) {
+func (r Spec) committed(ctx context.Context, adm *kadm.Client, ends kadm.Offsets) (done, total int64, err error) {
 	committed, err := adm.FetchOffsets(ctx, r.Group)
 	if err != nil {
 		return 0, 0, err
@@ -334,7 +309,7 @@ func (r Replay) committed(ctx context.Context, adm *kadm.Client, ends kadm.Offse
 
 // report logs what the replay rebuilt: the input records it processed, at
 // what rate, and the records of the table it wrote.
-func (r Replay) report(ctx context.Context, adm *kadm.Client, ends kadm.Offsets, elapsed time.Duration, outputs ReplayOutputs) {
+func (r Spec) report(ctx context.Context, adm *kadm.Client, ends kadm.Offsets, elapsed time.Duration, outputs Outputs) {
 	_, total, _ := r.committed(ctx, adm, ends)
 	args := []any{"group", r.Group, "input_records", total, "inputs", strings.Join(r.Inputs, ","),
 		"elapsed", elapsed.Round(time.Millisecond), "rate", fmt.Sprintf("%.0f/s", float64(total)/max(elapsed.Seconds(), 1e-3))}
@@ -348,32 +323,11 @@ func (r Replay) report(ctx context.Context, adm *kadm.Client, ends kadm.Offsets,
 	if r.StateDir != "" {
 		args = append(args, "local_state", r.StateDir)
 	}
-	if r.run != nil {
-		outputs = r.run.mode
-		args = append(args, "outputs_of_new_records", r.run.live.Load(), "outputs_dropped", r.run.dropped.Load(),
-			"outputs_reemitted", r.run.marked.Load())
+	if r.emits != nil {
+		outputs = r.emits.mode
+		args = append(args, "outputs_of_new_records", r.emits.live.Load(), "outputs_dropped", r.emits.dropped.Load(),
+			"outputs_reemitted", r.emits.marked.Load())
 	}
 	args = append(args, "outputs", outputs.String())
 	r.log().Info("replay: done", args...)
-}
-
-// StateDirOf returns the local storage directory of a processor group, as
-// Config.ProcessorOptions lays it out.
-func (c Config) StateDirOf(group string) string {
-	return filepath.Join(c.StateDir, "processor", group)
-}
-
-// ReplayGroup rebuilds a table group from its inputs (Replay.Run), the one
-// way every group is replayed: spec names the group, its inputs, its table
-// and the table's configs and partitions; the group's local state, the gap
-// rule and the logger come from s. run runs the group with the config the
-// replay made of s (its outputs dropped or marked), until its context ends.
-// The group must not be running.
-func ReplayGroup(ctx context.Context, s Config, spec Replay, run func(context.Context, Config) error) error {
-	if err := s.Validate(); err != nil {
-		return err
-	}
-	spec.StateDir, spec.AllowGaps, spec.Logger = s.StateDirOf(spec.Group), s.AllowGaps, s.Logger
-	s = spec.For(s)
-	return spec.Run(ctx, s.Cluster.Admin(), func(ctx context.Context) error { return run(ctx, s) })
 }
