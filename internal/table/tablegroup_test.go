@@ -51,7 +51,11 @@ func parseSum(v []byte) (last, sum int64) {
 	return last, sum
 }
 
-func sumBatch(_ context.Context, b *table.Batch) error {
+func sumBatch(_ context.Context, b *table.Batch) error { return sum(b, false) }
+
+// sum adds the batch's records; one that is not a number fails the batch,
+// or with mark is dead-lettered by the handler itself.
+func sum(b *table.Batch, mark bool) error {
 	keys := make([]string, len(b.Records))
 	for i, r := range b.Records {
 		keys[i] = string(r.Key)
@@ -62,6 +66,10 @@ func sumBatch(_ context.Context, b *table.Batch) error {
 	}
 	for _, r := range b.Records {
 		n, err := strconv.ParseInt(string(r.Value), 10, 64)
+		if err != nil && mark {
+			b.Dead(r, "not a number")
+			continue
+		}
 		if err != nil {
 			// The batch fails; the loop handles its records one by one and
 			// dead-letters this one alone.
@@ -90,10 +98,17 @@ func sumGroup(t testing.TB, brokers []string, stateDir string, m *streams.LoopMe
 // runSums runs a sum group on stateDir until it has committed every record
 // of tg.in, then stops it.
 func runSums(t *testing.T, brokers []string, stateDir string) {
+	runSumsWith(t, brokers, stateDir, sumBatch)
+}
+
+// runSumsWith is runSums with handle as the group's handler.
+func runSumsWith(t *testing.T, brokers []string, stateDir string, handle func(context.Context, *table.Batch) error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- sumGroup(t, brokers, stateDir, streams.NewLoopMetrics(metrics.New())).Run(ctx) }()
+	g := sumGroup(t, brokers, stateDir, streams.NewLoopMetrics(metrics.New()))
+	g.Handle = handle
+	go func() { errc <- g.Run(ctx) }()
 	adm := testkit.Admin(t, brokers)
 	wctx := testkit.Context(t, time.Minute)
 	ends, err := adm.ListEndOffsets(wctx, tgIn)
@@ -192,6 +207,47 @@ func TestTableGroupKeepsItsTable(t *testing.T) {
 	want = merge(want, produceSums(t, brokers, 3_500, 500, 60))
 	runSums(t, brokers, fresh)
 	checkSums(t, brokers, fresh, want)
+}
+
+// A group's input read again after its commit was lost (a kill between a
+// batch's mark and the commit) skips the records its table holds; a poison
+// record after them is still dead-lettered, and the table is unchanged.
+func TestTableGroupSkipsWhatItAppliedAndDeadLettersTheRest(t *testing.T) {
+	brokers := tgSetup(t)
+	dir := t.TempDir()
+	want := produceSums(t, brokers, 0, 40, 1) // one key: one partition
+	// Dead-letters what is not a number itself, the batch going on.
+	marking := func(_ context.Context, b *table.Batch) error { return sum(b, true) }
+	runSumsWith(t, brokers, dir, marking)
+	// The commit lost: the group's offsets back at the start.
+	adm := testkit.Admin(t, brokers)
+	ctx := testkit.Context(t, time.Minute)
+	committed, err := adm.FetchOffsets(ctx, tgGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back kadm.Offsets
+	committed.Each(func(o kadm.OffsetResponse) { back.AddOffset(o.Topic, o.Partition, 0, -1) })
+	if _, err := adm.CommitOffsets(ctx, tgGroup, back); err != nil {
+		t.Fatal(err)
+	}
+	poison := testkit.Put(t, brokers, tgIn, []byte("k0"), []byte("junk"))
+	runSumsWith(t, brokers, dir, marking)
+	checkSums(t, brokers, dir, want)
+	var letters int
+	for _, r := range testkit.ReadAll(t, brokers, tgDead) {
+		var d schemas.DeadLetter
+		if err := schemas.DeadLetters.Decode(r.Value, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Partition != poison.Partition || d.Offset != poison.Offset || d.Reason != "not a number" {
+			t.Fatalf("dead letter of %d@%d (%s), want the poison record's %d@%d", d.Offset, d.Partition, d.Reason, poison.Offset, poison.Partition)
+		}
+		letters++
+	}
+	if letters != 1 {
+		t.Fatalf("%d dead letters, want the poison record's one", letters)
+	}
 }
 
 // TestTableGroupProcess is not a test of its own: the kill test runs the
