@@ -123,12 +123,19 @@ func (c *Cluster) Close() { c.admCl.Close() }
 
 // Options are the franz-go options of a client of the cluster: its seed
 // brokers, credentials and settings, logging to slog's default logger.
-// For a client made without Client (a test's bare client, the consume
-// loop's).
+// For a client made without Client (the consume loop's).
 func (c *Cluster) Options() []kgo.Opt {
 	codec, _ := kgoCodec(c.settings.Compression)
-	opts := []kgo.Opt{kgo.SeedBrokers(c.brokers...), kgo.WithLogger(newKgoLogger()),
-		kgo.ProducerBatchCompression(codec), kgo.ProducerBatchMaxBytes(c.settings.MaxRecordBytes)}
+	return append(c.ConnectOptions(), kgo.WithLogger(newKgoLogger()),
+		kgo.ProducerBatchCompression(codec), kgo.ProducerBatchMaxBytes(c.settings.MaxRecordBytes))
+}
+
+// ConnectOptions are the options that reach the cluster and no more: its
+// seed brokers and credentials. A client of these is franz-go's own, as
+// another program's would be (snappy batches, franz-go's limits): a test's
+// bare client.
+func (c *Cluster) ConnectOptions() []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(c.brokers...)}
 	if c.creds != nil {
 		if c.creds.TLS != nil {
 			opts = append(opts, kgo.DialTLSConfig(c.creds.TLS.Clone()))

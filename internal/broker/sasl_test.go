@@ -62,7 +62,7 @@ func TestSASLIsRequiredAndThePropertiesFileWorks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bad.Close()
-	if err := ping(bad.Options()[1:]...); err == nil {
+	if err := ping(bad.ConnectOptions()[1:]...); err == nil {
 		t.Fatal("a client with a wrong password was served")
 	}
 	kafka, err := streams.NewCluster(b.Addrs(), &creds, streams.ClientSettings{})

@@ -85,10 +85,12 @@ func withCluster[K Kafka](k K, fn func(*streams.Cluster) error) error {
 }
 
 // Client returns a franz-go client of the cluster k, with its credentials
-// if it has some, closed when the test ends.
+// if it has some, closed when the test ends. It is a bare client, as
+// another program's would be: franz-go's defaults, not offerlog's
+// settings.
 func Client[K Kafka](t testing.TB, k K, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append(clusterOf(t, k).Options(), opts...)...)
+	cl, err := kgo.NewClient(append(clusterOf(t, k).ConnectOptions(), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -279,6 +279,7 @@ func TestRegistryProcess(t *testing.T) {
 		t.Skip("runs only as the process TestKilledMidStreamLosesNoVerdict kills")
 	}
 	c := &cluster{brokers: strings.Split(brokers, ","), state: os.Getenv("OFFERLOG_TEST_REGISTRY_STATE")}
+	c.kafka = testkit.Cluster(t, c.brokers)
 	c.epochs = testkit.FollowEpochs(t, c.brokers)
 	err := registry.Run(context.Background(), c.config(nil))
 	t.Fatalf("the registry returned before it was killed: %v", err)
