@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -93,17 +94,104 @@ type tableStore struct {
 	// applied is, per input topic, the offset of the last record of this
 	// partition whose batch the table holds (absent: none).
 	applied map[string]int64
+	// pending are the marks of batches whose outputs are written, for the
+	// partition's next changelog records to carry (commit), at most one
+	// per input topic; since is when the oldest of them was made. A
+	// partition with no such batch soon writes them on a record of their
+	// own (writePending).
+	pending []kgo.RecordHeader
+	since   time.Time
+	// lastKey is the key of the last changelog record this member wrote to
+	// the partition: a mark of its own carries its value (in the store)
+	// again.
+	lastKey []byte
+}
+
+// pend makes mark (an appliedHeader) the pending one of its input topic.
+func (st *tableStore) pend(mark kgo.RecordHeader) {
+	topic, _, _ := cutLast(string(mark.Value))
+	for i, h := range st.pending {
+		if t, _, _ := cutLast(string(h.Value)); t == topic {
+			st.pending[i] = mark
+			return
+		}
+	}
+	if len(st.pending) == 0 {
+		st.since = time.Now()
+	}
+	st.pending = append(st.pending, mark)
+}
+
+// markIdle is how long marks wait for the partition's next changelog
+// records before they are written on a record of their own.
+const markIdle = 100 * time.Millisecond
+
+// writePending writes partition p's pending marks on a changelog record
+// of their own: its last record again, as the mark of a batch without a
+// next one. Called with st.mu held.
+func (g *Group) writePending(ctx context.Context, p int32, st *tableStore) error {
+	if len(st.pending) == 0 || st.lastKey == nil {
+		return nil
+	}
+	value, err := storedValue(st.db, st.lastKey) // nil: deleted, a tombstone again
+	if err != nil {
+		return err
+	}
+	r := &kgo.Record{Topic: g.Table, Partition: p, Key: st.lastKey, Value: value, Headers: slices.Clone(st.pending)}
+	if err := g.prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+		return fmt.Errorf("%s: produce the changelog's marks: %w", g.Group, err)
+	}
+	st.pending = st.pending[:0]
+	if r.Offset > st.offset {
+		st.offset = r.Offset
+		if err := st.db.Set([]byte(offsetKey), []byte(strconv.FormatInt(r.Offset, 10)), pebble.NoSync); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// markIdlePartitions writes, every markIdle until ctx ends, the pending
+// marks of partitions that had no changelog records to carry them since.
+func (g *Group) markIdlePartitions(ctx context.Context) {
+	tick := time.NewTicker(markIdle)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		g.eachStore(func(p int32, st *tableStore) {
+			if len(st.pending) > 0 && time.Since(st.since) >= markIdle {
+				if err := g.writePending(ctx, p, st); err != nil && ctx.Err() == nil {
+					g.Logger.Warn("table marks not written (the next batch carries them)", "group", g.Group, "partition", p, "err", err)
+				}
+			}
+		})
+	}
+}
+
+// eachStore calls fn with each open store, its lock held.
+func (g *Group) eachStore(fn func(p int32, st *tableStore)) {
+	g.mu.Lock()
+	stores := maps.Clone(g.stores)
+	g.mu.Unlock()
+	for p, st := range stores {
+		st.mu.Lock()
+		fn(p, st)
+		st.mu.Unlock()
+	}
 }
 
 // topicWait bounds the wait for a table group's topics to be known.
 const topicWait = 30 * time.Second
 
-// appliedHeader, on a batch's mark (its last changelog record, written
-// again after its outputs), names the input record the batch ended with
-// ("topic/partition/offset"). Once it is in the changelog the whole batch
-// and its outputs are: a store caught up from the changelog after a crash
-// knows which input records its table holds, and they are not handled
-// again. (Without
+// appliedHeader, on a changelog record (a batch's mark: see commit),
+// names the input record a batch ended with ("topic/partition/offset").
+// Once it is in the changelog the whole batch and its outputs are: a store
+// caught up from the changelog after a crash knows which input records its
+// table holds, and they are not handled again. (Without
 // it, input handled again after a crash is decided again: a key with more
 // messages since the last commit than a handler remembers answers (the
 // registry's 16) could get another answer the second time.)
@@ -182,11 +270,17 @@ func (g *Group) Run(ctx context.Context) error {
 	}
 	g.stores = map[int32]*tableStore{}
 	defer g.closeStores()
+	defer g.eachStore(func(p int32, st *tableStore) {
+		if err := g.writePendingNow(p, st); err != nil {
+			g.Logger.Warn("table marks not written on stop", "group", g.Group, "partition", p, "err", err)
+		}
+	})
 	ctx, cancel := context.WithCancel(ctx)
-	// Catch-ups started on assignment, owned here: stopped and waited for
-	// before the stores close.
+	// Catch-ups started on assignment and the idle partitions' marks,
+	// owned here: stopped and waited for before the stores close.
 	var catchUps sync.WaitGroup
 	defer func() { cancel(); catchUps.Wait() }()
+	catchUps.Go(func() { g.markIdlePartitions(ctx) })
 	var readyOnce sync.Once
 	assigned := func(ps map[string][]int32) {
 		parts := map[int32]int{} // partition -> its epoch now
@@ -263,8 +357,17 @@ func (g *Group) closeStores() {
 	g.stores = nil
 }
 
-// revoked marks the stores of partitions taken away: if they come back,
-// another member may have written the changelog meanwhile.
+// writePendingNow is writePending within 10 s, for a partition this member
+// stops holding.
+func (g *Group) writePendingNow(p int32, st *tableStore) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return g.writePending(ctx, p, st)
+}
+
+// revoked writes the pending marks of partitions taken away and marks
+// their stores: if they come back, another member may have written the
+// changelog meanwhile.
 func (g *Group) revoked(ps map[string][]int32) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -272,6 +375,10 @@ func (g *Group) revoked(ps map[string][]int32) {
 		for _, p := range parts {
 			if st, ok := g.stores[p]; ok {
 				st.mu.Lock()
+				if err := g.writePendingNow(p, st); err != nil {
+					g.Logger.Warn("table marks not written on revocation", "group", g.Group, "partition", p, "err", err)
+				}
+				st.pending, st.lastKey = nil, nil
 				st.current = false
 				st.epoch++
 				st.mu.Unlock()
@@ -335,6 +442,19 @@ func storedInt(db *pebble.DB, key []byte) (n int64, ok bool, err error) {
 		return 0, false, fmt.Errorf("%q: %w", v, err)
 	}
 	return n, true, nil
+}
+
+// storedValue returns a copy of key's value in db, nil if it has none.
+func storedValue(db *pebble.DB, key []byte) ([]byte, error) {
+	v, closer, err := db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return slices.Clone(v), nil
 }
 
 // catchUp reads partition p of the changelog from after the store's offset
@@ -480,28 +600,36 @@ func (b *Batch) Emit(in, out *kgo.Record) {
 	b.out = append(b.out, out)
 }
 
-// commit writes the batch: its changelog records, then its outputs, then
-// the mark that names the batch's last input record, each acknowledged
-// before the next; then its values, the changelog offset and the applied
-// input offset to the store.
+// commit writes the batch: its changelog records, then its outputs, each
+// acknowledged before the next; then its values, the changelog offset and
+// the applied input offset to the store.
 //
 // The changelog comes before the outputs so that a client told an answer
 // (a verdict) finds the table that answer was decided with (a read of the
-// table's end after a verdict holds its record). The mark comes after the
-// outputs, so that input it names as applied has had its outputs written:
-// a store restored from the changelog skips that input without losing an
-// answer. (A kill between the changelog and the outputs leaves the values
-// without the mark: the batch is handed to the handler again against a
-// table that holds its effects, and its answers, never given, are decided
-// then; the registry recalls those its records remember.) A batch without
-// outputs marks its last changelog record.
+// table's end after a verdict holds its record). The mark naming the
+// batch's last input record as applied must reach the changelog after the
+// outputs, so that a store restored from the changelog skips only input
+// whose outputs were written: a batch without outputs puts it on its last
+// changelog record; a batch with outputs leaves it pending, and the next
+// batch of the partition with changelog records carries it on its first
+// one (written after this batch's outputs were acknowledged). Until 2026-11-27 the
+// mark was a record of its own, written after the outputs: a third round
+// trip in every batch, which every command's answer waited for. A mark
+// not yet written (a kill before the partition's next batch, or one
+// compacted away) means what a kill between the changelog and the outputs
+// always meant: the input after the last mark the changelog holds is
+// handed to the handler again, against a table that holds its effects, on
+// a store restored from the changelog; the answers it gave are recalled
+// from the values that remember them (Remember, the registry's verdicts),
+// and its outputs are written again. A store on its own disk knows its
+// applied offsets without the changelog.
 func (b *Batch) commit(ctx context.Context) error {
 	g := b.g
 	if err := g.place(b.out); err != nil {
 		return streams.Fatal(err)
 	}
 	lastIn := b.Records[len(b.Records)-1]
-	mark := []kgo.RecordHeader{{Key: appliedHeader, Value: fmt.Appendf(nil, "%s/%d/%d", lastIn.Topic, lastIn.Partition, lastIn.Offset)}}
+	mark := kgo.RecordHeader{Key: appliedHeader, Value: fmt.Appendf(nil, "%s/%d/%d", lastIn.Topic, lastIn.Partition, lastIn.Offset)}
 	last := b.st.offset
 	produce := func(what string, recs []*kgo.Record) error {
 		if err := g.prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
@@ -519,25 +647,22 @@ func (b *Batch) commit(ctx context.Context) error {
 		for i, k := range b.order {
 			recs[i] = &kgo.Record{Topic: g.Table, Partition: b.Partition, Key: []byte(k), Value: b.sets[k]}
 		}
+		// The marks of earlier batches, whose outputs are acknowledged.
+		recs[0].Headers = slices.Clone(b.st.pending)
 		if len(b.out) == 0 {
-			recs[len(recs)-1].Headers = mark
+			recs[len(recs)-1].Headers = append(recs[len(recs)-1].Headers, mark)
 		}
 		if err := produce("the changelog", recs); err != nil {
 			return err
 		}
+		b.st.pending = b.st.pending[:0]
+		b.st.lastKey = recs[len(recs)-1].Key
 	}
 	if len(b.out) > 0 {
 		if err := produce("outputs", b.out); err != nil {
 			return err
 		}
-		if len(b.order) > 0 {
-			// The mark: the batch's last value again, with the header.
-			k := b.order[len(b.order)-1]
-			if err := produce("the changelog's mark", []*kgo.Record{{Topic: g.Table, Partition: b.Partition,
-				Key: []byte(k), Value: b.sets[k], Headers: mark}}); err != nil {
-				return err
-			}
-		}
+		b.st.pend(mark)
 	}
 	wb := b.st.db.NewBatch()
 	defer wb.Close()

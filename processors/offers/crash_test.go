@@ -75,9 +75,11 @@ func TestAnswerGivenBeforeACrashIsInTheTable(t *testing.T) {
 	rcancel()
 	<-rdone
 	commands := testkit.ReadAll(t, first, topics.OffersCommands)
-	var values []*kgo.Record // the table without its marks
+	// The table's values: a mark rides on a later batch's record, or is a
+	// record of its own that says a value again.
+	var values []*kgo.Record
 	for _, r := range testkit.ReadAll(t, first, topics.OffersTable) {
-		if len(r.Headers) == 0 {
+		if n := len(values); n == 0 || string(values[n-1].Key) != string(r.Key) || string(values[n-1].Value) != string(r.Value) {
 			values = append(values, r)
 		}
 	}
