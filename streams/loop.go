@@ -117,9 +117,15 @@ type LoopConfig struct {
 	// and must not block: work it starts is its caller's to own.
 	OnAssigned func(map[string][]int32)
 	// OnRevoked, if set, is called with the partitions taken from this
-	// member (revoked or lost) after their workers stopped and the offsets
-	// of revoked ones were committed; not on shutdown.
+	// member after their workers stopped and their offsets were committed,
+	// while they are still this member's (the rebalance waits for it); not
+	// on shutdown. Lost partitions too, unless OnLost is set.
 	OnRevoked func(map[string][]int32)
+	// OnLost, if set, is called instead of OnRevoked with the partitions
+	// this member lost (its session ended: another member may hold them
+	// already, and nothing may be written for them) after their workers
+	// stopped.
+	OnLost func(map[string][]int32)
 
 	Metrics *LoopMetrics
 	Logger  *slog.Logger
@@ -467,7 +473,11 @@ func (l *Loop) revoked(ctx context.Context, cl *kgo.Client, revoked map[string][
 
 func (l *Loop) lost(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
 	l.stop(lost) // nothing to commit: the partitions are someone else's now
-	if l.cfg.OnRevoked != nil && ctx.Err() == nil {
+	switch {
+	case ctx.Err() != nil:
+	case l.cfg.OnLost != nil:
+		l.cfg.OnLost(lost)
+	case l.cfg.OnRevoked != nil:
 		l.cfg.OnRevoked(lost)
 	}
 }

@@ -96,14 +96,14 @@ type tableStore struct {
 	applied map[string]int64
 	// pending are the marks of batches whose outputs are written, for the
 	// partition's next changelog records to carry (commit), at most one
-	// per input topic; since is when the oldest of them was made. A
-	// partition with no such batch soon writes them on a record of their
-	// own (writePending).
+	// per input topic. A partition revoked, or a group stopping, writes
+	// them on a record of their own (writePending).
 	pending []kgo.RecordHeader
-	since   time.Time
 	// lastKey is the key of the last changelog record this member wrote to
-	// the partition: a mark of its own carries its value (in the store)
-	// again.
+	// the partition in a batch that committed whole: a mark of its own
+	// carries its value (the store's, which is the changelog's) again. Nil
+	// while a batch commits: one that failed after its changelog leaves
+	// the store behind the changelog.
 	lastKey []byte
 }
 
@@ -116,19 +116,14 @@ func (st *tableStore) pend(mark kgo.RecordHeader) {
 			return
 		}
 	}
-	if len(st.pending) == 0 {
-		st.since = time.Now()
-	}
 	st.pending = append(st.pending, mark)
 }
 
-// markIdle is how long marks wait for the partition's next changelog
-// records before they are written on a record of their own.
-const markIdle = 100 * time.Millisecond
-
 // writePending writes partition p's pending marks on a changelog record
-// of their own: its last record again, as the mark of a batch without a
-// next one. Called with st.mu held.
+// of their own: the last key this member wrote, its value again. Only
+// while the partition is this member's (a revocation, a stop before the
+// group is left): never for one lost, whose next owner may have written
+// the key since. Called with st.mu held.
 func (g *Group) writePending(ctx context.Context, p int32, st *tableStore) error {
 	if len(st.pending) == 0 || st.lastKey == nil {
 		return nil
@@ -151,36 +146,26 @@ func (g *Group) writePending(ctx context.Context, p int32, st *tableStore) error
 	return nil
 }
 
-// markIdlePartitions writes, every markIdle until ctx ends, the pending
-// marks of partitions that had no changelog records to carry them since.
-func (g *Group) markIdlePartitions(ctx context.Context) {
-	tick := time.NewTicker(markIdle)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		g.eachStore(func(p int32, st *tableStore) {
-			if len(st.pending) > 0 && time.Since(st.since) >= markIdle {
-				if err := g.writePending(ctx, p, st); err != nil && ctx.Err() == nil {
-					g.Logger.Warn("table marks not written (the next batch carries them)", "group", g.Group, "partition", p, "err", err)
-				}
-			}
-		})
-	}
-}
-
-// eachStore calls fn with each open store, its lock held.
-func (g *Group) eachStore(fn func(p int32, st *tableStore)) {
+// writeAllPending writes the pending marks of every partition not in a
+// batch, within 5 s in all (a stop must not wait for a broker that does
+// not answer): what a stop leaves unwritten is a batch decided again on a
+// store restored from the changelog.
+func (g *Group) writeAllPending() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	g.mu.Lock()
 	stores := maps.Clone(g.stores)
 	g.mu.Unlock()
 	for p, st := range stores {
-		st.mu.Lock()
-		fn(p, st)
+		if !st.mu.TryLock() {
+			continue // in a batch, which the stop ends
+		}
+		err := g.writePending(ctx, p, st)
 		st.mu.Unlock()
+		if err != nil {
+			g.Logger.Warn("table marks not written on stop", "group", g.Group, "partition", p, "err", err)
+			return
+		}
 	}
 }
 
@@ -270,17 +255,22 @@ func (g *Group) Run(ctx context.Context) error {
 	}
 	g.stores = map[int32]*tableStore{}
 	defer g.closeStores()
-	defer g.eachStore(func(p int32, st *tableStore) {
-		if err := g.writePendingNow(p, st); err != nil {
-			g.Logger.Warn("table marks not written on stop", "group", g.Group, "partition", p, "err", err)
-		}
-	})
-	ctx, cancel := context.WithCancel(ctx)
-	// Catch-ups started on assignment and the idle partitions' marks,
-	// owned here: stopped and waited for before the stores close.
+	// The loop runs until ctx ends and the pending marks are written: the
+	// partitions are still this member's until the loop leaves the group.
+	parent := ctx
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// Catch-ups started on assignment and the marks written on stop, owned
+	// here: stopped and waited for before the stores close.
 	var catchUps sync.WaitGroup
 	defer func() { cancel(); catchUps.Wait() }()
-	catchUps.Go(func() { g.markIdlePartitions(ctx) })
+	catchUps.Go(func() {
+		select {
+		case <-ctx.Done(): // the loop failed
+		case <-parent.Done():
+			g.writeAllPending()
+			cancel()
+		}
+	})
 	var readyOnce sync.Once
 	assigned := func(ps map[string][]int32) {
 		parts := map[int32]int{} // partition -> its epoch now
@@ -322,7 +312,7 @@ func (g *Group) Run(ctx context.Context) error {
 	}
 	return streams.RunLoop(ctx, streams.LoopConfig{
 		Name: g.Group, Cluster: g.Streams.Cluster, Group: g.Group, Topics: g.Inputs,
-		BatchHandler: g.batch, DeadTopic: g.DeadTopic, OnAssigned: assigned, OnRevoked: g.revoked,
+		BatchHandler: g.batch, DeadTopic: g.DeadTopic, OnAssigned: assigned, OnRevoked: g.revoked, OnLost: g.lost,
 		ClientOptions: []kgo.Opt{kgo.Balancers(kgo.RangeBalancer())},
 		Metrics:       g.Metrics, Logger: g.Logger,
 	})
@@ -365,18 +355,28 @@ func (g *Group) writePendingNow(p int32, st *tableStore) error {
 	return g.writePending(ctx, p, st)
 }
 
-// revoked writes the pending marks of partitions taken away and marks
-// their stores: if they come back, another member may have written the
-// changelog meanwhile.
-func (g *Group) revoked(ps map[string][]int32) {
+// revoked writes the pending marks of partitions taken away (still this
+// member's) and lets their stores go.
+func (g *Group) revoked(ps map[string][]int32) { g.letGo(ps, true) }
+
+// lost lets the stores of partitions lost go, writing nothing: another
+// member may hold them already.
+func (g *Group) lost(ps map[string][]int32) { g.letGo(ps, false) }
+
+// letGo marks the stores of partitions taken away: if they come back,
+// another member may have written the changelog meanwhile. With mark, it
+// writes their pending marks first.
+func (g *Group) letGo(ps map[string][]int32, mark bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, parts := range ps {
 		for _, p := range parts {
 			if st, ok := g.stores[p]; ok {
 				st.mu.Lock()
-				if err := g.writePendingNow(p, st); err != nil {
-					g.Logger.Warn("table marks not written on revocation", "group", g.Group, "partition", p, "err", err)
+				if mark {
+					if err := g.writePendingNow(p, st); err != nil {
+						g.Logger.Warn("table marks not written on revocation", "group", g.Group, "partition", p, "err", err)
+					}
 				}
 				st.pending, st.lastKey = nil, nil
 				st.current = false
@@ -629,6 +629,11 @@ func (b *Batch) commit(ctx context.Context) error {
 		return streams.Fatal(err)
 	}
 	lastIn := b.Records[len(b.Records)-1]
+	lastKey := b.st.lastKey
+	b.st.lastKey = nil // until the store holds what the changelog will
+	if len(b.order) > 0 {
+		lastKey = []byte(b.order[len(b.order)-1])
+	}
 	mark := kgo.RecordHeader{Key: appliedHeader, Value: fmt.Appendf(nil, "%s/%d/%d", lastIn.Topic, lastIn.Partition, lastIn.Offset)}
 	last := b.st.offset
 	produce := func(what string, recs []*kgo.Record) error {
@@ -656,7 +661,6 @@ func (b *Batch) commit(ctx context.Context) error {
 			return err
 		}
 		b.st.pending = b.st.pending[:0]
-		b.st.lastKey = recs[len(recs)-1].Key
 	}
 	if len(b.out) > 0 {
 		if err := produce("outputs", b.out); err != nil {
@@ -686,6 +690,7 @@ func (b *Batch) commit(ctx context.Context) error {
 	}
 	b.st.offset = last
 	b.st.applied[lastIn.Topic] = lastIn.Offset
+	b.st.lastKey = lastKey
 	return nil
 }
 
