@@ -197,16 +197,16 @@ func ChangedFields(prev, next *schemas.OfferRecord) []string {
 		return slices.Clone(Fields)
 	}
 	a, b := &prev.Offer, &next.Offer
-	diff := map[string]bool{
-		"category": a.Category != b.Category, "title": a.Title != b.Title, "description": a.Description != b.Description,
-		"price":    (a.Price == nil) != (b.Price == nil) || (a.Price != nil && b.Price != nil && *a.Price != *b.Price),
-		"currency": a.Currency != b.Currency, "attributes": !slices.Equal(a.Attributes, b.Attributes),
-		"photos": !slices.Equal(a.Photos, b.Photos), "status": a.Status != b.Status,
-		"moderation": prev.Moderation.Banned != next.Moderation.Banned || !slices.Equal(prev.Moderation.Reasons, next.Moderation.Reasons),
+	diff := [...]bool{ // in Fields' order
+		a.Category != b.Category, a.Title != b.Title, a.Description != b.Description,
+		(a.Price == nil) != (b.Price == nil) || (a.Price != nil && b.Price != nil && *a.Price != *b.Price),
+		a.Currency != b.Currency, !slices.Equal(a.Attributes, b.Attributes),
+		!slices.Equal(a.Photos, b.Photos), a.Status != b.Status,
+		prev.Moderation.Banned != next.Moderation.Banned || !slices.Equal(prev.Moderation.Reasons, next.Moderation.Reasons),
 	}
-	out := []string{}
-	for _, f := range Fields {
-		if diff[f] {
+	out := make([]string, 0, len(Fields))
+	for i, f := range Fields {
+		if diff[i] {
 			out = append(out, f)
 		}
 	}
