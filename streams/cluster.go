@@ -105,14 +105,6 @@ func (c *Cluster) Brokers() []string { return slices.Clone(c.brokers) }
 // Settings returns the settings its clients are built with.
 func (c *Cluster) Settings() ClientSettings { return c.settings }
 
-// Credentials returns how its clients authenticate, and false for none.
-func (c *Cluster) Credentials() (Credentials, bool) {
-	if c.creds == nil {
-		return Credentials{}, false
-	}
-	return *c.creds, true
-}
-
 // Admin returns the cluster's shared admin client. It is closed by Close:
 // never close it, or its client, yourself.
 func (c *Cluster) Admin() *kadm.Client { return c.adm }

@@ -73,7 +73,7 @@ type Group struct {
 
 	prod   *kgo.Client
 	adm    *kadm.Client
-	counts map[string]int32 // partitions of streams.Table and Outputs
+	counts map[string]int32 // partitions of Table and Outputs
 
 	mu     sync.Mutex
 	stores map[int32]*tableStore
@@ -612,9 +612,10 @@ func (b *Batch) Emit(in, out *kgo.Record) {
 // whose outputs were written: a batch without outputs puts it on its last
 // changelog record; a batch with outputs leaves it pending, and the next
 // batch of the partition with changelog records carries it on its first
-// one (written after this batch's outputs were acknowledged). Until 2026-11-27 the
-// mark was a record of its own, written after the outputs: a third round
-// trip in every batch, which every command's answer waited for. A mark
+// one (written after this batch's outputs were acknowledged), or a
+// revocation or a stop writes it (writePending). Until 2026-11-27 the mark
+// was a record of its own, written after the outputs: a third round trip
+// in every batch, which every command's answer waited for. A mark
 // not yet written (a kill before the partition's next batch, or one
 // compacted away) means what a kill between the changelog and the outputs
 // always meant: the input after the last mark the changelog holds is

@@ -70,6 +70,15 @@ func clusterOf[K Kafka](t testing.TB, k K) *streams.Cluster {
 	return Cluster(t, any(k).([]string))
 }
 
+// connectOptions are the options that reach the cluster k and no more
+// (Cluster.ConnectOptions), without a Cluster of its own for addresses.
+func connectOptions[K Kafka](k K) []kgo.Opt {
+	if c, ok := any(k).(*streams.Cluster); ok {
+		return c.ConnectOptions()
+	}
+	return []kgo.Opt{kgo.SeedBrokers(any(k).([]string)...)}
+}
+
 // withCluster calls fn with the cluster k names, closed after it if made
 // here.
 func withCluster[K Kafka](k K, fn func(*streams.Cluster) error) error {
@@ -90,7 +99,7 @@ func withCluster[K Kafka](k K, fn func(*streams.Cluster) error) error {
 // settings.
 func Client[K Kafka](t testing.TB, k K, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append(clusterOf(t, k).ConnectOptions(), opts...)...)
+	cl, err := kgo.NewClient(append(connectOptions(k), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,8 +148,12 @@ func Eventually(t testing.TB, d time.Duration, msg string, cond func() bool) {
 func ReadAll[K Kafka](t testing.TB, k K, topic string) []*kgo.Record {
 	t.Helper()
 	byPart := map[int32][]*kgo.Record{}
-	err := streams.ReadToEnd(Context(t, 60*time.Second), clusterOf(t, k), topic, func(r *kgo.Record) {
-		byPart[r.Partition] = append(byPart[r.Partition], r)
+	// A cluster for the call, not for the test: ReadAll is called in
+	// loops (Eventually), and each cluster holds an admin client.
+	err := withCluster(k, func(c *streams.Cluster) error {
+		return streams.ReadToEnd(Context(t, 60*time.Second), c, topic, func(r *kgo.Record) {
+			byPart[r.Partition] = append(byPart[r.Partition], r)
+		})
 	})
 	if err != nil {
 		t.Fatal(err)
