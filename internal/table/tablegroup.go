@@ -253,7 +253,11 @@ func (g *Group) Run(ctx context.Context) error {
 			return fmt.Errorf("%s: %s has %d partitions, its table %s %d: they must be co-partitioned", g.Group, t, n, g.Table, g.counts[g.Table])
 		}
 	}
+	// Under mu: Visit (another goroutine's) reads the stores, and through
+	// them the producer and the counts set above.
+	g.mu.Lock()
 	g.stores = map[int32]*tableStore{}
+	g.mu.Unlock()
 	defer g.closeStores()
 	// The loop runs until ctx ends and the pending marks are written: the
 	// partitions are still this member's until the loop leaves the group.
