@@ -200,6 +200,12 @@ type OfferRecord struct {
 	StageDepth int32  `avro:"stage_depth"`
 	// FieldVersions are the versions that last changed each field.
 	FieldVersions []FieldVersion `avro:"field_versions"`
+	// ArchiveAt is when (Unix ms) the offer is due to leave offers-table
+	// for offers.archive: set when it becomes DELETED, SOLD or EXPIRED, 0
+	// while it is not due to. Archived marks a record on its way there
+	// (read-only from then on) and every record of offers.archive.
+	ArchiveAt int64 `avro:"archive_at"`
+	Archived  bool  `avro:"archived"`
 }
 
 // FieldVersion is the version that last changed one field of an offer.
@@ -224,6 +230,9 @@ const (
 	CommandResult     CommandKind = "STAGE_RESULT"
 	CommandSetTimer   CommandKind = "SET_TIMER"
 	CommandStateCAS   CommandKind = "STATE_CAS"
+	// CommandArchive moves an offer from offers-table to offers.archive;
+	// the aggregate writes it itself, carrying the offer's last record.
+	CommandArchive CommandKind = "ARCHIVE"
 )
 
 // OfferCommand is a write to one offer (offers.commands).
@@ -266,6 +275,9 @@ type OfferCommand struct {
 	// of an older version always is).
 	Patch       bool     `avro:"patch"`
 	PatchFields []string `avro:"patch_fields"`
+	// Record, on an ARCHIVE, is the offer's last record (offers-table's
+	// encoding), the one offers.archive keeps.
+	Record []byte `avro:"record"`
 }
 
 // OfferEvent is the full offer after a change (offers.events).

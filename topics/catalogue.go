@@ -78,6 +78,11 @@ const (
 	OffersDead = "offers.dead"
 	// OffersTable is the changelog of the offer aggregate's table.
 	OffersTable = "offers-table"
+	// OffersArchive holds every archived offer's last record (the offers
+	// deleted, sold or expired longer than the aggregate's archive_after),
+	// key offer id: they left offers-table (a tombstone), and reads by id
+	// find them here. Time-retained: a year of archive.
+	OffersArchive = "offers.archive"
 	// OffersIDs holds the claims on offer ids (IDClaims, compacted, every
 	// key distinct): the ids' permutation key and blocks of ids, each named
 	// by its partition and offset. Its partition count is part of the id
@@ -284,6 +289,8 @@ func Catalogue(partitions int32) []Topic {
 			Doc: "the offer aggregate's undecodable or invalid input, with the reason"},
 		{Name: OffersTable, Partitions: partitions, Compacted: true, Schema: schemas.OfferRecordName,
 			Doc: "the offer aggregate's table: every offer with its moderation, billing and stage parts"},
+		{Name: OffersArchive, Partitions: partitions, Retention: 365 * day, Schema: schemas.OfferRecordName,
+			Doc: "archived offers (deleted, sold or expired longer than archive_after): the last record, key offer id"},
 		{Name: OffersIDs, Partitions: OffersIDsPartitions, Compacted: true, Schema: schemas.IDClaimName,
 			Doc: "claims on offer ids: the permutation's key and blocks of ids (partition count fixed: part of the id format)"},
 		{Name: PhotosRequests, Partitions: partitions, Retention: 7 * day, Schema: schemas.PhotoRequestName,

@@ -300,7 +300,7 @@ func (f *flags) platform() *platform.Config {
 	f.StringVar(&cfg.Numerator.Holder, "master", cfg.Numerator.Holder, "this numerator master's name in the coordinator")
 	f.DurationVar(&cfg.Numerator.LockTimeout, "lock-timeout", cfg.Numerator.LockTimeout, "longest a numerator master holds the write lock for one build")
 	f.DurationVar(&cfg.ZooKeeperSession, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the numerator's coordinator: a killed master's lock is free this long after")
-	f.StringVar(&cfg.Cache.Table, "table", cfg.Cache.Table, "the table topic the cache serves, or several comma-separated (one port; --reads cache needs offers-table,registry-table)")
+	f.StringVar(&cfg.Cache.Table, "table", cfg.Cache.Table, "the table topic the cache serves, or several comma-separated (one port; --reads cache needs offers-table,registry-table,offers.archive)")
 	f.StringVar(&cfg.Cache.Addr, "cache-grpc", cfg.Cache.Addr, "gRPC address of the cache (run cache takes --grpc too)")
 	f.StringVar(&cfg.Cache.DC, "dc", cfg.Cache.DC, "the data centre of the cache server, and of the API's reads through the cache (asked first)")
 	f.StringVar(&cfg.Cache.Host, "host", cfg.Cache.Host, "the cache server's name in ZooKeeper (default: the hostname)")
@@ -344,6 +344,8 @@ func (f *flags) rules() *platform.Config {
 			cfg.ExportFraming = fr
 			return err
 		})
+	f.DurationVar(&cfg.ArchiveAfter, "archive-after", cfg.ArchiveAfter,
+		"how long an offer stays in offers-table once deleted, sold or expired before it moves to offers.archive (0: never); a replay needs the value the log was written with")
 	f.IntVar(&cfg.Rules.MaxDocumentBytes, "max-document-bytes", cfg.Rules.MaxDocumentBytes, "largest accepted document, encoded")
 	f.DurationVar(&cfg.Rules.TombstoneTTL, "tombstone-ttl", cfg.Rules.TombstoneTTL, "how long a delete blocks older versions")
 	f.DurationVar(&cfg.EpochGrace, "epoch-grace", cfg.EpochGrace, "how long after its registration a new epoch makes older epochs stale")

@@ -110,7 +110,8 @@ func (g *grpcServer) GetCounters(ctx context.Context, r *offerv1.GetCountersRequ
 func ms(t time.Time) int64 { return offerv1.Millis(t) }
 
 func versionPB(o *OfferVersion) *offerv1.OfferVersion {
-	return &offerv1.OfferVersion{Offer: offerv1.FromOffer(&o.Offer), Version: o.Version, Banned: o.Banned, BanReasons: o.BanReasons}
+	return &offerv1.OfferVersion{Offer: offerv1.FromOffer(&o.Offer), Version: o.Version, Banned: o.Banned, BanReasons: o.BanReasons,
+		Archived: o.Archived}
 }
 
 func draftPB(d *schemas.Draft) *offerv1.Draft {

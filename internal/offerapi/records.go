@@ -20,6 +20,34 @@ type Records interface {
 	Records(ctx context.Context, ids []string) (map[string]*schemas.OfferRecord, error)
 }
 
+// WithArchive returns Records that read active (offers-table) and, for
+// the ids it does not hold, archive (offers.archive): an archived offer
+// is read by its id as before, marked Archived.
+func WithArchive(active, archive Records) Records { return archived{active, archive} }
+
+type archived struct{ active, archive Records }
+
+func (a archived) Records(ctx context.Context, ids []string) (map[string]*schemas.OfferRecord, error) {
+	out, err := a.active.Records(ctx, ids)
+	if err != nil || len(out) == len(ids) {
+		return out, err
+	}
+	var rest []string
+	for _, id := range ids {
+		if out[id] == nil {
+			rest = append(rest, id)
+		}
+	}
+	old, err := a.archive.Records(ctx, rest)
+	if err != nil {
+		return nil, fmt.Errorf("the archive: %w", err)
+	}
+	for id, r := range old {
+		out[id] = r
+	}
+	return out, nil
+}
+
 // recordOf returns the record of id, nil if the table holds none.
 func recordOf(ctx context.Context, r Records, id string) (*schemas.OfferRecord, error) {
 	m, err := r.Records(ctx, []string{id})

@@ -111,7 +111,8 @@ type Config struct {
 	// Drafts matches the drafts group's answers.
 	Drafts *streams.Replies[schemas.DraftResult]
 	// Records reads the aggregate's table: a view of it (ViewRecords) or
-	// the serving cache (CacheRecords).
+	// the serving cache (CacheRecords), and the archive for the offers
+	// the table no longer holds (WithArchive).
 	Records Records
 	// Views of the other tables read: the drafts', the cabinet's and
 	// cabinet.presets.
@@ -154,10 +155,14 @@ type OfferVersion struct {
 	Version    int64         `json:"version"`
 	Banned     bool          `json:"banned"`
 	BanReasons []string      `json:"ban_reasons,omitempty"`
+	// Archived marks an offer deleted, sold or expired longer than the
+	// aggregate's archive time: read from offers.archive, read-only.
+	Archived bool `json:"archived,omitempty"`
 }
 
 func versionOf(r *schemas.OfferRecord) *OfferVersion {
-	return &OfferVersion{Offer: r.Offer, Version: r.Version, Banned: r.Moderation.Banned, BanReasons: r.Moderation.Reasons}
+	return &OfferVersion{Offer: r.Offer, Version: r.Version, Banned: r.Moderation.Banned, BanReasons: r.Moderation.Reasons,
+		Archived: r.Archived}
 }
 
 func outcomeErr(r schemas.OfferResult) error {

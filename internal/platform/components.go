@@ -105,9 +105,9 @@ var components = []component{
 		flags: []string{"export-framing"}},
 	{name: ComponentNumerator, user: true, port: 8083, stores: 2, start: startNumerator, replay: replayNumerator,
 		flags: []string{"zookeeper", "session-timeout", "master", "lock-timeout", "ttl-generations", "rebuild-share", "scheme", "state-type"}},
-	{name: ComponentOffers, user: true, port: 8084, stores: 1, flags: []string{"export-framing"}, start: func(ctx context.Context, p *process) error {
-		c := offers.Config{Streams: p.scfg, Stages: p.cfg.Stages.Names(), Framing: p.cfg.ExportFraming, Metrics: offers.NewMetrics(p.reg),
-			OnReady: p.readyFunc(), OnAnswer: p.answers.deliver}
+	{name: ComponentOffers, user: true, port: 8084, stores: 1, flags: []string{"export-framing", "archive-after"}, start: func(ctx context.Context, p *process) error {
+		c := p.cfg.offers(p.scfg)
+		c.Metrics, c.OnReady, c.OnAnswer = offers.NewMetrics(p.reg), p.readyFunc(), p.answers.deliver
 		return p.goGroup(ctx, ComponentOffers, func(ctx context.Context) error { return offers.Run(ctx, c) })
 	}, replay: replayOffers},
 	{name: ComponentDrafts, user: true, port: 8085, stores: 1, start: func(ctx context.Context, p *process) error {

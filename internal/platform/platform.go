@@ -86,6 +86,11 @@ type Config struct {
 	// offers.events, saas.<client>, yt.<client>): soe (default) or
 	// confluent. Every topic is read in both.
 	ExportFraming schemas.Framing
+	// ArchiveAfter is how long an offer stays in offers-table once it is
+	// deleted, sold or expired before it moves to offers.archive (0:
+	// never). A replay of the offers must be given the time the log was
+	// written with.
+	ArchiveAfter time.Duration
 	// Partitions of the catalogue's partitioned topics; Replication of the
 	// topics created (-1: the broker's default).
 	Partitions  int32
@@ -157,10 +162,20 @@ func DefaultConfig() Config {
 		KafkaAddr: "127.0.0.1:9092", DataDir: "./data", HTTPAddr: "127.0.0.1:8080", GRPCAddr: "127.0.0.1:9090",
 		Partitions: 8, Replication: -1, Rules: registry.DefaultRules(),
 		EpochGrace: registry.DefaultEpochGrace, SweepInterval: time.Minute, WaitTimeout: 30 * time.Second,
-		Numerator: numerator.DefaultConfig(),
-		Cache:     CacheConfig{Table: topics.OffersTable, Addr: "127.0.0.1:9091", DC: "dc1", Shards: 1},
-		Stages:    scheduler.DefaultConfig(),
+		ArchiveAfter: offers.DefaultArchiveAfter,
+		Numerator:    numerator.DefaultConfig(),
+		Cache:        CacheConfig{Table: topics.OffersTable, Addr: "127.0.0.1:9091", DC: "dc1", Shards: 1},
+		Stages:       scheduler.DefaultConfig(),
 	}
+}
+
+// offers returns the offer aggregate's configuration of c.
+func (c *Config) offers(s table.Config) offers.Config {
+	after := c.ArchiveAfter
+	if after <= 0 {
+		after = -1 // offers.Config's "never"
+	}
+	return offers.Config{Streams: s, Stages: c.Stages.Names(), Framing: c.ExportFraming, ArchiveAfter: after}
 }
 
 // Validate returns every problem of c joined, or nil.

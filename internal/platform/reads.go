@@ -45,24 +45,30 @@ func (p *process) readsCache() (bool, error) {
 }
 
 // offerRecords returns where the offer API reads offers: a view of the
-// whole offers-table, or the serving cache's servers of it.
+// whole offers-table, or the serving cache's servers of it; and, for the
+// offers it no longer holds, offers.archive, read the same way.
 func (p *process) offerRecords(ctx context.Context) (offerapi.Records, error) {
 	cached, err := p.readsCache()
 	if err != nil {
 		return nil, err
 	}
-	if !cached {
-		v, err := p.view(ctx, offers.Table, offers.TableCodec, "api-"+string(offers.Table))
+	var out [2]offerapi.Records
+	for i, table := range []string{topics.OffersTable, topics.OffersArchive} {
+		if !cached {
+			v, err := p.view(ctx, table, offers.TableCodec, "api-"+table)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = offerapi.ViewRecords(v)
+			continue
+		}
+		c, err := p.cacheClient(ctx, table)
 		if err != nil {
 			return nil, err
 		}
-		return offerapi.ViewRecords(v), nil
+		out[i] = offerapi.CacheRecords(c)
 	}
-	c, err := p.cacheClient(ctx, topics.OffersTable)
-	if err != nil {
-		return nil, err
-	}
-	return offerapi.CacheRecords(c), nil
+	return offerapi.WithArchive(out[0], out[1]), nil
 }
 
 // documents returns where the HTTP API reads documents: the registry view

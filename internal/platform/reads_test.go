@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/offerlog/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -23,14 +24,17 @@ import (
 // (over gRPC, with the admin token of the data directory). A document is
 // read right after its verdict; a GET of an offer with min_version waits
 // for the version a write answered, and one beyond anything written
-// answers 504; the seller's list reads its page through the cache too.
+// answers 504; the seller's list reads its page through the cache too;
+// an offer sold is archived a second later and read through the cache's
+// servers of offers.archive.
 func TestReadsThroughTheCache(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
 	var dataDir string
 	s := startSecured(t, func(c *platform.Config) {
-		c.Reads, c.Cache.Table, c.WaitTimeout = platform.ReadsCache, topics.OffersTable+","+topics.RegistryTable, 3*time.Second
+		c.Reads, c.Cache.Table, c.WaitTimeout = platform.ReadsCache, topics.OffersTable+","+topics.RegistryTable+","+topics.OffersArchive, 3*time.Second
+		c.ArchiveAfter = time.Second
 		c.Components = slices.DeleteFunc(slices.Clone(platform.AllComponents), func(name string) bool {
 			return name == platform.ComponentIndexer || name == platform.ComponentSinkYDB
 		})
@@ -105,4 +109,14 @@ func TestReadsThroughTheCache(t *testing.T) {
 	if !strings.Contains(s.must("list", code, b, http.StatusOK), "Lada Niva 2") {
 		t.Fatalf("the list does not hold the offer: %s", b)
 	}
+
+	// Sold, the offer is archived a second later, and read through the
+	// cache's servers of offers.archive.
+	body := strings.Replace(secOffer, `"currency"`, `"status":"SOLD","currency"`, 1)
+	code, b = s.call("PUT", "/v1/offers/"+d.ID, `{"expected_version":-1,"offer":`+body+`}`, seller)
+	s.must("sale", code, b, http.StatusOK)
+	testkit.Eventually(t, 30*time.Second, "the sold offer read from the archive", func() bool {
+		code, b = s.call("GET", "/v1/offers/"+d.ID, "", seller)
+		return code == http.StatusOK && strings.Contains(b, `"archived":true`) && testkit.Table(t, s.kafka, topics.OffersTable)[d.ID] == nil
+	})
 }

@@ -95,6 +95,5 @@ func replayOffers(ctx context.Context, r Replaying) error {
 		topics.ForStages(r.Config.Stages.Names(), r.Config.Stages.PushTopics(), r.Config.Partitions)); err != nil {
 		return fmt.Errorf("topics: %w", err)
 	}
-	return offers.Replay(ctx, offers.Config{Streams: r.Streams, Stages: r.Config.Stages.Names(), Framing: r.Config.ExportFraming},
-		r.Config.Partitions, r.Config.Replication)
+	return offers.Replay(ctx, r.Config.offers(r.Streams), r.Config.Partitions, r.Config.Replication)
 }

@@ -71,6 +71,11 @@ type Input struct {
 	Command *schemas.OfferCommand
 	Photo   *schemas.PhotoResult
 	Opinion *schemas.ModerationOpinion
+
+	// ArchiveAfter is how long after an offer became terminal (Terminal)
+	// it is archived; 0: never. The aggregate's configuration, the same for
+	// every input, so that a replay decides as the first run did.
+	ArchiveAfter time.Duration
 }
 
 // Decision is what the aggregate does with an input.
@@ -99,6 +104,13 @@ type Decision struct {
 	Forward *schemas.OfferCommand
 	Timer   *schemas.StageTimer
 	Effect  *schemas.StageEffect
+	// ArchiveTimer, if set, is the offer's archive timer to write to
+	// scheduler.timers (DueAt 0: the timer is gone).
+	ArchiveTimer *schemas.StageTimer
+	// Archive, if set, is an archived record to write to offers.archive;
+	// Remove, if set, an archived record that leaves the table (a
+	// tombstone) and the feeds' indexes.
+	Archive, Remove *schemas.OfferRecord
 }
 
 // Changes named on offers.events.
@@ -119,7 +131,7 @@ func Decide(cur *schemas.OfferRecord, in Input) Decision {
 		return Decision{Outcome: schemas.OutcomeInvalid, Reason: "empty input"}
 	}
 	d := command(cur, in)
-	if d.Record == nil && cur != nil && d.Forward == nil && d.Outcome != schemas.OutcomeInvalid {
+	if d.Record == nil && cur != nil && d.Forward == nil && d.Remove == nil && d.Outcome != schemas.OutcomeInvalid {
 		// An answer that writes nothing (CONFLICT, IGNORED, ...) is
 		// remembered in the record all the same: after a crash the table
 		// can be ahead of the input's last commit, and the command, seen
@@ -140,8 +152,10 @@ func refuse(outcome schemas.Outcome, cur *schemas.OfferRecord, field, format str
 	return d
 }
 
+// live reports whether cur is an offer its seller may change: not
+// deleted, and not archived (an archived offer is read-only).
 func live(cur *schemas.OfferRecord) bool {
-	return cur != nil && cur.Offer.Status != schemas.OfferDeleted
+	return cur != nil && cur.Offer.Status != schemas.OfferDeleted && !cur.Archived
 }
 
 func command(cur *schemas.OfferRecord, in Input) Decision {
@@ -166,7 +180,12 @@ func command(cur *schemas.OfferRecord, in Input) Decision {
 		in.Photo = c.Photo
 		return photo(cur, in)
 	case schemas.CommandEnqueue, schemas.CommandResult, schemas.CommandSetTimer, schemas.CommandStateCAS:
+		if c.Stage == ArchiveStage && c.Kind == schemas.CommandEnqueue {
+			return archive(cur, in)
+		}
 		return stageCommand(cur, in)
+	case schemas.CommandArchive:
+		return archived(cur, in)
 	case schemas.CommandModeration:
 		if c.Opinion == nil || c.Opinion.OfferID != c.OfferID {
 			return refuse(schemas.OutcomeInvalid, cur, "opinion", "missing, or for another offer")
@@ -367,7 +386,7 @@ func photo(cur *schemas.OfferRecord, in Input) Decision {
 
 func opinion(cur *schemas.OfferRecord, in Input) Decision {
 	op := in.Opinion
-	if cur == nil {
+	if cur == nil || cur.Archived {
 		return refuse(schemas.OutcomeIgnored, nil, "offer_id", "no offer %s", op.OfferID)
 	}
 	reasons := op.Reasons
@@ -430,6 +449,7 @@ func written(next, cur *schemas.OfferRecord, in Input, change string) Decision {
 	noteFieldVersions(next, cur)
 	next.SourceTopic, next.SourcePartition, next.SourceOffset = in.Topic, in.Partition, in.Offset
 	d := Decision{Outcome: schemas.OutcomeOK, Version: next.Version, Record: next, Change: change}
+	armArchive(next, in, &d)
 	for _, p := range next.Offer.Photos {
 		if p.Status == schemas.PhotoPending && (cur == nil || !slices.ContainsFunc(cur.Offer.Photos,
 			func(o schemas.Photo) bool { return o.SourceURL == p.SourceURL })) {

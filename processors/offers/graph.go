@@ -31,6 +31,7 @@ const (
 	presets    = topics.CabinetPresets
 	feedsIndex = topics.FeedsIndex
 	feedsTasks = topics.FeedsTasks
+	archives   = topics.OffersArchive
 	timers     = topics.SchedulerTimers
 	effects    = topics.SchedulerEffects
 )
@@ -61,12 +62,9 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 	}
 }
 
-// Graph returns the aggregate's group graph, with the queues of stages;
-// partitions is how many offers.commands has (0: placement not checked);
-// offers.events, an export topic, is written in framing.
-func Graph(m *Metrics, stages []string, partitions int32, framing schemas.Framing) *table.Graph {
-	return newGraph(&handler{m: m, stages: stages, partitions: partitions}, framing)
-}
+// Graph returns the aggregate's group graph of c, with the queues of its
+// stages (c.Streams is not used: a table.Tester runs it without a broker).
+func Graph(c Config) *table.Graph { return c.graph() }
 
 func newGraph(h *handler, framing schemas.Framing) *table.Graph {
 	g := &table.Graph{
@@ -84,6 +82,7 @@ func newGraph(h *handler, framing schemas.Framing) *table.Graph {
 			{Topic: feedsTasks, Codec: streams.Avro[schemas.FeedEntry]{C: schemas.FeedEntries}},
 			{Topic: timers, Codec: streams.Avro[schemas.StageTimer]{C: schemas.StageTimers}},
 			{Topic: effects, Codec: streams.Avro[schemas.StageEffect]{C: schemas.StageEffects}},
+			{Topic: archives, Codec: streams.Avro[schemas.OfferRecord]{C: schemas.OfferRecords}},
 		},
 	}
 	for _, s := range h.stages {
@@ -101,6 +100,8 @@ type handler struct {
 	// onAnswer, if set, is told each answer once offers.results has it
 	// (Config.OnAnswer).
 	onAnswer func(schemas.OfferResult)
+	// archiveAfter is Input.ArchiveAfter (Config.ArchiveAfter).
+	archiveAfter time.Duration
 }
 
 func current(ctx table.Context) *schemas.OfferRecord {
@@ -125,7 +126,7 @@ func (h *handler) command(ctx table.Context, data []byte) {
 		// A client's write (the API's, a feed's), not a stage's command.
 		h.m.Queued.Observe(time.Since(ctx.Timestamp()).Seconds())
 	}
-	if c.Stage != "" && !slices.Contains(h.stages, c.Stage) {
+	if c.Stage != "" && !slices.Contains(h.stages, c.Stage) && (c.Stage != ArchiveStage || c.Kind != schemas.CommandEnqueue) {
 		h.reject(ctx, data, c.Kind, Decision{Outcome: schemas.OutcomeInvalid, Field: "stage",
 			Reason: fmt.Sprintf("no stage %q is configured (have %v)", c.Stage, h.stages)})
 		return
@@ -143,11 +144,17 @@ func (h *handler) command(ctx table.Context, data []byte) {
 		if c.Stage != "" {
 			h.repeatStage(ctx, cur, c.Stage)
 		}
+		if c.Stage == ArchiveStage && cur.Archived {
+			// The archive timer's firing: its ARCHIVE may not be written.
+			if f, err := archiveCommand(cur); err == nil {
+				h.apply(ctx, nil, Decision{Forward: f, Archive: cur, ArchiveTimer: &schemas.StageTimer{OfferID: cur.Offer.ID, Stage: ArchiveStage}})
+			}
+		}
 		h.result(ctx, c.Kind, Decision{Outcome: schemas.Outcome(rr.Outcome), Reason: rr.Reason, Field: rr.Field, Version: rr.Version})
 		return
 	}
 	in := input(ctx)
-	in.Command = &c
+	in.Command, in.ArchiveAfter = &c, h.archiveAfter
 	d := Decide(cur, in)
 	if d.Outcome == schemas.OutcomeInvalid {
 		h.reject(ctx, data, c.Kind, d)
@@ -181,6 +188,15 @@ func (h *handler) apply(ctx table.Context, cur *schemas.OfferRecord, d Decision)
 	if t := d.Timer; t != nil {
 		h.emitTimer(ctx, t)
 	}
+	if t := d.ArchiveTimer; t != nil {
+		h.emitTimer(ctx, t)
+	}
+	if r := d.Archive; r != nil {
+		ctx.Emit(archives, r.Offer.ID, r)
+	}
+	if r := d.Remove; r != nil {
+		h.remove(ctx, r)
+	}
 	if e := d.Effect; e != nil {
 		pub := *e
 		pub.State = Public(e.State)
@@ -194,6 +210,19 @@ func (h *handler) apply(ctx table.Context, cur *schemas.OfferRecord, d Decision)
 			return
 		}
 		ctx.Emit(commands, f.OfferID, data)
+	}
+}
+
+// remove removes r, an archived record, from the table, and its external
+// id from the feeds' indexes (a deleted offer's are gone already): an
+// archived offer is not one of its seller's offers a feed matches, and a
+// feed item of its external id makes a new offer. The cabinet's counters
+// and presets are not touched: they count what they counted.
+func (h *handler) remove(ctx table.Context, r *schemas.OfferRecord) {
+	ctx.Delete()
+	if o := &r.Offer; o.ExternalID != "" && o.Status != schemas.OfferDeleted {
+		ctx.Emit(feedsIndex, FeedKey(o.SellerID, o.ExternalID), nil)
+		ctx.Emit(feedsTasks, FeedTaskKey(o.SellerID, r.FeedTask, o.ExternalID), nil)
 	}
 }
 

@@ -1,8 +1,10 @@
 package offers_test
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -59,7 +61,7 @@ func newOffer(id string) *schemas.Offer {
 // the outputs are emitted again; a later update is decided on version 1.
 func TestACommandSeenAgainIsAnsweredFromItsRecord(t *testing.T) {
 	m := offers.NewMetrics(metrics.New())
-	tt := table.NewTester(offers.Graph(m, nil, 0, schemas.FramingSOE))
+	tt := table.NewTester(offers.Graph(offers.Config{Metrics: m}))
 	id := offers.IDFrom(42)
 	create := tt.Record(topics.OffersCommands, 0, id, encodeCommand(t, &schemas.OfferCommand{Kind: schemas.CommandCreate,
 		OfferID: id, SellerID: "s1", ExpectedVersion: -1, Offer: newOffer(id)}))
@@ -103,7 +105,7 @@ func TestACommandSeenAgainIsAnsweredFromItsRecord(t *testing.T) {
 // garbage in the table under the command's key.
 func TestBadInputIsAnsweredNotObeyed(t *testing.T) {
 	m := offers.NewMetrics(metrics.New())
-	tt := table.NewTester(offers.Graph(m, []string{"moderation"}, 8, schemas.FramingSOE))
+	tt := table.NewTester(offers.Graph(offers.Config{Metrics: m, Stages: []string{"moderation"}, Partitions: 8}))
 	id := offers.IDFrom(7)
 	home := streams.Partition(id, 8)
 	create := encodeCommand(t, &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s1", ExpectedVersion: -1, Offer: newOffer(id)})
@@ -159,4 +161,118 @@ func topicsOf(out []*kgo.Record) []string {
 		ts = append(ts, r.Topic)
 	}
 	return ts
+}
+
+// TestAnOfferDoneWithMovesToTheArchive: a feed's offer sold arms its
+// archive timer on scheduler.timers; the timer's firing marks it archived,
+// writes it to offers.archive and appends an ARCHIVE (seen again after a
+// crash, it writes both again); the ARCHIVE removes it from the table and
+// its external id from the feeds' indexes, never touching the cabinet;
+// seen again with the record gone, it writes the archive again and is
+// answered the same.
+func TestAnOfferDoneWithMovesToTheArchive(t *testing.T) {
+	m := offers.NewMetrics(metrics.New())
+	tt := table.NewTester(offers.Graph(offers.Config{Metrics: m, ArchiveAfter: time.Hour}))
+	id := offers.IDFrom(11)
+	run := func(records ...*kgo.Record) []*kgo.Record {
+		t.Helper()
+		out, err := tt.ConsumeBatch(records...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	send := func(c *schemas.OfferCommand) []*kgo.Record {
+		t.Helper()
+		return run(tt.Record(topics.OffersCommands, 0, id, encodeCommand(t, c)))
+	}
+	send(&schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s1", ExternalID: "x1", TaskID: 1, ExpectedVersion: -1, Offer: newOffer(id)})
+	sold := newOffer(id)
+	sold.Status = schemas.OfferSold
+	out := send(&schemas.OfferCommand{Kind: schemas.CommandUpdate, OfferID: id, SellerID: "s1", ExpectedVersion: -1, Offer: sold})
+	rec := tt.Value(id).(*schemas.OfferRecord)
+	timer := only(t, out, topics.SchedulerTimers)
+	var st schemas.StageTimer
+	if err := schemas.StageTimers.Decode(timer.Value, &st); err != nil || string(timer.Key) != id+"/"+offers.ArchiveStage ||
+		st.DueAt != rec.ArchiveAt || rec.ArchiveAt == 0 {
+		t.Fatalf("the sale's archive timer: %s %+v (%v), record's archive time %d", timer.Key, st, err, rec.ArchiveAt)
+	}
+
+	fire := tt.Record(topics.OffersCommands, 0, id, encodeCommand(t, &schemas.OfferCommand{Kind: schemas.CommandEnqueue, OfferID: id,
+		Stage: offers.ArchiveStage, FiredAt: st.DueAt, ExpectedVersion: -1, ReadVersion: -1}))
+	archived := func(out []*kgo.Record) {
+		t.Helper()
+		a := only(t, out, topics.OffersArchive)
+		var got schemas.OfferRecord
+		if err := schemas.OfferRecords.Decode(a.Value, &got); err != nil || string(a.Key) != id || !got.Archived ||
+			got.Version != rec.Version || got.Offer.Status != schemas.OfferSold {
+			t.Fatalf("offers.archive got %s %+v (%v)", a.Key, got, err)
+		}
+	}
+	forwards := func(out []*kgo.Record) *kgo.Record {
+		t.Helper()
+		archived(out)
+		f := only(t, out, topics.OffersCommands)
+		if tm := only(t, out, topics.SchedulerTimers); tm.Value != nil {
+			t.Fatalf("the fired archive timer is not removed: %v", tm.Value)
+		}
+		return f
+	}
+	archive := forwards(run(fire))
+	if r := tt.Value(id).(*schemas.OfferRecord); !r.Archived || r.Version != rec.Version {
+		t.Fatalf("after the firing the table holds %+v", r)
+	}
+	if again := forwards(run(fire)); !bytes.Equal(again.Value, archive.Value) {
+		t.Fatal("the firing seen again appended another ARCHIVE")
+	}
+	moveRec := tt.Record(topics.OffersCommands, 0, id, archive.Value)
+	check := func(out []*kgo.Record) schemas.OfferResult {
+		t.Helper()
+		if tt.Value(id) != nil {
+			t.Fatalf("after the ARCHIVE the table holds %+v", tt.Value(id))
+		}
+		if f := only(t, out, topics.FeedsIndex); string(f.Key) != offers.FeedKey("s1", "x1") || f.Value != nil {
+			t.Fatalf("feeds.index got %s=%v, want its tombstone", f.Key, f.Value)
+		}
+		if f := only(t, out, topics.FeedsTasks); string(f.Key) != offers.FeedTaskKey("s1", 1, "x1") || f.Value != nil {
+			t.Fatalf("feeds.tasks got %s=%v, want its tombstone", f.Key, f.Value)
+		}
+		if hasTopic(out, topics.CabinetChanges) || hasTopic(out, topics.CabinetPresets) || hasTopic(out, topics.OffersEvents) {
+			t.Fatalf("the archive wrote %v: the cabinet counts what it counted", topicsOf(out))
+		}
+		res, _ := answers(t, out)
+		if len(res) != 1 || res[0].Outcome != schemas.OutcomeOK || res[0].Version != rec.Version {
+			t.Fatalf("the ARCHIVE was answered %+v", res)
+		}
+		return res[0]
+	}
+	moved := run(moveRec)
+	first := check(moved)
+	if hasTopic(moved, topics.OffersArchive) {
+		t.Error("the ARCHIVE wrote the archive again while the firing's copy was written")
+	}
+	again := run(moveRec)
+	if res := check(again); res != first {
+		t.Fatalf("the ARCHIVE seen again was answered %+v, first %+v", res, first)
+	}
+	archived(again)
+	res, _ := answers(t, send(&schemas.OfferCommand{Kind: schemas.CommandUpdate, OfferID: id, SellerID: "s1", ExpectedVersion: -1, Offer: newOffer(id)}))
+	if len(res) != 1 || res[0].Outcome != schemas.OutcomeNotFound {
+		t.Fatalf("an update of the archived offer was answered %+v", res)
+	}
+}
+
+// only returns the one record of out on topic.
+func only(t *testing.T, out []*kgo.Record, topic string) *kgo.Record {
+	t.Helper()
+	var found []*kgo.Record
+	for _, r := range out {
+		if r.Topic == topic {
+			found = append(found, r)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d records on %s, want 1 (outputs %v)", len(found), topic, topicsOf(out))
+	}
+	return found[0]
 }

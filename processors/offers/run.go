@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/internal/table"
@@ -24,7 +25,12 @@ type Config struct {
 	Partitions int32
 	// Framing of offers.events, an export topic (default soe).
 	Framing schemas.Framing
-	Metrics *Metrics
+	// ArchiveAfter is how long an offer stays in offers-table once it is
+	// deleted, sold or expired, before it moves to offers.archive; 0 means
+	// DefaultArchiveAfter, a negative time never. A replay must be given
+	// the time the log was written with to decide as it did.
+	ArchiveAfter time.Duration
+	Metrics      *Metrics
 	// OnReady, if set, is called when the processor has recovered its table
 	// and is processing.
 	OnReady func()
@@ -40,7 +46,14 @@ func (c *Config) graph() *table.Graph {
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(metrics.New())
 	}
-	return newGraph(&handler{m: c.Metrics, stages: c.Stages, partitions: c.Partitions, onAnswer: c.OnAnswer}, c.Framing)
+	after := c.ArchiveAfter
+	switch {
+	case after == 0:
+		after = DefaultArchiveAfter
+	case after < 0:
+		after = 0
+	}
+	return newGraph(&handler{m: c.Metrics, stages: c.Stages, partitions: c.Partitions, onAnswer: c.OnAnswer, archiveAfter: after}, c.Framing)
 }
 
 // Run runs the offer aggregate and its inbox (RunInbox) until ctx is

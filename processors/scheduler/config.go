@@ -105,6 +105,9 @@ func (c *Config) Validate() error {
 		if err := offers.ValidStage(s.Name); err != nil {
 			errs = append(errs, err)
 		}
+		if s.Name == offers.ArchiveStage {
+			errs = append(errs, fmt.Errorf("stage %s: the name is the offers' archive timer's, not a stage's", s.Name))
+		}
 		if seen[s.Name] {
 			errs = append(errs, fmt.Errorf("stage %s listed twice", s.Name))
 		}

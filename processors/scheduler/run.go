@@ -202,7 +202,7 @@ type recrawler struct {
 
 func (rc *recrawler) offer(ctx context.Context, rec *schemas.OfferRecord) error {
 	st := stateOf(rec, rc.sc.Name)
-	if rec.Offer.Status == schemas.OfferDeleted || st.Queued {
+	if rec.Offer.Status == schemas.OfferDeleted || rec.Archived || st.Queued {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, rc.sc.Timeout)

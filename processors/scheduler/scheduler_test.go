@@ -288,6 +288,7 @@ func TestConfig(t *testing.T) {
 		{Stages: []StageConfig{{Name: "a", Builtin: "expiry"}, {Name: "a", Builtin: "expiry"}}},
 		{Stages: []StageConfig{{Name: "a", Builtin: "expiry", Fields: []string{"colour"}}}},
 		{Stages: []StageConfig{{Name: "A_b", Builtin: "expiry"}}},
+		{Stages: []StageConfig{{Name: offers.ArchiveStage, Builtin: "expiry"}}},
 	} {
 		if bad.Validate() == nil {
 			t.Errorf("%+v accepted", bad)

@@ -63,6 +63,11 @@ var (
 	OfferTable = Table{Name: "offer",
 		Columns: []Column{{"seller_id", "Utf8"}, {"id", "Utf8"}, {"kind", "Utf8"}, {"version", "Int64"}, {"data", "String"}},
 		Key:     []string{"seller_id", "id", "kind"}, Version: []string{"version"}}
+	// OfferArchiveTable holds the archived offers (offers.archive), as
+	// OfferTable holds the others: an offer archived leaves offer for it.
+	OfferArchiveTable = Table{Name: "offer_archive",
+		Columns: []Column{{"seller_id", "Utf8"}, {"id", "Utf8"}, {"kind", "Utf8"}, {"version", "Int64"}, {"data", "String"}},
+		Key:     []string{"seller_id", "id", "kind"}, Version: []string{"version"}}
 	PresetsTable = Table{Name: "user_offer_presets",
 		Columns: []Column{{"seller_id", "Utf8"}, {"preset_id", "Int32"}, {"create_time", "Utf8"}, {"offer_id", "Utf8"}},
 		Key:     []string{"seller_id", "preset_id", "create_time", "offer_id"}}
@@ -82,6 +87,7 @@ var (
 var Sources = map[string]Source{
 	topics.RegistryTable:  {Topic: topics.RegistryTable, Tables: []Table{RegistryTable}, Map: registryRows},
 	topics.OffersTable:    {Topic: topics.OffersTable, Tables: []Table{OfferTable}, Map: offerRows},
+	topics.OffersArchive:  {Topic: topics.OffersArchive, Tables: []Table{OfferArchiveTable}, Map: archiveRows},
 	topics.CabinetPresets: {Topic: topics.CabinetPresets, Tables: []Table{PresetsTable}, Map: presetRows},
 	topics.CabinetTable:   {Topic: topics.CabinetTable, Tables: []Table{PresetCountsTable, TotalCountersTable}, Map: cabinetRows},
 	topics.FeedsIndex:     {Topic: topics.FeedsIndex, Tables: []Table{FeedTable}, Map: feedRows},
@@ -146,10 +152,31 @@ const (
 	KindBilling    = "billing"
 )
 
+// offerRows maps a record of offers-table to the rows of its parts in
+// offer. A record marked archived (the last one before the aggregate's
+// tombstone, which names no seller) deletes them: the offer lives in
+// offer_archive from then on (archiveRows). A partition's records come in
+// order, so no older version of the offer comes after.
 func offerRows(key string, value []byte) ([]Row, error) {
 	if value == nil {
-		return nil, nil // offers are never removed from the aggregate: a deletion is a status
+		return nil, nil // the aggregate's tombstone of an archived offer: its rows went with its archived record
 	}
+	return partRows(OfferTable, key, value, true)
+}
+
+// archiveRows maps a record of offers.archive to the rows of its parts in
+// offer_archive.
+func archiveRows(key string, value []byte) ([]Row, error) {
+	if value == nil {
+		return nil, nil // the archive's records are never removed, only aged out by retention
+	}
+	return partRows(OfferArchiveTable, key, value, false)
+}
+
+// partRows returns the rows of the parts of an offer's record in t (gost.md
+// splits them, to keep writers of different parts apart), or with leave
+// and a record marked archived, their deletion.
+func partRows(t Table, key string, value []byte, leave bool) ([]Row, error) {
 	var r schemas.OfferRecord
 	if err := schemas.OfferRecords.Decode(value, &r); err != nil {
 		return nil, err
@@ -160,11 +187,15 @@ func offerRows(key string, value []byte) ([]Row, error) {
 	}{{KindOffer, r.Offer}, {KindModeration, r.Moderation}, {KindBilling, r.Billing}}
 	rows := make([]Row, 0, len(parts))
 	for _, p := range parts {
+		if leave && r.Archived {
+			rows = append(rows, Row{Table: t.Name, Delete: true, Values: map[string]any{"seller_id": r.Offer.SellerID, "id": key, "kind": p.kind}})
+			continue
+		}
 		data, err := json.Marshal(p.v)
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, Row{Table: OfferTable.Name, Values: map[string]any{
+		rows = append(rows, Row{Table: t.Name, Values: map[string]any{
 			"seller_id": r.Offer.SellerID, "id": key, "kind": p.kind, "version": r.Version, "data": data}})
 	}
 	return rows, nil

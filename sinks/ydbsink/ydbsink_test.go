@@ -77,6 +77,36 @@ func TestOfferRows(t *testing.T) {
 	}
 }
 
+// TestArchivedOfferRows: an offer's record marked archived deletes its
+// rows from offer; offers.archive's record of it writes them to
+// offer_archive.
+func TestArchivedOfferRows(t *testing.T) {
+	rec := &schemas.OfferRecord{Offer: schemas.Offer{ID: "10000000009", SellerID: "s", Title: "x", Status: schemas.OfferSold},
+		Version: 7, Archived: true, Billing: schemas.Billing{Tariff: "free", Sold: true}}
+	data := encode(t, schemas.OfferRecords, rec)
+	rows, err := Sources[topics.OffersTable].Map("10000000009", data)
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("%v %v", rows, err)
+	}
+	for _, r := range rows {
+		if !r.Delete || r.Table != OfferTable.Name || r.Values["seller_id"] != "s" || r.Values["id"] != "10000000009" || r.Values["kind"] == nil {
+			t.Errorf("offers-table's archived record: row %+v, want the deletion of a part", r)
+		}
+	}
+	if rows, err := Sources[topics.OffersTable].Map("10000000009", nil); err != nil || len(rows) != 0 {
+		t.Errorf("the tombstone after it: %v %v", rows, err)
+	}
+	rows, err = Sources[topics.OffersArchive].Map("10000000009", data)
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("%v %v", rows, err)
+	}
+	for _, r := range rows {
+		if r.Delete || r.Table != OfferArchiveTable.Name || r.Values["version"] != int64(7) || r.Values["data"] == nil {
+			t.Errorf("offers.archive: row %+v", r)
+		}
+	}
+}
+
 func TestPresetCabinetAndFeedRows(t *testing.T) {
 	key := offers.PresetKey("s", offers.PresetSold, t0, "10000000009")
 	rows, err := Sources[topics.CabinetPresets].Map(key, []byte("anything"))

@@ -256,11 +256,14 @@ func (x *Offer) GetExposedSinceMs() int64 {
 }
 
 type OfferVersion struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Offer         *Offer                 `protobuf:"bytes,1,opt,name=offer,proto3" json:"offer,omitempty"`
-	Version       int64                  `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
-	Banned        bool                   `protobuf:"varint,3,opt,name=banned,proto3" json:"banned,omitempty"`
-	BanReasons    []string               `protobuf:"bytes,4,rep,name=ban_reasons,json=banReasons,proto3" json:"ban_reasons,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Offer      *Offer                 `protobuf:"bytes,1,opt,name=offer,proto3" json:"offer,omitempty"`
+	Version    int64                  `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	Banned     bool                   `protobuf:"varint,3,opt,name=banned,proto3" json:"banned,omitempty"`
+	BanReasons []string               `protobuf:"bytes,4,rep,name=ban_reasons,json=banReasons,proto3" json:"ban_reasons,omitempty"`
+	// The offer is archived (deleted, sold or expired longer than the
+	// aggregate's archive_after): read from offers.archive, read-only.
+	Archived      bool `protobuf:"varint,5,opt,name=archived,proto3" json:"archived,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -321,6 +324,13 @@ func (x *OfferVersion) GetBanReasons() []string {
 		return x.BanReasons
 	}
 	return nil
+}
+
+func (x *OfferVersion) GetArchived() bool {
+	if x != nil {
+		return x.Archived
+	}
+	return false
 }
 
 type Draft struct {
@@ -1125,13 +1135,14 @@ const file_offer_v1_offer_proto_rawDesc = "" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +
-	"\x06_price\"\x91\x01\n" +
+	"\x06_price\"\xad\x01\n" +
 	"\fOfferVersion\x12.\n" +
 	"\x05offer\x18\x01 \x01(\v2\x18.offerlog.offer.v1.OfferR\x05offer\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x03R\aversion\x12\x16\n" +
 	"\x06banned\x18\x03 \x01(\bR\x06banned\x12\x1f\n" +
 	"\vban_reasons\x18\x04 \x03(\tR\n" +
-	"banReasons\"\xb7\x01\n" +
+	"banReasons\x12\x1a\n" +
+	"\barchived\x18\x05 \x01(\bR\barchived\"\xb7\x01\n" +
 	"\x05Draft\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x1a\n" +
