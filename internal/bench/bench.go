@@ -47,6 +47,10 @@ type Env struct {
 	Keys int
 	// Offers is the number of offers of the offers scenario.
 	Offers int
+	// SizeOffers is the number of offers of the size scenario.
+	SizeOffers int
+	// BrokerDir is the embedded broker's data directory (its segments).
+	BrokerDir string
 	// DevDocs and DevOffers are what the dev scenario loads into the
 	// tables of offerlog dev before it restarts it.
 	DevDocs, DevOffers int
@@ -121,6 +125,10 @@ type Scenario struct {
 	// budget as the Go runtime's soft limit, the others with the half
 	// platform.GoMemory leaves them.
 	NoStores bool
+	// Explicit marks a scenario run only when named (the size scenario:
+	// long, and heavy on the disk); a run of explicit scenarios alone
+	// skips the ceilings and the documents they read.
+	Explicit bool
 }
 
 // Scenarios lists every scenario, ceilings first. Every scenario's duration
@@ -137,6 +145,9 @@ var Scenarios = []Scenario{
 	{Name: "scheduler", Doc: "stage scheduler: --keys pending timers, three external stages on offers created at 5 000/s, timer lateness meanwhile", Run: runSchedulerBench},
 	{Name: "offers", Doc: "offer storage: load offers into the aggregate, API writes and reads by id (and the same reads of a trivial Go server), replay of the aggregate", Run: runOffers},
 	{Name: "seller", Doc: "the cabinet of one seller of --offers offers (gost.md's largest, about a million): their creations counted over 10 keys, then on one key as before 0.5.0", Run: runSeller},
+	{Name: "size", Explicit: true, Doc: "GOST at its size: --size-offers offers of a realistic mix loaded, then bytes per offer (broker, " +
+		"stores, cache memory), restart, restore onto an empty disk, writes and reads, reads through a cache shard, replay; " +
+		"projected to 50 M offers (only when named: offerlog bench size)", Run: runSize},
 	{Name: "dev", Doc: "offerlog dev: --dev-docs documents and --dev-offers offers into its tables, documents ?wait=true at 1 000/s, restart to ready", Run: runDev},
 }
 
@@ -148,8 +159,9 @@ type Config struct {
 	Docs   int
 	// Keys is the numerator scenario's number of keys.
 	Keys int
-	// Offers is the offers scenario's number of offers.
-	Offers int
+	// Offers is the offers scenario's number of offers; SizeOffers the
+	// size scenario's.
+	Offers, SizeOffers int
 	// DevDocs and DevOffers are the dev scenario's tables.
 	DevDocs, DevOffers int
 	// WaitRate and WaitFor are the dev scenario's ?wait=true load (0:
@@ -202,26 +214,41 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer kafka.Close()
 	env := &Env{Brokers: b.Addrs(), Cluster: kafka, Partitions: cfg.Partitions, Docs: cfg.Docs, Keys: cfg.Keys, Offers: cfg.Offers,
+		SizeOffers: cfg.SizeOffers, BrokerDir: filepath.Join(dir, "broker", "broker"),
 		DevDocs: cfg.DevDocs, DevOffers: cfg.DevOffers, WaitRate: cfg.WaitRate, WaitFor: cfg.WaitFor, Source: "bench.source",
 		GokaCeiling: cfg.GokaCeiling, binDir: dir, Logger: cfg.Logger, Admin: kafka.Admin()}
 	if _, err := topics.Ensure(ctx, env.Admin, -1, append(topics.Catalogue(cfg.Partitions),
 		topics.Topic{Name: env.Source, Partitions: cfg.Partitions, Retention: topics.Forever})); err != nil {
 		return err
 	}
-	fmt.Fprintf(cfg.Out, "offerlog bench: %d documents (%d bytes each), %d partitions, embedded broker in process\n",
-		cfg.Docs, docSize(), cfg.Partitions)
-	fmt.Fprintf(cfg.Out, "machine: %s/%s, %d CPUs, %s; %s\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), time.Now().UTC().Format("2006-01-02"))
-	start := time.Now()
-	if err := writeDocs(ctx, env.Brokers, env.Source, cfg.Docs, 0); err != nil {
-		return err
+	// Explicit scenarios run only when named; named alone, they run
+	// without the ceilings and the documents those read.
+	explicitOnly := len(cfg.Only) > 0
+	for _, name := range cfg.Only {
+		i := slices.IndexFunc(Scenarios, func(s Scenario) bool { return s.Name == name })
+		explicitOnly = explicitOnly && Scenarios[i].Explicit
 	}
-	fmt.Fprintf(cfg.Out, "prepared the source topic in %s (%.0f docs/s produced, acks=all)\n\n",
-		time.Since(start).Round(time.Millisecond), float64(cfg.Docs)/time.Since(start).Seconds())
+	if explicitOnly {
+		fmt.Fprintf(cfg.Out, "offerlog bench %s: %d partitions, embedded broker in process\n", strings.Join(cfg.Only, " "), cfg.Partitions)
+	} else {
+		fmt.Fprintf(cfg.Out, "offerlog bench: %d documents (%d bytes each), %d partitions, embedded broker in process\n",
+			cfg.Docs, docSize(), cfg.Partitions)
+	}
+	fmt.Fprintf(cfg.Out, "machine: %s/%s, %d CPUs, %s; %s\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), time.Now().UTC().Format("2006-01-02"))
+	if !explicitOnly {
+		start := time.Now()
+		if err := writeDocs(ctx, env.Brokers, env.Source, cfg.Docs, 0); err != nil {
+			return err
+		}
+		fmt.Fprintf(cfg.Out, "prepared the source topic in %s (%.0f docs/s produced, acks=all)\n\n",
+			time.Since(start).Round(time.Millisecond), float64(cfg.Docs)/time.Since(start).Seconds())
+	}
 
 	results := map[string]Result{}
 	var order, left []string
 	for _, s := range Scenarios {
-		if len(cfg.Only) > 0 && !s.Ceiling && !slices.Contains(cfg.Only, s.Name) {
+		named := slices.Contains(cfg.Only, s.Name)
+		if (s.Explicit && !named) || (len(cfg.Only) > 0 && !named && (!s.Ceiling || explicitOnly)) {
 			continue
 		}
 		env.StateDir = filepath.Join(dir, s.Name)
@@ -265,8 +292,10 @@ func Run(ctx context.Context, cfg Config) error {
 	peak := rss("VmHWM")
 	fmt.Fprintf(cfg.Out, "memory: rss is the process's resident MiB after each scenario; its peak was %d MiB; "+
 		"the Go heap in use after each, collected (MiB): %s\n", peak>>20, strings.Join(left, ", "))
-	fmt.Fprintln(cfg.Out)
-	reportTargets(cfg.Out, results, peak, cfg.Memory)
+	if !explicitOnly {
+		fmt.Fprintln(cfg.Out)
+		reportTargets(cfg.Out, results, peak, cfg.Memory)
+	}
 	return nil
 }
 

@@ -38,6 +38,34 @@ func TestHarnessReports(t *testing.T) {
 	}
 }
 
+// TestSizeScenarioReports runs the size scenario alone, named as `offerlog
+// bench size` names it, on a few thousand offers: no ceiling runs, every
+// figure and the projection are printed. It checks no timing.
+func TestSizeScenarioReports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	var out strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if err := Run(ctx, Config{SizeOffers: 3000, Memory: 1 << 40, Partitions: 2, Only: []string{"size"}, Out: &out, Logger: testkit.Logger()}); err != nil {
+		t.Fatal(err)
+	}
+	report := out.String()
+	for _, want := range []string{"size ", "size/restart ", "size/restore ", "size/writes ", "size/reads ", "size/reads-cache ", "size/replay ",
+		"bytes per offer on the broker", "offers-table ", "local store", "projected to 50 M active offers", "bytes of Go heap an offer"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	for _, not := range []string{"running copy", "running goka", "running pipeline", "targets (issue"} {
+		if strings.Contains(report, not) {
+			t.Errorf("the size scenario alone ran %q:\n%s", not, report)
+		}
+	}
+	t.Log(report)
+}
+
 // TestTargetsJudge checks the judging of the goals on made-up results: met,
 // not met, and not run when a scenario is missing.
 func TestTargetsJudge(t *testing.T) {
