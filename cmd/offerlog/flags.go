@@ -305,6 +305,8 @@ func (f *flags) platform() *platform.Config {
 	f.StringVar(&cfg.Cache.DC, "dc", cfg.Cache.DC, "the data centre of the cache server, and of the API's reads through the cache (asked first)")
 	f.StringVar(&cfg.Cache.Host, "host", cfg.Cache.Host, "the cache server's name in ZooKeeper (default: the hostname)")
 	f.IntVar(&cfg.Cache.Shards, "shards", cfg.Cache.Shards, "how many shards the cache's table is cut into (more than 1 needs --zookeeper)")
+	f.BoolVar(&cfg.Standby, "standby", false, "keep warm copies of the table partitions other members of this process's groups own "+
+		"(standby replicas: taking one over reads the changelog's tail, not the whole partition; costs the disk of every partition)")
 	f.StringVar(&cfg.Reads, "reads", platform.ReadsView, "where the API reads offers and documents: view (a copy of the whole offers-table and registry-table in this process) "+
 		"or cache (the serving cache's servers of those tables: --cache-hosts, else those in --zookeeper, else this process's cache)")
 	f.Func("cache-hosts", "comma-separated cache servers that --reads cache asks (default: from --zookeeper)", func(s string) error {

@@ -99,24 +99,24 @@ var components = []component{
 	{name: componentAuth, start: startAuth},
 	{name: componentEpochs, start: startEpochs},
 	{name: ComponentRegistry, user: true, needs: []string{componentEpochs}, port: 8081, stores: 1, start: startRegistry, replay: replayRegistry,
-		flags: []string{"max-document-bytes", "tombstone-ttl", "sweep-interval", "epoch-grace", "export-framing"}},
+		flags: []string{"max-document-bytes", "tombstone-ttl", "sweep-interval", "epoch-grace", "export-framing", "standby"}},
 	{name: componentRegistryView, stores: 1, start: startRegistryView},
 	{name: ComponentIndexer, user: true, needs: []string{componentRegistryView}, port: 8082, start: startIndexer, replay: replayIndexer,
 		flags: []string{"export-framing"}},
 	{name: ComponentNumerator, user: true, port: 8083, stores: 2, start: startNumerator, replay: replayNumerator,
-		flags: []string{"zookeeper", "session-timeout", "master", "lock-timeout", "ttl-generations", "rebuild-share", "scheme", "state-type"}},
-	{name: ComponentOffers, user: true, port: 8084, stores: 1, flags: []string{"export-framing", "archive-after"}, start: func(ctx context.Context, p *process) error {
+		flags: []string{"zookeeper", "session-timeout", "master", "lock-timeout", "ttl-generations", "rebuild-share", "scheme", "state-type", "standby"}},
+	{name: ComponentOffers, user: true, port: 8084, stores: 1, flags: []string{"export-framing", "archive-after", "standby"}, start: func(ctx context.Context, p *process) error {
 		c := p.cfg.offers(p.scfg)
 		c.Metrics, c.OnReady, c.OnAnswer = offers.NewMetrics(p.reg), p.readyFunc(), p.answers.deliver
 		return p.goGroup(ctx, ComponentOffers, func(ctx context.Context) error { return offers.Run(ctx, c) })
 	}, replay: replayOffers},
-	{name: ComponentDrafts, user: true, port: 8085, stores: 1, start: func(ctx context.Context, p *process) error {
+	{name: ComponentDrafts, user: true, port: 8085, stores: 1, flags: []string{"standby"}, start: func(ctx context.Context, p *process) error {
 		c := drafts.Config{Streams: p.scfg, Metrics: drafts.NewMetrics(p.reg), OnReady: p.readyFunc()}
 		return p.goGroup(ctx, ComponentDrafts, func(ctx context.Context) error { return drafts.Run(ctx, c) })
 	}, replay: func(ctx context.Context, r Replaying) error {
 		return drafts.Replay(ctx, drafts.Config{Streams: r.Streams}, r.Config.Partitions, r.Config.Replication)
 	}},
-	{name: ComponentCabinet, user: true, port: 8086, stores: 1, start: func(ctx context.Context, p *process) error {
+	{name: ComponentCabinet, user: true, port: 8086, stores: 1, flags: []string{"standby"}, start: func(ctx context.Context, p *process) error {
 		c := cabinet.Config{Streams: p.scfg, Metrics: cabinet.NewMetrics(p.reg), OnReady: p.readyFunc()}
 		return p.goGroup(ctx, ComponentCabinet, func(ctx context.Context) error { return cabinet.Run(ctx, c) })
 	}, replay: func(ctx context.Context, r Replaying) error {

@@ -86,6 +86,10 @@ type Config struct {
 	// offers.events, saas.<client>, yt.<client>): soe (default) or
 	// confluent. Every topic is read in both.
 	ExportFraming schemas.Framing
+	// Standby makes this process's table groups keep warm copies of the
+	// partitions other members own (table.Config.Standby): a failover
+	// reads the changelog's tail, not the partitions whole.
+	Standby bool
 	// ArchiveAfter is how long an offer stays in offers-table once it is
 	// deleted, sold or expired before it moves to offers.archive (0:
 	// never). A replay of the offers must be given the time the log was
@@ -408,7 +412,7 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 		log.Info("topics created", "topics", created)
 	}
 	p.reg = metrics.New()
-	p.scfg = table.Config{Cluster: p.kafka, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log}
+	p.scfg = table.Config{Cluster: p.kafka, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Standby: cfg.Standby, Logger: log}
 	if cfg.Replication > 0 {
 		p.scfg.Replication = int(cfg.Replication)
 	}

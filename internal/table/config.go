@@ -38,6 +38,14 @@ type Config struct {
 	// cache (default DefaultStoreMemory). Every store of a process gets the
 	// same share of the process's budget (--memory).
 	StoreMemory int64
+	// Standby makes every member of a table group keep a warm copy of the
+	// partitions it does not own (Kafka Streams' standby replicas, for
+	// every partition): it follows their changelogs into its local stores,
+	// so that taking a partition over (a member gone, a rebalance) reads
+	// only the changelog's tail, not the whole partition. It costs every
+	// member the disk of the whole table and the reading of every
+	// partition's changelog.
+	Standby bool
 	// Logger receives the stores' log lines.
 	Logger *slog.Logger
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -77,6 +78,8 @@ type Group struct {
 
 	mu     sync.Mutex
 	stores map[int32]*tableStore
+
+	restored atomic.Int64
 }
 
 // tableStore is one partition of the table's local store.
@@ -275,6 +278,9 @@ func (g *Group) Run(ctx context.Context) error {
 			cancel()
 		}
 	})
+	if g.Streams.Standby {
+		catchUps.Go(func() { g.standby(ctx) })
+	}
 	var readyOnce sync.Once
 	assigned := func(ps map[string][]int32) {
 		parts := map[int32]int{} // partition -> its epoch now
@@ -462,57 +468,147 @@ func storedValue(db *pebble.DB, key []byte) ([]byte, error) {
 }
 
 // catchUp reads partition p of the changelog from after the store's offset
-// to its end into the store. Called with st.mu held.
+// to its end into the store, and makes the store current: the partition's
+// batches may use it. Called with st.mu held.
 func (g *Group) catchUp(ctx context.Context, p int32, st *tableStore) error {
+	n, err := g.follow(ctx, p, st, "restored")
+	if err != nil {
+		return err
+	}
+	g.restored.Add(n)
+	st.current = true
+	return nil
+}
+
+// follow reads partition p of the changelog from after the store's offset
+// to its end into the store and returns how many records it read (logged
+// as what it did). The
+// store's offset is written with every chunk of restoreChunk records, so a
+// restore cut short (a kill, a revocation) resumes where it was: the store
+// never holds what the changelog does not, and holds a prefix of it.
+// Called with st.mu held.
+func (g *Group) follow(ctx context.Context, p int32, st *tableStore, what string) (int64, error) {
 	ends, err := g.adm.ListEndOffsets(ctx, g.Table)
 	if err != nil {
-		return fmt.Errorf("end offsets of %s: %w", g.Table, err)
+		return 0, fmt.Errorf("end offsets of %s: %w", g.Table, err)
 	}
 	end, ok := ends.Lookup(g.Table, p)
 	if !ok || end.Err != nil {
-		return fmt.Errorf("end offset of %s[%d]: %v", g.Table, p, end.Err)
+		return 0, fmt.Errorf("end offset of %s[%d]: %v", g.Table, p, end.Err)
 	}
-	if st.offset+1 < end.Offset {
-		b := st.db.NewBatch()
-		n := 0
-		var failed error
-		err := streams.ReadRange(ctx, g.Streams.Cluster, g.Table, map[int32]int64{p: st.offset + 1}, map[int32]int64{p: end.Offset}, func(r *kgo.Record) {
-			if failed != nil {
-				return
-			}
-			if r.Value == nil {
-				failed = b.Delete(r.Key, nil)
-			} else {
-				failed = b.Set(r.Key, r.Value, nil)
-			}
-			for _, h := range r.Headers {
-				if h.Key == appliedHeader && failed == nil {
-					failed = st.applyHeader(b, string(h.Value))
-				}
-			}
-			if n++; n%10_000 == 0 && failed == nil {
-				failed = b.Commit(pebble.NoSync)
-				b.Reset()
-			}
-		})
-		if err = errors.Join(err, failed); err != nil {
-			_ = b.Close()
-			return fmt.Errorf("restore %s[%d]: %w", g.Table, p, err)
-		}
-		// Everything below the end is in the store now, or gone from the
-		// topic (compaction).
-		if err := b.Set([]byte(offsetKey), []byte(strconv.FormatInt(end.Offset-1, 10)), nil); err != nil {
+	if st.offset+1 >= end.Offset {
+		return 0, nil
+	}
+	from := st.offset + 1
+	b := st.db.NewBatch()
+	var n int64
+	var failed error
+	chunk := func(last int64) error {
+		if err := b.Set([]byte(offsetKey), []byte(strconv.FormatInt(last, 10)), nil); err != nil {
 			return err
 		}
-		if err := errors.Join(b.Commit(pebble.NoSync), b.Close(), st.db.Flush()); err != nil {
-			return fmt.Errorf("restore %s[%d]: %w", g.Table, p, err)
+		if err := b.Commit(pebble.NoSync); err != nil {
+			return err
 		}
-		g.Logger.Info("table partition restored", "group", g.Group, "table", g.Table, "partition", p,
-			"from", st.offset+1, "to", end.Offset, "records", n)
-		st.offset = end.Offset - 1
+		b.Reset()
+		st.offset = last
+		return nil
 	}
-	st.current = true
-	return nil
+	err = streams.ReadRange(ctx, g.Streams.Cluster, g.Table, map[int32]int64{p: from}, map[int32]int64{p: end.Offset}, func(r *kgo.Record) {
+		if failed != nil {
+			return
+		}
+		if r.Value == nil {
+			failed = b.Delete(r.Key, nil)
+		} else {
+			failed = b.Set(r.Key, r.Value, nil)
+		}
+		for _, h := range r.Headers {
+			if h.Key == appliedHeader && failed == nil {
+				failed = st.applyHeader(b, string(h.Value))
+			}
+		}
+		if n++; n%restoreChunk == 0 && failed == nil {
+			failed = chunk(r.Offset)
+		}
+	})
+	if err = errors.Join(err, failed); err != nil {
+		_ = b.Close()
+		return n, fmt.Errorf("restore %s[%d]: %w", g.Table, p, err)
+	}
+	// Everything below the end is in the store now, or gone from the
+	// topic (compaction).
+	if err := errors.Join(chunk(end.Offset-1), b.Close(), st.db.Flush()); err != nil {
+		return n, fmt.Errorf("restore %s[%d]: %w", g.Table, p, err)
+	}
+	g.Logger.Info("table partition "+what, "group", g.Group, "table", g.Table, "partition", p,
+		"from", from, "to", end.Offset, "records", n)
+	return n, nil
+}
+
+// restoreChunk is how many changelog records a restore writes to a store
+// at a time, with the offset it reached.
+const restoreChunk = 10_000
+
+// Restored returns how many changelog records the group read into its
+// stores to make partitions it was given current: all of a partition's
+// on an empty disk, the tail when its store holds the rest (a restart,
+// or a standby's copy).
+func (g *Group) Restored() int64 { return g.restored.Load() }
+
+// Offsets returns, for every partition whose store this member has open,
+// the last changelog offset the store holds (-1: none): a standby's
+// copies are as fresh as these.
+func (g *Group) Offsets() map[int32]int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[int32]int64, len(g.stores))
+	for p, st := range g.stores {
+		st.mu.Lock()
+		out[p] = st.offset
+		st.mu.Unlock()
+	}
+	return out
+}
+
+// standbyEvery is how often a standby member reads the tails of the
+// partitions it does not own.
+const standbyEvery = time.Second
+
+// standby keeps a warm copy of every partition of the table this member
+// does not own (Config.Standby) until ctx ends: every standbyEvery it
+// reads each one's changelog tail into its store, so that taking one over
+// reads only what was written since. A partition owned (current) is left
+// to its batches; the copy is always a prefix of the changelog, whoever
+// writes it.
+func (g *Group) standby(ctx context.Context) {
+	t := time.NewTicker(standbyEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for p := range g.counts[g.Table] {
+			st, err := g.store(p)
+			if err != nil {
+				g.Logger.Warn("standby store not opened", "group", g.Group, "partition", p, "err", err)
+				continue
+			}
+			st.mu.Lock()
+			if !st.current {
+				_, err = g.follow(ctx, p, st, "followed (standby)")
+			}
+			st.mu.Unlock()
+			if err != nil && ctx.Err() == nil {
+				g.Logger.Warn("standby copy not brought up to date", "group", g.Group, "partition", p, "err", err)
+			}
+			if ctx.Err() != nil {
+				return
+			}
+		}
+	}
 }
 
 func (g *Group) batch(ctx context.Context, b *streams.Batch) error {

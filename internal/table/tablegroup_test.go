@@ -371,3 +371,76 @@ func TestTableGroupReplays(t *testing.T) {
 		t.Fatalf("after a replay of the table alone: %d and %d outputs, want no more", plain, marked)
 	}
 }
+
+// A member with Standby keeps warm copies of the partitions another member
+// owns: when that member stops, it takes them over reading only the
+// changelog's tail (the stopping member's marks), not the partitions whole,
+// and its stores hold the table as the log says. A member without it, on
+// an empty disk, reads every partition whole.
+func TestTableGroupStandbyTakesOverFromItsCopy(t *testing.T) {
+	brokers := tgSetup(t)
+	want := produceSums(t, brokers, 0, 4_000, 80)
+	adm := testkit.Admin(t, brokers)
+	wctx := testkit.Context(t, 2*time.Minute)
+	committed := func() {
+		t.Helper()
+		ends, err := adm.ListEndOffsets(wctx, tgIn)
+		if err == nil {
+			err = streams.WaitCommitted(wctx, adm, tgGroup, ends.Offsets())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := func(g *table.Group) (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- g.Run(ctx) }()
+		return func() {
+			cancel()
+			if err := <-errc; err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	a := sumGroup(t, brokers, t.TempDir(), nil)
+	stopA := start(a)
+	dirB := t.TempDir()
+	b := sumGroup(t, brokers, dirB, nil)
+	b.Streams.Standby = true
+	stopB := start(b)
+	committed()
+	ends, err := adm.ListEndOffsets(wctx, tgTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	testkit.Eventually(t, time.Minute, "the standby's copies at the changelog's end", func() bool {
+		held := b.Offsets()
+		ok := len(held) == 4
+		ends.Each(func(o kadm.ListedOffset) { ok = ok && held[o.Partition] == o.Offset-1 })
+		return ok
+	})
+	before := b.Restored()
+	stopA()
+	want = merge(want, produceSums(t, brokers, 4_000, 400, 80))
+	committed()
+	// The stopping member's marks, each a record of its own, are the tail.
+	if got := b.Restored() - before; got > 8 {
+		t.Fatalf("the standby read %d changelog records to take over (of %d): not from its copies", got, total)
+	}
+	stopB()
+	checkSums(t, brokers, dirB, want)
+
+	dirC := t.TempDir()
+	c := sumGroup(t, brokers, dirC, nil)
+	stopC := start(c)
+	want = merge(want, produceSums(t, brokers, 4_400, 40, 80))
+	committed()
+	stopC()
+	checkSums(t, brokers, dirC, want)
+	if c.Restored() < total {
+		t.Fatalf("a member on an empty disk read %d changelog records, the changelog had %d before", c.Restored(), total)
+	}
+}
