@@ -109,6 +109,13 @@ func (c *Cluster) Settings() ClientSettings { return c.settings }
 // never close it, or its client, yourself.
 func (c *Cluster) Admin() *kadm.Client { return c.adm }
 
+// Forget drops what the shared admin client knows of topics: after a
+// topic is deleted and made again (a repartition, a replay's table), the
+// next question about it goes to the broker, not to an answer cached for
+// up to franz-go's MetadataMinAge (5 s), which would give the old
+// partition count.
+func (c *Cluster) Forget(topics ...string) { c.admCl.PurgeTopicsFromClient(topics...) }
+
 // Close closes the shared admin client. Clients made by Client are their
 // owners' to close.
 func (c *Cluster) Close() { c.admCl.Close() }

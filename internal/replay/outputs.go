@@ -52,6 +52,9 @@ func (o Outputs) String() string {
 type Emits struct {
 	mode   Outputs
 	inputs []string
+	// only, if not empty, are the topics a Reemit writes again; the
+	// others' outputs of answered records are dropped.
+	only   []string
 	header map[string][]byte
 	// answered are the group's committed offsets before the replay: an
 	// input record below its partition's offset had been processed.
@@ -76,7 +79,7 @@ func (r *Emits) isLive(topic string, partition int32, offset int64) bool {
 // reemits reports whether an output to topic of an answered input record is
 // written again (marked), not dropped; it counts the choice.
 func (r *Emits) reemits(topic string) bool {
-	if r.mode == Reemit && !slices.Contains(r.inputs, topic) {
+	if r.mode == Reemit && !slices.Contains(r.inputs, topic) && (len(r.only) == 0 || slices.Contains(r.only, topic)) {
 		// What the group emits to its own inputs is in the log already,
 		// and the replay reads it: a copy would be processed twice.
 		r.marked.Add(1)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -79,6 +80,14 @@ type Spec struct {
 	// its report when the processor is not configured by For (the
 	// indexer's re-delivery).
 	Outputs Outputs
+	// ReemitOnly, if not empty, limits a Reemit to these output topics
+	// (a repartition regenerates cabinet.changes alone, whose records
+	// name the positions of the aggregate's input); the others are
+	// dropped as TablesOnly drops them.
+	ReemitOnly []string
+	// Forget, if set, is told the topics Prepare made again, for clients
+	// that cache what they know of topics (streams.Cluster.Forget).
+	Forget func(topics ...string)
 	// emits is shared with the processor Start configured.
 	emits *Emits
 	// Logger receives the replay's progress (every second), warnings and its
@@ -98,6 +107,7 @@ func (r *Spec) Start(mode Outputs) *Emits {
 		mode = TablesOnly
 	}
 	r.emits = newEmits(mode, r.Inputs)
+	r.emits.only = slices.Clone(r.ReemitOnly)
 	return r.emits
 }
 
@@ -170,6 +180,9 @@ func (r Spec) Prepare(ctx context.Context, adm *kadm.Client) (kadm.Offsets, erro
 	if r.Table != "" {
 		if err := recreate(ctx, adm, r.Table, r.Partitions, r.Replication, r.TableConfigs); err != nil {
 			return nil, fmt.Errorf("replay %s: %w", r.Group, err)
+		}
+		if r.Forget != nil {
+			r.Forget(r.Table)
 		}
 	}
 	if r.StateDir != "" {

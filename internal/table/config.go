@@ -30,6 +30,9 @@ type Config struct {
 	// of input records the group had processed (replay.Outputs); the zero
 	// value is a live processor.
 	Replaying replay.Outputs
+	// ReemitOnly limits a Reemit replay to these output topics
+	// (replay.Spec.ReemitOnly).
+	ReemitOnly []string
 	// replay is set by Replay on the config of the processor a replay
 	// runs.
 	replay *replay.Emits
@@ -95,6 +98,7 @@ func Replay(ctx context.Context, s Config, spec replay.Spec, run func(context.Co
 		return err
 	}
 	spec.StateDir, spec.AllowGaps, spec.Logger = s.StateDirOf(spec.Group), s.AllowGaps, s.Logger
+	spec.ReemitOnly, spec.Forget = s.ReemitOnly, s.Cluster.Forget
 	s.replay = spec.Start(s.Replaying)
 	return spec.Run(ctx, s.Cluster.Admin(), func(ctx context.Context) error { return run(ctx, s) })
 }
