@@ -317,23 +317,26 @@ func (c *Client) route(keys []string) (map[string][]string, []string) {
 func (c *Client) noShard(orphans []string, cause error) error {
 	c.mu.Lock()
 	var held []string
-	partitions := int32(0)
+	partitions, virtual := int32(0), int32(0)
 	for _, h := range slices.Sorted(maps.Keys(c.answered)) {
-		if sh := c.answered[h]; sh != nil && sh.Partitions > 0 {
-			partitions = sh.Partitions
+		if sh := c.answered[h]; sh != nil && (sh.Partitions > 0 || sh.Virtual > 0) {
+			partitions, virtual = sh.Partitions, sh.Virtual
 			now := "holds"
 			if _, ok := c.shards[h]; !ok {
 				now = "held, when it last answered,"
 			}
-			held = append(held, fmt.Sprintf("%s %s partitions [%d, %d)", h, now, sh.Lo, sh.Hi))
+			held = append(held, fmt.Sprintf("%s %s %s", h, now, describe(sh)))
 		}
 	}
 	c.mu.Unlock()
 	var missing []string
 	for _, k := range orphans[:min(len(orphans), 5)] {
-		if partitions > 0 {
+		switch {
+		case virtual > 0:
+			missing = append(missing, fmt.Sprintf("%q (virtual shard %d of %d)", k, streams.Partition(k, virtual), virtual))
+		case partitions > 0:
 			missing = append(missing, fmt.Sprintf("%q (partition %d of %d)", k, streams.Partition(k, partitions), partitions))
-		} else {
+		default:
 			missing = append(missing, fmt.Sprintf("%q", k))
 		}
 	}
@@ -466,7 +469,7 @@ func (c *Client) get(ctx context.Context, keys []string, after map[int32]int64) 
 		case a.err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", a.host, a.err))
 		case !a.resp.AllMatched:
-			errs = append(errs, fmt.Errorf("%s: keys not in its shard [%d,%d)", a.host, a.resp.Shard.GetLo(), a.resp.Shard.GetHi()))
+			errs = append(errs, fmt.Errorf("%s: keys not in its shard (%s)", a.host, describe(a.resp.Shard)))
 		default:
 			for _, e := range a.resp.Entries {
 				if answered[e.Key] {

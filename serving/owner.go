@@ -54,7 +54,11 @@ type ZooKeeper struct {
 	host   string
 	addr   string
 	shards int
-	log    *slog.Logger
+	// growing: shards are hash ranges (ServerConfig.Virtual), whose nodes
+	// are named by the count (shards/<count>-<i>), so that servers of
+	// several counts run at once while a data centre grows.
+	growing bool
+	log     *slog.Logger
 
 	mu        sync.Mutex
 	connected bool
@@ -67,8 +71,22 @@ type ZooKeeper struct {
 func Root(table string) string { return "/offerlog/serving/" + table }
 
 // DialOwner connects to ZooKeeper and returns the owner of host (serving
-// addr) among shards shards of table in dc.
+// addr) among shards shards of table in dc, cut by ranges of partitions: a
+// data centre runs one count at a time (see count).
 func DialOwner(ctx context.Context, servers, table, dc, host, addr string, shards int, log *slog.Logger) (*ZooKeeper, error) {
+	return dialOwner(ctx, servers, table, dc, host, addr, shards, false, log)
+}
+
+// DialHashOwner is DialOwner for a table cut by hash ranges
+// (ServerConfig.Virtual): servers of several counts may run in a data
+// centre at once, each answering the keys of its range, so that it grows
+// (or shrinks) by starting the servers of the new count, then stopping
+// the old ones once the new are loaded: every key is answered throughout.
+func DialHashOwner(ctx context.Context, servers, table, dc, host, addr string, shards int, log *slog.Logger) (*ZooKeeper, error) {
+	return dialOwner(ctx, servers, table, dc, host, addr, shards, true, log)
+}
+
+func dialOwner(ctx context.Context, servers, table, dc, host, addr string, shards int, growing bool, log *slog.Logger) (*ZooKeeper, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -76,7 +94,7 @@ func DialOwner(ctx context.Context, servers, table, dc, host, addr string, shard
 	if err != nil {
 		return nil, fmt.Errorf("serving: %w", err)
 	}
-	z := &ZooKeeper{conn: conn, root: path.Join(Root(table), dc), host: host, addr: addr, shards: shards, log: log,
+	z := &ZooKeeper{conn: conn, root: path.Join(Root(table), dc), host: host, addr: addr, shards: shards, growing: growing, log: log,
 		connected: true, change: make(chan struct{})}
 	go z.watch(events)
 	for _, p := range []string{"/offerlog", "/offerlog/serving", Root(table), z.root, z.root + "/shards", z.root + "/hosts", z.root + "/members", z.root + "/running"} {
@@ -110,7 +128,11 @@ func (z *ZooKeeper) count(dc string) error {
 		if recorded == z.shards {
 			return nil
 		}
-		if recorded > 0 {
+		if recorded > 0 && z.growing {
+			// Hash ranges of several counts answer side by side: the
+			// count recorded is the newest started.
+			z.log.Info("serving: data centre growing", "dc", dc, "from", recorded, "to", z.shards)
+		} else if recorded > 0 {
 			running, _, err := z.conn.Children(z.root + "/running")
 			if err != nil {
 				return fmt.Errorf("serving: list the running servers of %s: %w", dc, err)
@@ -198,7 +220,7 @@ func (z *ZooKeeper) Claim(ctx context.Context) (int, int64, <-chan struct{}, err
 		}
 		order := make([]int, 0, z.shards)
 		if data, _, err := z.conn.Get(z.root + "/hosts/" + z.host); err == nil {
-			if prev, err := strconv.Atoi(string(data)); err == nil && prev >= 0 && prev < z.shards {
+			if prev, ok := z.index(string(data)); ok {
 				order = append(order, prev)
 			}
 		}
@@ -231,9 +253,31 @@ func (z *ZooKeeper) Claim(ctx context.Context) (int, int64, <-chan struct{}, err
 	}
 }
 
+// node names shard i's node (and what hosts/<host> remembers): i, or
+// <count>-<i> for a growing (hash-range) owner.
+func (z *ZooKeeper) node(i int) string {
+	if z.growing {
+		return strconv.Itoa(z.shards) + "-" + strconv.Itoa(i)
+	}
+	return strconv.Itoa(i)
+}
+
+// index returns the shard a node name names, if it is one of this owner's.
+func (z *ZooKeeper) index(name string) (int, bool) {
+	if z.growing {
+		count, i, ok := strings.Cut(name, "-")
+		if !ok || count != strconv.Itoa(z.shards) {
+			return 0, false
+		}
+		name = i
+	}
+	i, err := strconv.Atoi(name)
+	return i, err == nil && i >= 0 && i < z.shards
+}
+
 // take creates shard i's node, or finds it already the session's own.
 func (z *ZooKeeper) take(i int) (int64, bool, error) {
-	p := z.root + "/shards/" + strconv.Itoa(i)
+	p := z.root + "/shards/" + z.node(i)
 	_, err := z.conn.Create(p, []byte(z.host+"\n"+z.addr), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return 0, false, err
@@ -246,8 +290,8 @@ func (z *ZooKeeper) take(i int) (int64, bool, error) {
 		return 0, false, nil
 	}
 	hp := z.root + "/hosts/" + z.host
-	if _, err := z.conn.Set(hp, []byte(strconv.Itoa(i)), -1); errors.Is(err, zk.ErrNoNode) {
-		_, err = z.conn.Create(hp, []byte(strconv.Itoa(i)), 0, zk.WorldACL(zk.PermAll))
+	if _, err := z.conn.Set(hp, []byte(z.node(i)), -1); errors.Is(err, zk.ErrNoNode) {
+		_, err = z.conn.Create(hp, []byte(z.node(i)), 0, zk.WorldACL(zk.PermAll))
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return 0, false, err
 		}

@@ -28,6 +28,13 @@ type ServerConfig struct {
 	Table string
 	// Shards is how many shards the table is cut into.
 	Shards int
+	// Virtual, if set, cuts the table by hash ranges: Virtual virtual
+	// shards (a key's is its murmur2 hash modulo Virtual), of which a
+	// server holds a range; Shards may then be as large as Virtual, and
+	// grows by adding servers. Every server reads every partition and
+	// keeps its own keys. 0 cuts it by ranges of partitions, so at most as
+	// many shards as the topic has partitions (before 0.5.0).
+	Virtual int
 	// DC and Host name the server in answers.
 	DC, Host string
 	// Owner decides the server's shard.
@@ -63,6 +70,9 @@ type Server struct {
 func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Cluster == nil || cfg.Table == "" || cfg.Shards < 1 || cfg.Owner == nil {
 		return nil, errors.New("serving: cluster, table, shards and owner are required")
+	}
+	if cfg.Virtual < 0 || (cfg.Virtual > 0 && cfg.Shards > cfg.Virtual) {
+		return nil, fmt.Errorf("serving: %d shards of %d virtual shards", cfg.Shards, cfg.Virtual)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -185,18 +195,25 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 		return fmt.Errorf("end offsets of %s: %w", s.cfg.Table, err)
 	}
 	partitions := int32(len(endsOf[s.cfg.Table]))
+	// The partitions read: a range's, or every one for a hash range.
 	lo, hi, err := Range(i, s.cfg.Shards, partitions)
+	readLo, readHi, share := lo, hi, 1.0
+	if v := int32(s.cfg.Virtual); v > 0 {
+		lo, hi, err = Range(i, s.cfg.Shards, v)
+		readLo, readHi, share = 0, partitions, float64(hi-lo)/float64(v)
+	}
 	if err != nil {
 		return err
 	}
-	shard := &servingv1.Shard{Table: s.cfg.Table, Lo: lo, Hi: hi, Partitions: partitions, Dc: s.cfg.DC, Host: s.cfg.Host, Generation: gen}
+	shard := &servingv1.Shard{Table: s.cfg.Table, Lo: lo, Hi: hi, Partitions: partitions, Virtual: int32(s.cfg.Virtual),
+		Dc: s.cfg.DC, Host: s.cfg.Host, Generation: gen}
 	// The log's start offsets only size the store: without them it starts
 	// empty and grows.
 	startsOf, _ := adm.ListStartOffsets(ctx, s.cfg.Table)
 	ends := map[int32]int64{}
 	var records int64
 	follow := map[string]map[int32]kgo.Offset{s.cfg.Table: {}}
-	for p := lo; p < hi; p++ {
+	for p := readLo; p < readHi; p++ {
 		o, _ := endsOf.Lookup(s.cfg.Table, p)
 		ends[p] = o.Offset
 		follow[s.cfg.Table][p] = kgo.NewOffset().At(o.Offset)
@@ -205,7 +222,7 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 			records += o.Offset - first.Offset
 		}
 	}
-	store := make(map[string][]byte, storeHint(records))
+	store := make(map[string][]byte, storeHint(int64(float64(records)*share)))
 	s.mu.Lock()
 	s.shard, s.ready, s.store, s.next = shard, false, store, map[int32]int64{}
 	s.mu.Unlock()
@@ -214,7 +231,7 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 		s.shard, s.ready, s.store, s.next = nil, false, nil, nil
 		s.mu.Unlock()
 	}()
-	s.cfg.Logger.Info("serving: shard held, loading", "table", s.cfg.Table, "shard", i, "partitions", fmt.Sprintf("[%d,%d)", lo, hi))
+	s.cfg.Logger.Info("serving: shard held, loading", "table", s.cfg.Table, "shard", i, "holds", describe(shard))
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -235,12 +252,15 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 			if s.store == nil {
 				return
 			}
+			s.next[r.Partition] = r.Offset + 1
+			if shard.Virtual > 0 && !Holds(shard, string(r.Key)) {
+				continue // another shard's key, in a partition this one reads too
+			}
 			if r.Value == nil {
 				delete(s.store, string(r.Key))
 			} else {
 				s.store[string(r.Key)] = r.Value
 			}
-			s.next[r.Partition] = r.Offset + 1
 		}
 		s.loaded.Add(uint64(len(recs)))
 	}
@@ -290,6 +310,13 @@ func storeHint(records int64) int {
 	return int(min(max(records, 0), maxStoreHint))
 }
 
+// Keys returns how many keys the server's shard holds now.
+func (s *Server) Keys() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.store)
+}
+
 // Ready reports whether the server holds a shard caught up with the topic.
 func (s *Server) Ready() bool {
 	s.mu.RLock()
@@ -309,7 +336,7 @@ func (s *Server) Get(_ context.Context, req *servingv1.GetRequest) (*servingv1.G
 		return nil, status.Error(codes.Unavailable, "no shard held")
 	case !s.ready:
 		s.gets.With("loading").Inc()
-		return nil, status.Errorf(codes.Unavailable, "shard [%d,%d) of %s still loading", s.shard.Lo, s.shard.Hi, s.cfg.Table)
+		return nil, status.Errorf(codes.Unavailable, "shard of %s (%s) still loading", s.cfg.Table, describe(s.shard))
 	}
 	resp := &servingv1.GetResponse{Shard: s.shard, AllMatched: true}
 	for _, k := range req.Keys {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,6 +51,9 @@ type cluster struct {
 	zk      string
 	servers map[string]*node // by dc/host
 	shards  map[string]int   // by dc, when not 4
+	// virtual, if set, cuts the table by hash ranges of that many
+	// virtual shards (DialHashOwner).
+	virtual int
 }
 
 type node struct {
@@ -71,14 +75,18 @@ func (c *cluster) start(dc, host string) *node {
 		shards = n
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	owner, err := serving.DialOwner(ctx, c.zk, table, dc, host, ln.Addr().String(), shards, testkit.Logger())
+	dial := serving.DialOwner
+	if c.virtual > 0 {
+		dial = serving.DialHashOwner
+	}
+	owner, err := dial(ctx, c.zk, table, dc, host, ln.Addr().String(), shards, testkit.Logger())
 	if err != nil {
 		cancel()
 		c.t.Fatal(err)
 	}
 	reg := metrics.New()
 	srv, err := serving.NewServer(serving.ServerConfig{Cluster: testkit.Cluster(c.t, c.brokers), Table: table, Shards: shards, DC: dc, Host: host,
-		Owner: owner, Metrics: reg, Logger: testkit.Logger()})
+		Owner: owner, Virtual: c.virtual, Metrics: reg, Logger: testkit.Logger()})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -506,5 +514,107 @@ func TestReshardOneDataCentreAtATime(t *testing.T) {
 	}
 	if reads == 0 {
 		t.Error("no read was made while resharding")
+	}
+}
+
+// TestGrowADataCentreByAddingServers cuts a table of 8 partitions by hash
+// ranges (1024 virtual shards): a data centre of 2 servers, each holding
+// only the keys of its half, grows to 4 by starting the 4 servers of the
+// new count beside them (more shards than a server per two partitions
+// would allow) and stopping the old ones once the new are loaded, while a
+// reader asks for every key throughout through the client: every answer is
+// whole and right. Each new server holds only its quarter of the keys.
+func TestGrowADataCentreByAddingServers(t *testing.T) {
+	zkAddr := testkit.ZooKeeper(t)
+	b := testkit.Broker(t, "")
+	brokers := b.Addrs()
+	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: table, Partitions: 8, Compacted: true}})
+	values := map[string]string{}
+	var keys []string
+	for i := range 400 {
+		k := fmt.Sprint("key-", i)
+		values[k], keys = fmt.Sprint("value-", i), append(keys, k)
+	}
+	produce(t, brokers, values)
+	c := &cluster{t: t, brokers: brokers, zk: zkAddr, servers: map[string]*node{}, shards: map[string]int{"a": 2}, virtual: serving.DefaultVirtual}
+	c.start("a", "a-host-0")
+	c.start("a", "a-host-1")
+	c.loaded("two servers of a")
+	for _, n := range c.servers {
+		if k := n.srv.Keys(); k == 0 || k >= len(keys) {
+			t.Fatalf("a server of 2 holds %d keys of %d: not its half", k, len(keys))
+		}
+	}
+	zconn, _, err := zkconn.Dial(testkit.Context(t, 30*time.Second), zkAddr, 4*time.Second, testkit.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zconn.Close()
+	client := serving.NewClient(serving.ClientConfig{
+		Hosts:      func(context.Context) ([]string, error) { return serving.Hosts(zconn, table) },
+		PingPeriod: 200 * time.Millisecond, Timeout: 300 * time.Millisecond, Retries: 1, NoShardWait: 5 * time.Second,
+		Logger: testkit.Logger()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go client.Run(ctx)
+	testkit.Eventually(t, 10*time.Second, "the client knows the 2 servers", func() bool { return len(client.Shards()) == 2 })
+	stopReading := make(chan struct{})
+	readErrs := make(chan error, 1)
+	var reads atomic.Int64
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		for {
+			select {
+			case <-stopReading:
+				return
+			default:
+			}
+			got, err := client.Get(ctx, keys)
+			for _, k := range keys {
+				if err == nil && string(got[k]) != values[k] {
+					err = fmt.Errorf("%s = %q, want %q", k, got[k], values[k])
+				}
+			}
+			if err != nil {
+				select {
+				case readErrs <- err:
+				default:
+				}
+			}
+			reads.Add(1)
+		}
+	}()
+	c.shards["a"] = 4
+	for h := 2; h < 6; h++ {
+		c.start("a", fmt.Sprint("a-host-", h))
+	}
+	c.loaded("the 4 new servers loaded beside the old 2")
+	testkit.Eventually(t, 10*time.Second, "the client knows the 6 servers", func() bool { return len(client.Shards()) == 6 })
+	for h := range 2 {
+		name := fmt.Sprint("a/a-host-", h)
+		c.servers[name].stop()
+		delete(c.servers, name)
+	}
+	testkit.Eventually(t, 10*time.Second, "the client forgets the old servers", func() bool { return len(client.Shards()) == 4 })
+	before := reads.Load()
+	testkit.Eventually(t, 10*time.Second, "reads go on against the 4", func() bool { return reads.Load() > before+5 })
+	close(stopReading)
+	<-readerDone
+	select {
+	case err := <-readErrs:
+		t.Errorf("a read while growing: %v", err)
+	default:
+	}
+	held := 0
+	for name, n := range c.servers {
+		k := n.srv.Keys()
+		if k == 0 || k > len(keys)/2 {
+			t.Errorf("%s, one of 4, holds %d keys of %d", name, k, len(keys))
+		}
+		held += k
+	}
+	if held != len(keys) {
+		t.Errorf("the 4 servers hold %d keys, the table %d: a key in none or in two", held, len(keys))
 	}
 }

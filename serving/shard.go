@@ -1,6 +1,7 @@
 // Package serving is the serving cache of seeds/sharded-cache.md: servers
-// that each materialise one shard (a half-open range of partitions) of a
-// table topic and answer Get over gRPC, shard ownership per data centre
+// that each materialise one shard of a table topic (a range of hashes of
+// its keys, or a half-open range of its partitions) and answer Get over
+// gRPC, shard ownership per data centre
 // (ZooKeeper, or a fixed shard for one process), and the client that fans
 // every key out to every replica of its shard and returns the first full
 // answer.
@@ -28,12 +29,36 @@ func Range(i, n int, partitions int32) (lo, hi int32, err error) {
 	return lo, hi, nil
 }
 
-// Holds reports whether key belongs to shard s: the partition Kafka's
-// default partitioner gives it is in [lo, hi).
+// DefaultVirtual is the number of virtual shards a table is cut into by
+// hash ranges (ServerConfig.Virtual): as many servers as that may share a
+// data centre's copy of a table.
+const DefaultVirtual = 1024
+
+// Holds reports whether key belongs to shard s: with virtual shards, its
+// murmur2 hash modulo s.Virtual is in [lo, hi); else the partition Kafka's
+// default partitioner gives it is.
 func Holds(s *servingv1.Shard, key string) bool {
-	if s == nil || s.Partitions < 1 {
+	if s == nil {
+		return false
+	}
+	if s.Virtual > 0 {
+		v := streams.Partition(key, s.Virtual)
+		return v >= s.Lo && v < s.Hi
+	}
+	if s.Partitions < 1 {
 		return false
 	}
 	p := streams.Partition(key, s.Partitions)
 	return p >= s.Lo && p < s.Hi
+}
+
+// describe names what s holds, for errors and logs.
+func describe(s *servingv1.Shard) string {
+	if s == nil {
+		return "no shard"
+	}
+	if s.Virtual > 0 {
+		return fmt.Sprintf("virtual shards [%d, %d) of %d", s.Lo, s.Hi, s.Virtual)
+	}
+	return fmt.Sprintf("partitions [%d, %d)", s.Lo, s.Hi)
 }

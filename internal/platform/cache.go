@@ -28,6 +28,11 @@ type CacheConfig struct {
 	// shards the table is cut into (1 without ZooKeeper).
 	Addr, DC, Host string
 	Shards         int
+	// Virtual cuts each table by hash ranges of that many virtual shards
+	// (serving.ServerConfig.Virtual, default serving.DefaultVirtual): a
+	// data centre grows by adding servers, up to Virtual shards; 0 cuts by
+	// ranges of partitions, as before 0.5.0.
+	Virtual int
 }
 
 // tables returns the tables served.
@@ -44,6 +49,8 @@ func (c *CacheConfig) validate(zookeeper string) error {
 		return fmt.Errorf("cache: %d shards", c.Shards)
 	case zookeeper == "" && c.Shards != 1:
 		return fmt.Errorf("cache: %d shards need --zookeeper to share them out", c.Shards)
+	case c.Virtual < 0 || (c.Virtual > 0 && c.Shards > c.Virtual):
+		return fmt.Errorf("cache: %d shards of %d virtual shards", c.Shards, c.Virtual)
 	}
 	return nil
 }
@@ -126,14 +133,18 @@ func (r *cacheRunner) run(ctx context.Context) error {
 	for _, table := range r.cc.tables() {
 		var owner serving.Owner = serving.Static{Shard: 0}
 		if r.cfg.ZooKeeper != "" {
+			dial := serving.DialOwner
+			if r.cc.Virtual > 0 {
+				dial = serving.DialHashOwner
+			}
 			var err error
-			if owner, err = serving.DialOwner(ctx, r.cfg.ZooKeeper, table, r.cc.DC, r.cc.Host, r.addr, r.cc.Shards, r.log); err != nil {
+			if owner, err = dial(ctx, r.cfg.ZooKeeper, table, r.cc.DC, r.cc.Host, r.addr, r.cc.Shards, r.log); err != nil {
 				return fail(err)
 			}
 		}
 		owners = append(owners, owner)
-		srv, err := serving.NewServer(serving.ServerConfig{Cluster: r.kafka, Table: table, Shards: r.cc.Shards, DC: r.cc.DC,
-			Host: r.cc.Host, Owner: owner, Metrics: r.reg, Logger: r.log})
+		srv, err := serving.NewServer(serving.ServerConfig{Cluster: r.kafka, Table: table, Shards: r.cc.Shards, Virtual: r.cc.Virtual,
+			DC: r.cc.DC, Host: r.cc.Host, Owner: owner, Metrics: r.reg, Logger: r.log})
 		if err != nil {
 			return fail(err)
 		}

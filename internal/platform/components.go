@@ -130,7 +130,7 @@ var components = []component{
 		return p.goGroup(ctx, ComponentScheduler, func(ctx context.Context) error { return scheduler.Run(ctx, c) })
 	}},
 	{name: ComponentCache, user: true, needs: []string{componentAuth}, port: 8088,
-		flags: []string{"grpc", "zookeeper", "session-timeout", "table", "cache-grpc", "host", "shards", "dc"},
+		flags: []string{"grpc", "zookeeper", "session-timeout", "table", "cache-grpc", "host", "shards", "virtual-shards", "dc"},
 		start: func(ctx context.Context, p *process) error {
 			addr, r, err := runCache(ctx, p.sup, p.cfg, p.kafka, p.reg, p.log, p.auth)
 			if err != nil {

@@ -93,8 +93,12 @@ func (x *GetRequest) GetWithOffsets() bool {
 type Shard struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
-	Lo    int32                  `protobuf:"varint,2,opt,name=lo,proto3" json:"lo,omitempty"`
-	Hi    int32                  `protobuf:"varint,3,opt,name=hi,proto3" json:"hi,omitempty"`
+	// lo and hi bound the shard: partitions [lo, hi) of the table topic, or,
+	// when virtual is set, virtual shards [lo, hi) of virtual (a key's is
+	// its murmur2 hash modulo virtual): hash ranges, independent of the
+	// topic's partitions, so that a data centre grows by adding servers.
+	Lo int32 `protobuf:"varint,2,opt,name=lo,proto3" json:"lo,omitempty"`
+	Hi int32 `protobuf:"varint,3,opt,name=hi,proto3" json:"hi,omitempty"`
 	// partitions of the table topic, which places keys (Kafka's murmur2).
 	Partitions int32  `protobuf:"varint,4,opt,name=partitions,proto3" json:"partitions,omitempty"`
 	Dc         string `protobuf:"bytes,5,opt,name=dc,proto3" json:"dc,omitempty"`
@@ -102,6 +106,7 @@ type Shard struct {
 	// generation grows each time the host takes a shard: a client keeps the
 	// newest it has heard of.
 	Generation    int64 `protobuf:"varint,7,opt,name=generation,proto3" json:"generation,omitempty"`
+	Virtual       int32 `protobuf:"varint,8,opt,name=virtual,proto3" json:"virtual,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -181,6 +186,13 @@ func (x *Shard) GetHost() string {
 func (x *Shard) GetGeneration() int64 {
 	if x != nil {
 		return x.Generation
+	}
+	return 0
+}
+
+func (x *Shard) GetVirtual() int32 {
+	if x != nil {
+		return x.Virtual
 	}
 	return 0
 }
@@ -328,7 +340,7 @@ const file_serving_v1_cache_proto_rawDesc = "" +
 	"GetRequest\x12\x12\n" +
 	"\x04keys\x18\x01 \x03(\tR\x04keys\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12!\n" +
-	"\fwith_offsets\x18\x03 \x01(\bR\vwithOffsets\"\xa1\x01\n" +
+	"\fwith_offsets\x18\x03 \x01(\bR\vwithOffsets\"\xbb\x01\n" +
 	"\x05Shard\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x0e\n" +
 	"\x02lo\x18\x02 \x01(\x05R\x02lo\x12\x0e\n" +
@@ -340,7 +352,8 @@ const file_serving_v1_cache_proto_rawDesc = "" +
 	"\x04host\x18\x06 \x01(\tR\x04host\x12\x1e\n" +
 	"\n" +
 	"generation\x18\a \x01(\x03R\n" +
-	"generation\"E\n" +
+	"generation\x12\x18\n" +
+	"\avirtual\x18\b \x01(\x05R\avirtual\"E\n" +
 	"\x05Entry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05found\x18\x02 \x01(\bR\x05found\x12\x14\n" +
