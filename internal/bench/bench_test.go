@@ -52,7 +52,7 @@ func TestSizeScenarioReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	report := out.String()
-	for _, want := range []string{"size ", "size/restart ", "size/restore ", "size/writes ", "size/reads ", "size/reads-cache ", "size/replay ",
+	for _, want := range []string{"size ", "size/restart ", "size/restore ", "size/failover ", "size/writes ", "size/reads ", "size/reads-cache ", "size/replay ",
 		"bytes per offer on the broker", "offers-table ", "local store", "projected to 50 M active offers", "bytes of Go heap an offer"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)

@@ -571,6 +571,22 @@ func (g *Group) Offsets() map[int32]int64 {
 	return out
 }
 
+// Current returns how many partitions this member holds current: owned,
+// their stores caught up with the changelog.
+func (g *Group) Current() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for _, st := range g.stores {
+		st.mu.Lock()
+		if st.current {
+			n++
+		}
+		st.mu.Unlock()
+	}
+	return n
+}
+
 // standbyEvery is how often a standby member reads the tails of the
 // partitions it does not own.
 const standbyEvery = time.Second
