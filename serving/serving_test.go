@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -400,17 +402,7 @@ func TestGetsStayInTheirDataCentre(t *testing.T) {
 // client reads every key throughout; a server with another count than its
 // running data centre's is refused, saying how to reshard.
 func TestReshardOneDataCentreAtATime(t *testing.T) {
-	zkAddr := testkit.ZooKeeper(t)
-	b := testkit.Broker(t, "")
-	brokers := b.Addrs()
-	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: table, Partitions: 8, Compacted: true}})
-	values := map[string]string{}
-	var keys []string
-	for i := range 64 {
-		k := fmt.Sprint("key-", i)
-		values[k], keys = fmt.Sprint("value-", i), append(keys, k)
-	}
-	produce(t, brokers, values)
+	zkAddr, brokers, keys, values := keyed(t, 64)
 	c := &cluster{t: t, brokers: brokers, zk: zkAddr, servers: map[string]*node{}, shards: map[string]int{}}
 	start := func(dc string, n int) {
 		for h := range n {
@@ -435,45 +427,12 @@ func TestReshardOneDataCentreAtATime(t *testing.T) {
 	if got := counts(); got["a"] != 4 || got["b"] != 4 {
 		t.Fatalf("recorded shard counts %v, want 4 and 4", got)
 	}
-	client := serving.NewClient(serving.ClientConfig{
-		Hosts:      func(context.Context) ([]string, error) { return serving.Hosts(zconn, table) },
-		PingPeriod: 200 * time.Millisecond, Timeout: 300 * time.Millisecond, Retries: 1, NoShardWait: 5 * time.Second,
-		Logger: testkit.Logger()})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go client.Run(ctx)
+	client := zkClient(ctx, zconn)
 	testkit.Eventually(t, 10*time.Second, "the client knows the 8 servers", func() bool { return len(client.Shards()) == 8 })
 	// A reader asks for every key throughout; each answer must be whole.
-	readErrs := make(chan error, 1)
-	stopReading := make(chan struct{})
-	reads := 0
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		for {
-			select {
-			case <-stopReading:
-				return
-			default:
-			}
-			got, err := client.Get(ctx, keys)
-			if err == nil {
-				for _, k := range keys {
-					if string(got[k]) != values[k] {
-						err = fmt.Errorf("%s = %q, want %q", k, got[k], values[k])
-						break
-					}
-				}
-			}
-			if err != nil {
-				select {
-				case readErrs <- err:
-				default:
-				}
-			}
-			reads++
-		}
-	}()
+	r := startReader(ctx, client, keys, values)
 	reshard := func(dc string, from, to int) {
 		t.Helper()
 		for h := range from {
@@ -505,16 +464,78 @@ func TestReshardOneDataCentreAtATime(t *testing.T) {
 		!strings.Contains(err.Error(), "cut into 2 shards") {
 		t.Errorf("a server of another count in a running data centre: %v", err)
 	}
-	close(stopReading)
-	<-readerDone
-	select {
-	case err := <-readErrs:
+	if err := r.stop(); err != nil {
 		t.Errorf("a read while resharding: %v", err)
-	default:
 	}
-	if reads == 0 {
+	if r.reads.Load() == 0 {
 		t.Error("no read was made while resharding")
 	}
+}
+
+// zkClient runs, until ctx ends, a client of the servers ZooKeeper names,
+// quick to notice them come and go.
+func zkClient(ctx context.Context, zconn *zk.Conn) *serving.Client {
+	client := serving.NewClient(serving.ClientConfig{
+		Hosts:      func(context.Context) ([]string, error) { return serving.Hosts(zconn, table) },
+		PingPeriod: 200 * time.Millisecond, Timeout: 300 * time.Millisecond, Retries: 1, NoShardWait: 5 * time.Second,
+		Logger: testkit.Logger()})
+	go client.Run(ctx)
+	return client
+}
+
+// keyed starts ZooKeeper and a broker, and writes n keys to the table
+// topic of 8 partitions; it returns them and their values.
+func keyed(t *testing.T, n int) (zkAddr string, brokers, keys []string, values map[string]string) {
+	t.Helper()
+	zkAddr = testkit.ZooKeeper(t)
+	brokers = testkit.Broker(t, "").Addrs()
+	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: table, Partitions: 8, Compacted: true}})
+	values = map[string]string{}
+	for i := range n {
+		k := fmt.Sprint("key-", i)
+		values[k], keys = fmt.Sprint("value-", i), append(keys, k)
+	}
+	produce(t, brokers, values)
+	return zkAddr, brokers, keys, values
+}
+
+// reader asks a client for every key of values, again and again, until
+// stopped, and keeps the first wrong or failed answer.
+type reader struct {
+	reads atomic.Int64
+	stop  func() error
+}
+
+func startReader(ctx context.Context, client *serving.Client, keys []string, values map[string]string) *reader {
+	r := &reader{}
+	stopping, done := make(chan struct{}), make(chan struct{})
+	var first error
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stopping:
+				return
+			default:
+			}
+			got, err := client.Get(ctx, keys)
+			for _, k := range keys {
+				if err == nil && string(got[k]) != values[k] {
+					err = fmt.Errorf("%s = %q, want %q", k, got[k], values[k])
+				}
+			}
+			if err != nil && first == nil {
+				first = err
+			}
+			r.reads.Add(1)
+		}
+	}()
+	r.stop = func() error {
+		close(stopping)
+		<-done
+		return first
+	}
+	return r
 }
 
 // TestGrowADataCentreByAddingServers cuts a table of 8 partitions by hash
@@ -525,17 +546,7 @@ func TestReshardOneDataCentreAtATime(t *testing.T) {
 // reader asks for every key throughout through the client: every answer is
 // whole and right. Each new server holds only its quarter of the keys.
 func TestGrowADataCentreByAddingServers(t *testing.T) {
-	zkAddr := testkit.ZooKeeper(t)
-	b := testkit.Broker(t, "")
-	brokers := b.Addrs()
-	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: table, Partitions: 8, Compacted: true}})
-	values := map[string]string{}
-	var keys []string
-	for i := range 400 {
-		k := fmt.Sprint("key-", i)
-		values[k], keys = fmt.Sprint("value-", i), append(keys, k)
-	}
-	produce(t, brokers, values)
+	zkAddr, brokers, keys, values := keyed(t, 400)
 	c := &cluster{t: t, brokers: brokers, zk: zkAddr, servers: map[string]*node{}, shards: map[string]int{"a": 2}, virtual: serving.DefaultVirtual}
 	c.start("a", "a-host-0")
 	c.start("a", "a-host-1")
@@ -550,41 +561,11 @@ func TestGrowADataCentreByAddingServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer zconn.Close()
-	client := serving.NewClient(serving.ClientConfig{
-		Hosts:      func(context.Context) ([]string, error) { return serving.Hosts(zconn, table) },
-		PingPeriod: 200 * time.Millisecond, Timeout: 300 * time.Millisecond, Retries: 1, NoShardWait: 5 * time.Second,
-		Logger: testkit.Logger()})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go client.Run(ctx)
+	client := zkClient(ctx, zconn)
 	testkit.Eventually(t, 10*time.Second, "the client knows the 2 servers", func() bool { return len(client.Shards()) == 2 })
-	stopReading := make(chan struct{})
-	readErrs := make(chan error, 1)
-	var reads atomic.Int64
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		for {
-			select {
-			case <-stopReading:
-				return
-			default:
-			}
-			got, err := client.Get(ctx, keys)
-			for _, k := range keys {
-				if err == nil && string(got[k]) != values[k] {
-					err = fmt.Errorf("%s = %q, want %q", k, got[k], values[k])
-				}
-			}
-			if err != nil {
-				select {
-				case readErrs <- err:
-				default:
-				}
-			}
-			reads.Add(1)
-		}
-	}()
+	r := startReader(ctx, client, keys, values)
 	c.shards["a"] = 4
 	for h := 2; h < 6; h++ {
 		c.start("a", fmt.Sprint("a-host-", h))
@@ -597,14 +578,10 @@ func TestGrowADataCentreByAddingServers(t *testing.T) {
 		delete(c.servers, name)
 	}
 	testkit.Eventually(t, 10*time.Second, "the client forgets the old servers", func() bool { return len(client.Shards()) == 4 })
-	before := reads.Load()
-	testkit.Eventually(t, 10*time.Second, "reads go on against the 4", func() bool { return reads.Load() > before+5 })
-	close(stopReading)
-	<-readerDone
-	select {
-	case err := <-readErrs:
+	before := r.reads.Load()
+	testkit.Eventually(t, 10*time.Second, "reads go on against the 4", func() bool { return r.reads.Load() > before+5 })
+	if err := r.stop(); err != nil {
 		t.Errorf("a read while growing: %v", err)
-	default:
 	}
 	held := 0
 	for name, n := range c.servers {

@@ -394,33 +394,9 @@ func deleteTopic(ctx context.Context, adm *kadm.Client, name string) error {
 }
 
 // recreateTopic makes t anew, empty, with partitions partitions and its
-// catalogue configs.
+// catalogue configs, and has the shared admin client forget what it knew
+// of it (it would answer the old partition count for a while).
 func recreateTopic(ctx context.Context, kafka *streams.Cluster, t topics.Topic, partitions int32, replication int16) error {
-	adm := kafka.Admin()
-	// The shared admin client would answer from what it knew before.
 	defer kafka.Forget(t.Name)
-	if err := deleteTopic(ctx, adm, t.Name); err != nil {
-		return err
-	}
-	cfg := map[string]*string{}
-	for k, v := range t.Configs() {
-		cfg[k] = kadm.StringPtr(v)
-	}
-	for {
-		resp, err := adm.CreateTopics(ctx, partitions, replication, cfg, t.Name)
-		if err == nil {
-			err = resp.Error()
-		}
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, kerr.TopicAlreadyExists) {
-			return fmt.Errorf("create %s: %w", t.Name, err)
-		}
-		select { // a real cluster deletes asynchronously
-		case <-ctx.Done():
-			return fmt.Errorf("create %s: %w", t.Name, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return replay.Recreate(ctx, kafka.Admin(), t.Name, partitions, replication, t.Configs())
 }

@@ -178,7 +178,7 @@ func (r Spec) Prepare(ctx context.Context, adm *kadm.Client) (kadm.Offsets, erro
 		return nil, fmt.Errorf("replay %s: delete committed offsets: %w", r.Group, err)
 	}
 	if r.Table != "" {
-		if err := recreate(ctx, adm, r.Table, r.Partitions, r.Replication, r.TableConfigs); err != nil {
+		if err := Recreate(ctx, adm, r.Table, r.Partitions, r.Replication, r.TableConfigs); err != nil {
 			return nil, fmt.Errorf("replay %s: %w", r.Group, err)
 		}
 		if r.Forget != nil {
@@ -193,7 +193,10 @@ func (r Spec) Prepare(ctx context.Context, adm *kadm.Client) (kadm.Offsets, erro
 	return ends.Offsets(), nil
 }
 
-func recreate(ctx context.Context, adm *kadm.Client, topic string, partitions int32, replication int16, configs map[string]string) error {
+// Recreate deletes topic and makes it again, empty, with partitions
+// partitions and configs; on a real cluster, which deletes
+// asynchronously, it retries the creation until the old topic is gone.
+func Recreate(ctx context.Context, adm *kadm.Client, topic string, partitions int32, replication int16, configs map[string]string) error {
 	resp, err := adm.DeleteTopics(ctx, topic)
 	if err == nil {
 		err = resp.Error()
