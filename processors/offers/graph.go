@@ -213,13 +213,20 @@ func (h *handler) apply(ctx table.Context, cur *schemas.OfferRecord, d Decision)
 	}
 }
 
-// remove removes r, an archived record, from the table, and its external
-// id from the feeds' indexes (a deleted offer's are gone already): an
-// archived offer is not one of its seller's offers a feed matches, and a
-// feed item of its external id makes a new offer. The cabinet's counters
-// and presets are not touched: they count what they counted.
+// remove removes r, an archived record, from the table, its stages'
+// pending timers from scheduler.timers (no firing of them would be
+// accepted, so none would ever remove them), and its external id from the
+// feeds' indexes (a deleted offer's are gone already): an archived offer
+// is not one of its seller's offers a feed matches, and a feed item of its
+// external id makes a new offer. The cabinet's counters and presets are
+// not touched: they count what they counted.
 func (h *handler) remove(ctx table.Context, r *schemas.OfferRecord) {
 	ctx.Delete()
+	for _, st := range r.Stages {
+		if st.TimerAt != 0 {
+			h.emitTimer(ctx, &schemas.StageTimer{OfferID: r.Offer.ID, Stage: st.Stage})
+		}
+	}
 	if o := &r.Offer; o.ExternalID != "" && o.Status != schemas.OfferDeleted {
 		ctx.Emit(feedsIndex, FeedKey(o.SellerID, o.ExternalID), nil)
 		ctx.Emit(feedsTasks, FeedTaskKey(o.SellerID, r.FeedTask, o.ExternalID), nil)

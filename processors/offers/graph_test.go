@@ -172,7 +172,7 @@ func topicsOf(out []*kgo.Record) []string {
 // answered the same.
 func TestAnOfferDoneWithMovesToTheArchive(t *testing.T) {
 	m := offers.NewMetrics(metrics.New())
-	tt := table.NewTester(offers.Graph(offers.Config{Metrics: m, ArchiveAfter: time.Hour}))
+	tt := table.NewTester(offers.Graph(offers.Config{Metrics: m, ArchiveAfter: time.Hour, Stages: []string{"moderation"}}))
 	id := offers.IDFrom(11)
 	run := func(records ...*kgo.Record) []*kgo.Record {
 		t.Helper()
@@ -187,6 +187,8 @@ func TestAnOfferDoneWithMovesToTheArchive(t *testing.T) {
 		return run(tt.Record(topics.OffersCommands, 0, id, encodeCommand(t, c)))
 	}
 	send(&schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s1", ExternalID: "x1", TaskID: 1, ExpectedVersion: -1, Offer: newOffer(id)})
+	// A stage's pending timer, which the archive must not leave behind.
+	send(&schemas.OfferCommand{Kind: schemas.CommandSetTimer, OfferID: id, Stage: "moderation", TimerAt: 4_000_000_000_000, ExpectedVersion: -1, ReadVersion: -1})
 	sold := newOffer(id)
 	sold.Status = schemas.OfferSold
 	out := send(&schemas.OfferCommand{Kind: schemas.CommandUpdate, OfferID: id, SellerID: "s1", ExpectedVersion: -1, Offer: sold})
@@ -239,6 +241,9 @@ func TestAnOfferDoneWithMovesToTheArchive(t *testing.T) {
 		}
 		if hasTopic(out, topics.CabinetChanges) || hasTopic(out, topics.CabinetPresets) || hasTopic(out, topics.OffersEvents) {
 			t.Fatalf("the archive wrote %v: the cabinet counts what it counted", topicsOf(out))
+		}
+		if tm := only(t, out, topics.SchedulerTimers); string(tm.Key) != id+"/moderation" || tm.Value != nil {
+			t.Fatalf("the stage's pending timer is not removed: %s=%v", tm.Key, tm.Value)
 		}
 		res, _ := answers(t, out)
 		if len(res) != 1 || res[0].Outcome != schemas.OutcomeOK || res[0].Version != rec.Version {
