@@ -226,8 +226,12 @@ const day = 24 * time.Hour
 // ReplayInputs are the topics replays rebuild tables from that are not
 // compacted: the catalogue keeps them for ever, since a replay refuses to
 // rebuild from a part of the history. WithInputRetention sets another
-// retention, for a cluster that cannot keep them.
-var ReplayInputs = []string{DocumentsIngest, DocumentsChanges, NumeratorOffers}
+// retention, for a cluster that cannot keep them (at GOST's size the
+// offers' commands alone grow by terabytes a year: docs/ARCHITECTURE.md,
+// "Sizing"); its tables are then restored from their changelogs, and
+// replayed only with --allow-gaps.
+var ReplayInputs = []string{DocumentsIngest, DocumentsChanges, NumeratorOffers,
+	OffersCommands, PhotosResults, ModerationOpinions, DraftsCommands, CabinetChanges}
 
 // WithInputRetention returns ts with the retention of the ReplayInputs
 // among them set to d (0 or Forever: for ever).

@@ -1,7 +1,9 @@
 package topics
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/offerlog/offerlog/schemas"
 )
@@ -57,6 +59,31 @@ func TestValidateClient(t *testing.T) {
 	for _, bad := range []string{"", "Shop", "-x", "a.b", "a/b", string(make([]byte, 64))} {
 		if ValidateClient(bad) == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestInputRetentionBoundsTheReplayInputs: --input-retention sets the
+// retention of every replay input, the offers' commands among them, and of
+// nothing else; none of them is compacted (a retention would not bound it).
+func TestInputRetentionBoundsTheReplayInputs(t *testing.T) {
+	const d = 30 * 24 * time.Hour
+	before := Catalogue(8)
+	after := WithInputRetention(before, d)
+	for i, tp := range after {
+		input := slices.Contains(ReplayInputs, tp.Name)
+		switch {
+		case input && (tp.Retention != d || tp.Compacted):
+			t.Errorf("%s: retention %v, compacted %v; want %v, not compacted", tp.Name, tp.Retention, tp.Compacted, d)
+		case !input && tp.Retention != before[i].Retention:
+			t.Errorf("%s is not a replay input, and its retention moved to %v", tp.Name, tp.Retention)
+		case input && before[i].Retention != Forever:
+			t.Errorf("%s: a replay input the catalogue does not keep for ever (%v)", tp.Name, before[i].Retention)
+		}
+	}
+	for _, name := range []string{OffersCommands, DraftsCommands, CabinetChanges} {
+		if !slices.Contains(ReplayInputs, name) {
+			t.Errorf("%s is not bounded by --input-retention", name)
 		}
 	}
 }

@@ -362,7 +362,7 @@ func (f *flags) rules() *platform.Config {
 	return &cfg
 }
 
-const inputRetentionUsage = "retention of the topics replays read (documents.ingest, documents.changes, numerator.offers); 0 keeps them for ever, without which a replay after that long refuses"
+const inputRetentionUsage = "retention of the topics replays read (documents.ingest, documents.changes, numerator.offers, offers.commands, photos.results, moderation.opinions, drafts.commands, cabinet.changes); 0 keeps them for ever, without which a replay after that long refuses"
 
 // defaultMemory is --memory's default.
 const defaultMemory = 1 << 30
