@@ -233,6 +233,10 @@ const (
 	// CommandArchive moves an offer from offers-table to offers.archive;
 	// the aggregate writes it itself, carrying the offer's last record.
 	CommandArchive CommandKind = "ARCHIVE"
+	// CommandArmArchive gives an offer done with before archiving existed
+	// (deleted, sold or expired, without an archive time) its archive
+	// time, from the command's time (offerlog archive arm).
+	CommandArmArchive CommandKind = "ARM_ARCHIVE"
 )
 
 // OfferCommand is a write to one offer (offers.commands).

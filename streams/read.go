@@ -125,6 +125,33 @@ func ReadRange(ctx context.Context, c *Cluster, topic string, from, ends map[int
 	return nil
 }
 
+// ReadLatest calls fn with the last record of every key of a compacted
+// topic, as it is now, without holding the records in memory: it reads the
+// topic twice, first each key's last offset (a tombstone removes the key),
+// then the records at those offsets. It holds one offset per key.
+func ReadLatest(ctx context.Context, c *Cluster, topic string, fn func(*kgo.Record)) error {
+	ends, err := EndOffsets(ctx, c.Admin(), topic)
+	if err != nil {
+		return err
+	}
+	last := map[string]int64{} // key -> offset of its last record
+	err = ReadRange(ctx, c, topic, nil, ends, func(r *kgo.Record) {
+		if r.Value == nil {
+			delete(last, string(r.Key))
+			return
+		}
+		last[string(r.Key)] = r.Offset
+	})
+	if err != nil {
+		return err
+	}
+	return ReadRange(ctx, c, topic, nil, ends, func(r *kgo.Record) {
+		if at, ok := last[string(r.Key)]; ok && at == r.Offset {
+			fn(r)
+		}
+	})
+}
+
 // Backlog returns how many records of topic group has not committed yet:
 // over every partition, the end offset less the group's commit (or the
 // log start offset, where the group has none or one before it).

@@ -35,6 +35,7 @@ func TestCLIErrorsSayWhy(t *testing.T) {
 		{"", []string{"dev", "--memory", "lots"}, "-memory"},
 		{"", []string{"replay", "--brokers", addr, "nosuch"}, "unknown group"},
 		{"", []string{"repartition", "--brokers", addr}, "want --to N"},
+		{"", []string{"archive", "--brokers", addr}, "want arm"},
 		{"", []string{"consume", "--brokers", addr, "nosuch.topic", "--timeout", "1s"}, "nosuch.topic"},
 		{`{"key":1,"value":null}` + "\n", []string{"produce", "--brokers", addr, topics.DocumentsIngest}, "key: want a string"},
 		{`{"key":"a","value":{"pk":5}}` + "\n", []string{"produce", "--brokers", addr, topics.DocumentsIngest}, "line 1"},

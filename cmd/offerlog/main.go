@@ -34,6 +34,7 @@ func commands() []command {
 		{"lag", "--brokers B [GROUP]", "print the consumer lag of a group, or of every group, per topic and partition", runLag},
 		{"deadletters", "list|redrive --brokers B DEADTOPIC [--offset N [--partition P] | --all]", "list a dead-letter topic, or put its records back on their topics", runDeadLetters},
 		{"replay", "--brokers B GROUP [--data DIR] [--reemit] [--allow-gaps]", "rebuild a processor group's table from its inputs (--reemit: its outputs too, marked)", runReplay},
+		{"archive", "arm --brokers B", "give the offers deleted, sold or expired before archiving existed their archive time (run once after an upgrade)", runArchive},
 		{"repartition", "--brokers B --to N [--data DIR]", "move the platform's partitioned topics to N partitions (the platform stopped, every group caught up): copied by key, tables replayed", runRepartition},
 		{"numerator", "seal G | rebuild --force | reshard --scheme N  --brokers B [--wait D] | states --brokers B | check --state V --data V",
 			"seal a generation, rebuild or reshard the numerator's state; list its states; say whether data of one version may be used with a state", runNumerator},

@@ -120,3 +120,52 @@ func TestOffersDoneWithAreArchived(t *testing.T) {
 		}
 	}
 }
+
+// TestOffersDoneWithBeforeArchivingAreArmed: offers sold and deleted on a
+// platform that did not archive (--archive-after 0, as before 0.5.0) have
+// no archive time; once it archives, offerlog archive arm gives them one,
+// and they move to offers.archive; a second arm finds none left.
+func TestOffersDoneWithBeforeArchivingAreArmed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	b := testkit.Broker(t, "")
+	brokers := b.Addrs()
+	cfg := platformtest.Config(t.TempDir())
+	cfg.Brokers, cfg.ArchiveAfter = brokers, 0
+	cfg.Components = append(slices.Clone(gostComponents), platform.ComponentScheduler)
+	r := platformtest.Start(t, cfg)
+	n := &node{info: r.Info, stop: func() { _ = r.Stop() }}
+	ctx := testkit.Context(t, 2*time.Minute)
+	n.want(t, 202, "POST", "/v1/sellers/kim/feeds/1", feed(1, 4, "t1"), nil)
+	n.want(t, 202, "POST", "/v1/sellers/kim/feeds/1/finish", "", nil)
+	kim := n.byExternal(t, "kim", "all", 4)
+	n.want(t, 200, "PUT", "/v1/offers/"+kim["vin-1"].Offer.ID,
+		`{"seller_id":"kim","expected_version":-1,"offer":{"category":"cars","title":"x","price":5,"currency":"RUB","status":"SOLD"}}`, nil)
+	n.want(t, 200, "DELETE", "/v1/offers/"+kim["vin-2"].Offer.ID+"?seller_id=kim", "", nil)
+	n.eventuallyCounters(t, "kim", 3, [5]int64{2, 0, 0, 1, 5})
+	n.stop()
+
+	cfg.ArchiveAfter = time.Second
+	r = platformtest.Start(t, cfg)
+	n = &node{info: r.Info, stop: func() { _ = r.Stop() }}
+	defer n.stop()
+	kafka := testkit.Cluster(t, brokers)
+	armed, err := offers.ArmArchives(ctx, kafka)
+	if err != nil || armed != 2 {
+		t.Fatalf("armed %d offers (%v), want the sold and the deleted one", armed, err)
+	}
+	testkit.Eventually(t, time.Minute, "the two move to offers.archive", func() bool {
+		archive := testkit.Table(t, brokers, topics.OffersArchive)
+		return archive[kim["vin-1"].Offer.ID] != nil && archive[kim["vin-2"].Offer.ID] != nil &&
+			testkit.Table(t, brokers, topics.OffersTable)[kim["vin-1"].Offer.ID] == nil
+	})
+	var got offerapi.OfferVersion
+	if n.want(t, 200, "GET", "/v1/offers/"+kim["vin-1"].Offer.ID, "", &got); !got.Archived {
+		t.Errorf("the sold offer after its arming: %+v", got)
+	}
+	if again, err := offers.ArmArchives(ctx, kafka); err != nil || again != 0 {
+		t.Errorf("a second arming sent %d (%v), want none", again, err)
+	}
+	n.eventuallyCounters(t, "kim", 3, [5]int64{2, 0, 0, 1, 5})
+}

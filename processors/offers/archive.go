@@ -1,8 +1,17 @@
 package offers
 
 import (
+	"cmp"
+	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
 
 	"github.com/offerlog/offerlog/schemas"
 )
@@ -40,6 +49,76 @@ func armArchive(next *schemas.OfferRecord, in Input, d *Decision) {
 	}
 	next.ArchiveAt = due
 	d.ArchiveTimer = &schemas.StageTimer{OfferID: next.Offer.ID, Stage: ArchiveStage, DueAt: due}
+}
+
+// arm decides an ARM_ARCHIVE: an offer done with before archiving existed
+// (terminal, without an archive time) gets one, from the command's time,
+// and its timer; the offer itself is unchanged (no version, no event).
+func arm(cur *schemas.OfferRecord, in Input) Decision {
+	switch {
+	case cur == nil:
+		return refuse(schemas.OutcomeIgnored, nil, "offer_id", "no offer %s", in.Command.OfferID)
+	case cur.Archived || cur.ArchiveAt != 0 || !Terminal(cur.Offer.Status) || in.ArchiveAfter <= 0:
+		return refuse(schemas.OutcomeIgnored, cur, "offer_id", "offer %s has its archive time, or none to have (status %s, archived %v, archiving after %v)",
+			cur.Offer.ID, cur.Offer.Status, cur.Archived, in.ArchiveAfter)
+	}
+	next := clone(cur)
+	d := Decision{Outcome: schemas.OutcomeOK, Version: cur.Version, Record: next, StateOnly: true}
+	armArchive(next, in, &d)
+	Remember(next, in.Partition, in.Offset, d)
+	return d
+}
+
+// Unarmed reports whether r is an offer done with before archiving existed:
+// terminal, not archived, without an archive time.
+func Unarmed(r *schemas.OfferRecord) bool {
+	return Terminal(r.Offer.Status) && !r.Archived && r.ArchiveAt == 0
+}
+
+// ArmArchives sends an ARM_ARCHIVE for every offer of offers-table done
+// with before archiving existed (Unarmed), reading the table as it is now
+// (streams.ReadLatest), and returns how many it sent. Run it once after an
+// upgrade; a second run finds none.
+func ArmArchives(ctx context.Context, kafka *streams.Cluster) (int, error) {
+	prod, err := kafka.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond), kgo.ClientID("offerlog-archive-arm"))
+	if err != nil {
+		return 0, err
+	}
+	defer prod.Close()
+	var n int
+	var failed error
+	var mu sync.Mutex
+	err = streams.ReadLatest(ctx, kafka, topics.OffersTable, func(r *kgo.Record) {
+		var rec schemas.OfferRecord
+		if schemas.OfferRecords.Decode(r.Value, &rec) != nil || !Unarmed(&rec) {
+			return
+		}
+		data, err := schemas.OfferCommands.Encode(&schemas.OfferCommand{Kind: schemas.CommandArmArchive, OfferID: rec.Offer.ID,
+			SellerID: rec.Offer.SellerID, ExpectedVersion: -1, ReadVersion: -1})
+		if err != nil {
+			mu.Lock()
+			failed = cmp.Or(failed, err)
+			mu.Unlock()
+			return
+		}
+		n++
+		prod.Produce(ctx, &kgo.Record{Topic: topics.OffersCommands, Key: r.Key, Value: data}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				failed = cmp.Or(failed, err)
+				mu.Unlock()
+			}
+		})
+	})
+	if err := errors.Join(err, prod.Flush(ctx)); err != nil {
+		return n, fmt.Errorf("arm the archive: %w", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if failed != nil {
+		return n, fmt.Errorf("arm the archive: %w", failed)
+	}
+	return n, nil
 }
 
 // archive decides the firing of an offer's archive timer (an ENQUEUE of

@@ -108,3 +108,37 @@ func TestAnArchivedOfferIsReadOnly(t *testing.T) {
 		t.Fatalf("the ARCHIVE seen again after its removal: %+v, first %+v", again, moved)
 	}
 }
+
+// TestAnOfferDoneWithBeforeArchivingIsArmed: an ARM_ARCHIVE gives a sold
+// offer without an archive time one, from the command's time, leaving the
+// offer and its version as they were; an offer with its time, an active
+// one, or one of a platform that does not archive, is left alone.
+func TestAnOfferDoneWithBeforeArchivingIsArmed(t *testing.T) {
+	id := IDFrom(8)
+	d := Decide(nil, cmd(&schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s1", ExpectedVersion: -1, Offer: sample()}, 1))
+	o := sample()
+	o.Status = schemas.OfferSold
+	sold := Decide(d.Record, cmd(&schemas.OfferCommand{Kind: schemas.CommandUpdate, OfferID: id, SellerID: "s1", ExpectedVersion: -1, Offer: o}, 2))
+	if !Unarmed(sold.Record) || Unarmed(d.Record) {
+		t.Fatalf("sold without archiving: unarmed %v; active: unarmed %v", Unarmed(sold.Record), Unarmed(d.Record))
+	}
+	armCmd := &schemas.OfferCommand{Kind: schemas.CommandArmArchive, OfferID: id, ExpectedVersion: -1, ReadVersion: -1}
+	got := Decide(sold.Record, archiveInput(armCmd, 10))
+	want := t0.Add(10*time.Second + 24*time.Hour).UnixMilli()
+	if got.Outcome != schemas.OutcomeOK || !got.StateOnly || got.Record.ArchiveAt != want || got.Record.Version != sold.Record.Version ||
+		got.ArchiveTimer == nil || got.ArchiveTimer.DueAt != want || Unarmed(got.Record) {
+		t.Fatalf("the arming: %+v, timer %+v", got, got.ArchiveTimer)
+	}
+	for name, c := range map[string]struct {
+		cur *schemas.OfferRecord
+		in  Input
+	}{
+		"armed already": {got.Record, archiveInput(armCmd, 11)},
+		"active":        {d.Record, archiveInput(armCmd, 11)},
+		"not archiving": {sold.Record, cmd(armCmd, 11)},
+	} {
+		if again := Decide(c.cur, c.in); again.Outcome != schemas.OutcomeIgnored || again.ArchiveTimer != nil {
+			t.Errorf("%s: %+v", name, again)
+		}
+	}
+}

@@ -186,6 +186,8 @@ func command(cur *schemas.OfferRecord, in Input) Decision {
 		return stageCommand(cur, in)
 	case schemas.CommandArchive:
 		return archived(cur, in)
+	case schemas.CommandArmArchive:
+		return arm(cur, in)
 	case schemas.CommandModeration:
 		if c.Opinion == nil || c.Opinion.OfferID != c.OfferID {
 			return refuse(schemas.OutcomeInvalid, cur, "opinion", "missing, or for another offer")

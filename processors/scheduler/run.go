@@ -151,26 +151,11 @@ func Recrawl(ctx context.Context, kafka *streams.Cluster, sc StageConfig, stage 
 		return 0, err
 	}
 	defer cl.Close()
-	ends, err := streams.EndOffsets(ctx, kafka.Admin(), topics.OffersTable)
-	if err != nil {
-		return 0, fmt.Errorf("recrawl: %w", err)
-	}
-	last := map[string]int64{} // key -> offset of its last record; a tombstone removes it
-	err = streams.ReadRange(ctx, kafka, topics.OffersTable, nil, ends, func(r *kgo.Record) {
-		if r.Value == nil {
-			delete(last, string(r.Key))
-			return
-		}
-		last[string(r.Key)] = r.Offset
-	})
-	if err != nil {
-		return 0, fmt.Errorf("recrawl: %w", err)
-	}
 	rc := recrawler{sc: sc, stage: stage, prod: cl, adm: kafka.Admin(), log: log}
 	var sendErr error
-	err = streams.ReadRange(ctx, kafka, topics.OffersTable, nil, ends, func(r *kgo.Record) {
+	err = streams.ReadLatest(ctx, kafka, topics.OffersTable, func(r *kgo.Record) {
 		var rec schemas.OfferRecord
-		if at, ok := last[string(r.Key)]; !ok || at != r.Offset || sendErr != nil || schemas.OfferRecords.Decode(r.Value, &rec) != nil {
+		if sendErr != nil || schemas.OfferRecords.Decode(r.Value, &rec) != nil {
 			return
 		}
 		sendErr = rc.offer(ctx, &rec)
