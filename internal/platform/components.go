@@ -141,8 +141,8 @@ var components = []component{
 			return nil
 		}},
 	// The offer API's views: drafts, cabinet, presets, feed statuses and,
-	// unless it reads through the cache, the offers.
-	{name: componentOfferAPI, needs: []string{componentAuth}, stores: 5, start: startOfferAPI},
+	// unless it reads through the cache, the offers and their archive.
+	{name: componentOfferAPI, needs: []string{componentAuth}, stores: 6, start: startOfferAPI},
 	{name: ComponentAPI, user: true, needs: []string{componentAuth, componentEpochs, componentRegistryView, componentOfferAPI}, start: startAPI,
 		flags: []string{"max-document-bytes", "tombstone-ttl", "wait-timeout", "grpc", "zookeeper", "reads", "cache-hosts", "cache-token", "cache-hedge", "dc"}},
 	{name: ComponentSinkYDB, user: true, port: 8089, flags: []string{"ydb", "source"}, start: func(ctx context.Context, p *process) error {
