@@ -195,15 +195,19 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 		return fmt.Errorf("end offsets of %s: %w", s.cfg.Table, err)
 	}
 	partitions := int32(len(endsOf[s.cfg.Table]))
-	// The partitions read: a range's, or every one for a hash range.
-	lo, hi, err := Range(i, s.cfg.Shards, partitions)
-	readLo, readHi, share := lo, hi, 1.0
-	if v := int32(s.cfg.Virtual); v > 0 {
-		lo, hi, err = Range(i, s.cfg.Shards, v)
-		readLo, readHi, share = 0, partitions, float64(hi-lo)/float64(v)
+	// The shard: a range of partitions, read alone; or a hash range, its
+	// keys read from every partition.
+	cut := partitions
+	if s.cfg.Virtual > 0 {
+		cut = int32(s.cfg.Virtual)
 	}
+	lo, hi, err := Range(i, s.cfg.Shards, cut)
 	if err != nil {
 		return err
+	}
+	readLo, readHi, share := lo, hi, 1.0
+	if s.cfg.Virtual > 0 {
+		readLo, readHi, share = 0, partitions, float64(hi-lo)/float64(cut)
 	}
 	shard := &servingv1.Shard{Table: s.cfg.Table, Lo: lo, Hi: hi, Partitions: partitions, Virtual: int32(s.cfg.Virtual),
 		Dc: s.cfg.DC, Host: s.cfg.Host, Generation: gen}

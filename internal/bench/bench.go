@@ -276,10 +276,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		// What the scenario left behind on the Go heap, once collected:
 		// the scenarios share this process.
-		debug.FreeOSMemory()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		left = append(left, fmt.Sprintf("%s %d", s.Name, ms.HeapInuse>>20))
+		left = append(left, fmt.Sprintf("%s %d", s.Name, heapInUse()>>20))
 		results[s.Name] = r
 		order = append(order, s.Name)
 		for _, more := range r.Also {

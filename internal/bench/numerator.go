@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -91,15 +90,7 @@ func runNumerator(ctx context.Context, env *Env) (Result, error) {
 	if err := stop(); err != nil {
 		return Result{}, fmt.Errorf("the numerator stopped: %w", err)
 	}
-	var size int64
-	_ = filepath.WalkDir(filepath.Join(env.StateDir, "processor", string(numerator.Group)), func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if info, err := d.Info(); err == nil {
-				size += info.Size()
-			}
-		}
-		return nil
-	})
+	size := dirBytes(filepath.Join(env.StateDir, "processor", string(numerator.Group)))
 	first.BytesPerKey = float64(size) / float64(n+fresh)
 	first.Also = []Result{second}
 	first.Note = fmt.Sprintf("%d keys in generation 1; generation 2 sees %d of them again and %d new (%d expire, their ids reused); "+

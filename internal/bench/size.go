@@ -158,9 +158,9 @@ func topicBytes(dir, topic string, partitions int32) int64 {
 	return n
 }
 
-// heapInUse returns the Go heap in use once collected.
+// heapInUse returns the Go heap in use once collected (FreeOSMemory
+// collects first).
 func heapInUse() int64 {
-	runtime.GC()
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

@@ -471,7 +471,11 @@ func storedValue(db *pebble.DB, key []byte) ([]byte, error) {
 // to its end into the store, and makes the store current: the partition's
 // batches may use it. Called with st.mu held.
 func (g *Group) catchUp(ctx context.Context, p int32, st *tableStore) error {
-	n, err := g.follow(ctx, p, st, "restored")
+	ends, err := g.adm.ListEndOffsets(ctx, g.Table)
+	if err != nil {
+		return fmt.Errorf("end offsets of %s: %w", g.Table, err)
+	}
+	n, err := g.follow(ctx, p, st, ends, "restored")
 	if err != nil {
 		return err
 	}
@@ -481,17 +485,13 @@ func (g *Group) catchUp(ctx context.Context, p int32, st *tableStore) error {
 }
 
 // follow reads partition p of the changelog from after the store's offset
-// to its end into the store and returns how many records it read (logged
-// as what it did). The
+// to its end (as ends lists it) into the store and returns how many
+// records it read (logged as what it did). The
 // store's offset is written with every chunk of restoreChunk records, so a
 // restore cut short (a kill, a revocation) resumes where it was: the store
 // never holds what the changelog does not, and holds a prefix of it.
 // Called with st.mu held.
-func (g *Group) follow(ctx context.Context, p int32, st *tableStore, what string) (int64, error) {
-	ends, err := g.adm.ListEndOffsets(ctx, g.Table)
-	if err != nil {
-		return 0, fmt.Errorf("end offsets of %s: %w", g.Table, err)
-	}
+func (g *Group) follow(ctx context.Context, p int32, st *tableStore, ends kadm.ListedOffsets, what string) (int64, error) {
 	end, ok := ends.Lookup(g.Table, p)
 	if !ok || end.Err != nil {
 		return 0, fmt.Errorf("end offset of %s[%d]: %v", g.Table, p, end.Err)
@@ -514,7 +514,7 @@ func (g *Group) follow(ctx context.Context, p int32, st *tableStore, what string
 		st.offset = last
 		return nil
 	}
-	err = streams.ReadRange(ctx, g.Streams.Cluster, g.Table, map[int32]int64{p: from}, map[int32]int64{p: end.Offset}, func(r *kgo.Record) {
+	err := streams.ReadRange(ctx, g.Streams.Cluster, g.Table, map[int32]int64{p: from}, map[int32]int64{p: end.Offset}, func(r *kgo.Record) {
 		if failed != nil {
 			return
 		}
@@ -606,6 +606,14 @@ func (g *Group) standby(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		// One listing of the ends a round, for every partition.
+		ends, err := g.adm.ListEndOffsets(ctx, g.Table)
+		if err != nil {
+			if ctx.Err() == nil {
+				g.Logger.Warn("standby copies not brought up to date", "group", g.Group, "err", err)
+			}
+			continue
+		}
 		for p := range g.counts[g.Table] {
 			st, err := g.store(p)
 			if err != nil {
@@ -614,7 +622,7 @@ func (g *Group) standby(ctx context.Context) {
 			}
 			st.mu.Lock()
 			if !st.current {
-				_, err = g.follow(ctx, p, st, "followed (standby)")
+				_, err = g.follow(ctx, p, st, ends, "followed (standby)")
 			}
 			st.mu.Unlock()
 			if err != nil && ctx.Err() == nil {

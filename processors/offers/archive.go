@@ -1,11 +1,9 @@
 package offers
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -77,8 +75,8 @@ func Unarmed(r *schemas.OfferRecord) bool {
 
 // ArmArchives sends an ARM_ARCHIVE for every offer of offers-table done
 // with before archiving existed (Unarmed), reading the table as it is now
-// (streams.ReadLatest), and returns how many it sent. Run it once after an
-// upgrade; a second run finds none.
+// (streams.ReadLatest), a thousand commands at a time, and returns how many
+// it sent. Run it once after an upgrade; a second run finds none.
 func ArmArchives(ctx context.Context, kafka *streams.Cluster) (int, error) {
 	prod, err := kafka.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond), kgo.ClientID("offerlog-archive-arm"))
 	if err != nil {
@@ -86,39 +84,47 @@ func ArmArchives(ctx context.Context, kafka *streams.Cluster) (int, error) {
 	}
 	defer prod.Close()
 	var n int
-	var failed error
-	var mu sync.Mutex
+	var cmds []*schemas.OfferCommand
+	var sendErr error
 	err = streams.ReadLatest(ctx, kafka, topics.OffersTable, func(r *kgo.Record) {
 		var rec schemas.OfferRecord
-		if schemas.OfferRecords.Decode(r.Value, &rec) != nil || !Unarmed(&rec) {
+		if sendErr != nil || schemas.OfferRecords.Decode(r.Value, &rec) != nil || !Unarmed(&rec) {
 			return
 		}
-		data, err := schemas.OfferCommands.Encode(&schemas.OfferCommand{Kind: schemas.CommandArmArchive, OfferID: rec.Offer.ID,
+		cmds = append(cmds, &schemas.OfferCommand{Kind: schemas.CommandArmArchive, OfferID: rec.Offer.ID,
 			SellerID: rec.Offer.SellerID, ExpectedVersion: -1, ReadVersion: -1})
-		if err != nil {
-			mu.Lock()
-			failed = cmp.Or(failed, err)
-			mu.Unlock()
-			return
+		if len(cmds) == 1000 {
+			sendErr, n, cmds = SendCommands(ctx, prod, cmds), n+len(cmds), nil
 		}
-		n++
-		prod.Produce(ctx, &kgo.Record{Topic: topics.OffersCommands, Key: r.Key, Value: data}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				failed = cmp.Or(failed, err)
-				mu.Unlock()
-			}
-		})
 	})
-	if err := errors.Join(err, prod.Flush(ctx)); err != nil {
+	if err = errors.Join(err, sendErr); err == nil {
+		err, n = SendCommands(ctx, prod, cmds), n+len(cmds)
+	}
+	if err != nil {
 		return n, fmt.Errorf("arm the archive: %w", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if failed != nil {
-		return n, fmt.Errorf("arm the archive: %w", failed)
-	}
 	return n, nil
+}
+
+// SendCommands appends commands to offers.commands, keyed by offer id
+// (acks=all); their answers are not awaited: the aggregate decides and
+// counts them.
+func SendCommands(ctx context.Context, prod *kgo.Client, cmds []*schemas.OfferCommand) error {
+	if len(cmds) == 0 {
+		return nil
+	}
+	recs := make([]*kgo.Record, 0, len(cmds))
+	for _, c := range cmds {
+		data, err := schemas.OfferCommands.Encode(c)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, &kgo.Record{Topic: topics.OffersCommands, Key: []byte(c.OfferID), Value: data})
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("send commands: %w", err)
+	}
+	return nil
 }
 
 // archive decides the firing of an offer's archive timer (an ENQUEUE of

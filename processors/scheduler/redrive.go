@@ -72,7 +72,7 @@ func Redrive(ctx context.Context, kafka *streams.Cluster, stage string) (queued,
 	if err != nil {
 		return 0, letters, fmt.Errorf("redrive %s: %w", stage, err)
 	}
-	if err := send(ctx, cl, cmds); err != nil {
+	if err := offers.SendCommands(ctx, cl, cmds); err != nil {
 		return 0, letters, fmt.Errorf("redrive %s: %w", stage, err)
 	}
 	var done kadm.Offsets

@@ -184,7 +184,7 @@ func (r *router) batch(ctx context.Context, b *streams.Batch) error {
 		})
 	}
 	wg.Wait()
-	return send(ctx, r.prod, slices.Concat(outs...))
+	return offers.SendCommands(ctx, r.prod, slices.Concat(outs...))
 }
 
 // routeConcurrency is how many changes a router decides on at once (their
@@ -242,26 +242,6 @@ func stageIn(sts []schemas.StageState, stage string) schemas.StageState {
 		}
 	}
 	return schemas.StageState{Stage: stage}
-}
-
-// send appends commands to offers.commands (acks=all); their answers are
-// not awaited: the aggregate decides and counts them.
-func send(ctx context.Context, prod *kgo.Client, cmds []*schemas.OfferCommand) error {
-	if len(cmds) == 0 {
-		return nil
-	}
-	recs := make([]*kgo.Record, 0, len(cmds))
-	for _, c := range cmds {
-		data, err := schemas.OfferCommands.Encode(c)
-		if err != nil {
-			return err
-		}
-		recs = append(recs, &kgo.Record{Topic: topics.OffersCommands, Key: []byte(c.OfferID), Value: data})
-	}
-	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return fmt.Errorf("scheduler: send commands: %w", err)
-	}
-	return nil
 }
 
 // stateOf returns stage's part of the record r (the offers package's view).

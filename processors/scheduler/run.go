@@ -210,7 +210,7 @@ func (rc *recrawler) flush(ctx context.Context) error {
 	if err := rc.yield(ctx); err != nil {
 		return err
 	}
-	if err := send(ctx, rc.prod, rc.cmds); err != nil {
+	if err := offers.SendCommands(ctx, rc.prod, rc.cmds); err != nil {
 		return err
 	}
 	rc.queued += len(rc.cmds)

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/table"
+	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
@@ -395,7 +396,7 @@ func (t *Timers) fire(ctx context.Context) (int64, error) {
 	if len(cmds) == 0 {
 		return t.nextDue(), nil
 	}
-	if err := send(ctx, t.Prod, cmds); err != nil {
+	if err := offers.SendCommands(ctx, t.Prod, cmds); err != nil {
 		return 0, err
 	}
 	t.mu.Lock()
