@@ -15,6 +15,7 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	docs := f.Int("docs", 200_000, "documents per scenario")
 	keys := f.Int("keys", 1_000_000, "offer keys of the numerator scenario")
 	offerCount := f.Int("offers", 1_000_000, "offers of the offers scenario")
+	burst := f.Int("burst", 1_000_000, "timers due in the same second of the burst scenario")
 	sizeOffers := f.Int("size-offers", 5_000_000, "offers of the size scenario (run only when named: offerlog bench size)")
 	devDocs := f.Int("dev-docs", 1_000_000, "documents in the tables of the dev scenario's restart")
 	devOffers := f.Int("dev-offers", 100_000, "offers in the tables of the dev scenario's restart")
@@ -53,7 +54,7 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 			}
 		}()
 	}
-	return bench.Run(ctx, bench.Config{Client: f.client, Docs: *docs, Keys: *keys, Offers: *offerCount, SizeOffers: *sizeOffers,
+	return bench.Run(ctx, bench.Config{Client: f.client, Docs: *docs, Keys: *keys, Offers: *offerCount, Burst: *burst, SizeOffers: *sizeOffers,
 		DevDocs: *devDocs, DevOffers: *devOffers, Memory: memory, Partitions: int32(*partitions), Only: f.Args(),
 		ProfileDir: *profiles, GokaCeiling: *ceiling, Out: stdout, Logger: f.logger(stderr)})
 }

@@ -47,6 +47,9 @@ type Env struct {
 	Keys int
 	// Offers is the number of offers of the offers scenario.
 	Offers int
+	// Burst is the number of timers due in the same second of the burst
+	// scenario.
+	Burst int
 	// SizeOffers is the number of offers of the size scenario.
 	SizeOffers int
 	// BrokerDir is the embedded broker's data directory (its segments).
@@ -143,6 +146,7 @@ var Scenarios = []Scenario{
 	{Name: "numerator", Doc: "numerator: doc_ids for new keys across 16 shards, then a generation with 5% new and 5% vanished keys", Run: runNumerator},
 	{Name: "cache", NoStores: true, Doc: "serving cache: materialise a table of --keys keys in a server, then Gets of 10 keys from 64 callers against 2 replicas", Run: runCache},
 	{Name: "scheduler", Doc: "stage scheduler: --keys pending timers, three external stages on offers created at 5 000/s, timer lateness meanwhile", Run: runSchedulerBench},
+	{Name: "burst", Doc: "timer burst: --burst timers of one stage due in the same second, fired while another stage's probe timers fall due every 10 ms", Run: runBurst},
 	{Name: "offers", Doc: "offer storage: load offers into the aggregate, API writes and reads by id (and the same reads of a trivial Go server), replay of the aggregate", Run: runOffers},
 	{Name: "seller", Doc: "the cabinet of one seller of --offers offers (gost.md's largest, about a million): their creations counted over 10 keys, then on one key as before 0.5.0", Run: runSeller},
 	{Name: "size", Explicit: true, Doc: "GOST at its size: --size-offers offers of a realistic mix loaded, then bytes per offer (broker, " +
@@ -162,6 +166,8 @@ type Config struct {
 	// Offers is the offers scenario's number of offers; SizeOffers the
 	// size scenario's.
 	Offers, SizeOffers int
+	// Burst is the burst scenario's number of timers due at once.
+	Burst int
 	// DevDocs and DevOffers are the dev scenario's tables.
 	DevDocs, DevOffers int
 	// WaitRate and WaitFor are the dev scenario's ?wait=true load (0:
@@ -214,7 +220,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer kafka.Close()
 	env := &Env{Brokers: b.Addrs(), Cluster: kafka, Partitions: cfg.Partitions, Docs: cfg.Docs, Keys: cfg.Keys, Offers: cfg.Offers,
-		SizeOffers: cfg.SizeOffers, BrokerDir: filepath.Join(dir, "broker", "broker"),
+		Burst: cfg.Burst, SizeOffers: cfg.SizeOffers, BrokerDir: filepath.Join(dir, "broker", "broker"),
 		DevDocs: cfg.DevDocs, DevOffers: cfg.DevOffers, WaitRate: cfg.WaitRate, WaitFor: cfg.WaitFor, Source: "bench.source",
 		GokaCeiling: cfg.GokaCeiling, binDir: dir, Logger: cfg.Logger, Admin: kafka.Admin()}
 	if _, err := topics.Ensure(ctx, env.Admin, -1, append(topics.Catalogue(cfg.Partitions),

@@ -19,12 +19,12 @@ func TestHarnessReports(t *testing.T) {
 	var out strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	if err := Run(ctx, Config{Docs: 2000, Keys: 2000, Offers: 2000, DevDocs: 2000, DevOffers: 200,
+	if err := Run(ctx, Config{Docs: 2000, Keys: 2000, Offers: 2000, Burst: 3000, DevDocs: 2000, DevOffers: 200,
 		WaitRate: 20, WaitFor: time.Second, Memory: 1 << 40, Partitions: 2, Out: &out, Logger: testkit.Logger()}); err != nil {
 		t.Fatal(err)
 	}
 	report := out.String()
-	for _, want := range []string{"vs copy", "vs goka", "copy ", "goka ", "pipeline ", "numerator ", "numerator/gen2 ", "cache ", "cache/franz-go-read ", "cache/gets ", "scheduler ", "scheduler/timers-load ", "scheduler/timer-lateness ", "offers ", "offers/writes ", "offers/reads ", "offers/replay ",
+	for _, want := range []string{"vs copy", "vs goka", "copy ", "goka ", "pipeline ", "numerator ", "numerator/gen2 ", "cache ", "cache/franz-go-read ", "cache/gets ", "scheduler ", "scheduler/timers-load ", "scheduler/timer-lateness ", "burst ", "burst/probes ", "offers ", "offers/writes ", "offers/reads ", "offers/replay ",
 		"offers/reads-trivial ", "offers/reads-cache ", "seller ", "seller/one-key ", "scale ", "scale/2-members ", "scale/4-members ", "dev ", "dev/wait ", "dev/restart ", "machine:", "targets (issue 18", "restart to ready", "memory  "} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,10 +34,13 @@ const applyChunk = 256
 const TimersGroup = "scheduler-timers"
 
 // Timers keeps the pending timers of its partitions of scheduler.timers on
-// disk (Pebble, under Dir/pebble: "d/<due>/<key>" in due order,
-// "k/<key>" -> due), so that millions of them cost no more than the store's
-// share of the memory budget, and fires each due one into its stage's
-// queue with an ENQUEUE naming the timer. The aggregate accepts a firing
+// disk (Pebble, under Dir/pebble: "d/<stage>/<due>/<key>", each stage's in
+// due order, "k/<key>" -> due), so that millions of them cost no more than
+// the store's share of the memory budget, and fires each due one into its
+// stage's queue with an ENQUEUE naming the timer. It fires in rounds that
+// take at most fireQuota due timers of each stage, so that a burst of one
+// stage (a million timers due in the same second) delays another stage's
+// timers by a round, not by the burst. The aggregate accepts a firing
 // only for the stage's pending timer and then removes it from the topic, so
 // a timer fired twice (after a crash between the firing and the removal)
 // changes nothing; the aggregate counts it.
@@ -69,19 +73,77 @@ type Timers struct {
 	// none; apply wakes it for an earlier timer.
 	next atomic.Int64
 	wake chan struct{}
+	// from is, for each stage with timers in the store, the index key its
+	// firing starts at: every key of the stage before it has fired and is
+	// deleted. Iterating from the start of the stage's index would step
+	// over the tombstones of every timer fired before (a burst of a
+	// million made that most of the firing's CPU). apply lowers it for a
+	// timer inserted before it. Under mu.
+	from map[string][]byte
+	// changed, while a firing is in flight (non-nil from due to forget),
+	// holds the timer keys apply wrote meanwhile: forget leaves those
+	// alone. Under mu.
+	changed map[string]struct{}
 }
 
 // DefaultTimerMemory is the timer store's memory when Timers names none.
 const DefaultTimerMemory = 4 * table.DefaultStoreMemory
 
+// fireQuota is how many due timers of one stage a firing round takes.
+const fireQuota = 2000
+
+// storeVersion is the layout of the store: a store of another layout is
+// removed and the topic read again from its start.
+const storeVersion = "2"
+
+// dueKey is the index key of the timer key (<offer id>/<stage>) due at due
+// (Unix ms): "d/<stage>/<due, 20 digits>/<key>".
 func dueKey(due int64, key string) []byte {
-	return []byte(fmt.Sprintf("d/%020d/%s", due, key))
+	stage := stageOfKey(key)
+	b := make([]byte, 0, len("d/")+len(stage)+22+len(key)+1) // room for forget's 0
+	b = append(append(append(b, "d/"...), stage...), '/')
+	var digits [20]byte
+	for i := len(digits) - 1; i >= 0; i-- {
+		digits[i] = byte('0' + due%10)
+		due /= 10
+	}
+	b = append(append(b, digits[:]...), '/')
+	return append(b, key...)
+}
+
+// stageOfKey returns the stage of a timer key, <offer id>/<stage> (a
+// stage's name has no '/').
+func stageOfKey(key string) string {
+	return key[strings.LastIndexByte(key, '/')+1:]
+}
+
+// parseDueKey returns the due time and the timer key of an index key.
+func parseDueKey(k []byte) (due int64, key string) {
+	rest := k[len("d/"):]
+	rest = rest[bytes.IndexByte(rest, '/')+1:] // the stage
+	due, _ = strconv.ParseInt(string(rest[:20]), 10, 64)
+	return due, string(rest[21:])
 }
 
 // prefixRange returns the bounds of the keys that begin with prefix, which
 // ends in '/' ('0' follows it).
 func prefixRange(prefix string) *pebble.IterOptions {
 	return &pebble.IterOptions{LowerBound: []byte(prefix), UpperBound: []byte(prefix[:len(prefix)-1] + "0")}
+}
+
+// stages fills from with the start of each stage's index in the store.
+func (t *Timers) stages() error {
+	it, err := t.db.NewIter(prefixRange("d/"))
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; {
+		_, key := parseDueKey(it.Key())
+		stage := stageOfKey(key)
+		t.from[stage] = []byte("d/" + stage + "/")
+		ok = it.SeekGE([]byte("d/" + stage + "0"))
+	}
+	return it.Close()
 }
 
 // get returns the value of key, nil if the store has none.
@@ -121,8 +183,30 @@ func (t *Timers) open() error {
 	}
 	// With its write-ahead log: the store is its own record of what it
 	// read and fired.
-	t.db, err = table.OpenPebble(filepath.Join(t.Dir, "pebble"), mem, true, t.Logger)
-	return err
+	path := filepath.Join(t.Dir, "pebble")
+	if t.db, err = table.OpenPebble(path, mem, true, t.Logger); err != nil {
+		return err
+	}
+	t.from = map[string][]byte{}
+	v, err := t.get([]byte("v"))
+	if err != nil {
+		return err
+	}
+	if string(v) == storeVersion {
+		return t.stages()
+	}
+	// A store of the layout before the stages' own indexes (or a new one):
+	// read the topic again from its start into a new store.
+	if err := t.db.Close(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return err
+	}
+	if t.db, err = table.OpenPebble(path, mem, true, t.Logger); err != nil {
+		return err
+	}
+	return t.db.Set([]byte("v"), []byte(storeVersion), pebble.Sync)
 }
 
 // Run keeps and fires timers until ctx is done.
@@ -248,6 +332,9 @@ func (t *Timers) apply(recs []*kgo.Record) error {
 	pending := 0
 	for _, key := range keys {
 		c := last[key]
+		if t.changed != nil {
+			t.changed[key] = struct{}{}
+		}
 		k := []byte("k/" + key)
 		var old []byte
 		if it.SeekGE(k) && bytes.Equal(it.Key(), k) {
@@ -266,7 +353,11 @@ func (t *Timers) apply(recs []*kgo.Record) error {
 			if earliest == 0 || c.due < earliest {
 				earliest = c.due
 			}
-			_ = b.Set(dueKey(c.due, key), []byte(strconv.Itoa(int(c.partition))), nil)
+			dk := dueKey(c.due, key)
+			if f, ok := t.from[stageOfKey(key)]; !ok || bytes.Compare(dk, f) < 0 {
+				t.from[stageOfKey(key)] = dk
+			}
+			_ = b.Set(dk, []byte(strconv.Itoa(int(c.partition))), nil)
 			_ = b.Set([]byte("k/"+key), []byte(strconv.FormatInt(c.due, 10)), nil)
 			pending++
 		}
@@ -311,7 +402,10 @@ func (t *Timers) drop(lost map[string][]int32) {
 	dropped := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if parts[string(it.Value())] {
-			key := string(it.Key()[len("d/")+21:])
+			_, key := parseDueKey(it.Key())
+			if t.changed != nil {
+				t.changed[key] = struct{}{}
+			}
 			_ = b.Delete(it.Key(), nil) // the batch copies it
 			_ = b.Delete([]byte("k/"+key), nil)
 			dropped++
@@ -365,61 +459,114 @@ func (t *Timers) fireLoop(ctx context.Context) error {
 	}
 }
 
-// fire sends an ENQUEUE for every timer due now and forgets it locally (the
-// aggregate's removal from the topic follows). It returns the due time of
-// the next timer pending (Unix ms), 0 for none.
+// fire sends an ENQUEUE for the timers due now, at most fireQuota of each
+// stage, and forgets them locally (the aggregate's removal from the topic
+// follows). It returns the due time of the next timer pending (Unix ms), 0
+// for none: now again when a stage has more due.
 func (t *Timers) fire(ctx context.Context) (int64, error) {
 	now := t.Now()
-	limit := dueKey(now.UnixMilli()+1, "")
 	t.mu.Lock()
-	it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: []byte("d/"), UpperBound: limit})
-	if err != nil {
-		t.mu.Unlock()
-		return 0, err
-	}
-	var cmds []*schemas.OfferCommand
-	var keys [][]byte
-	for ok := it.First(); ok && len(cmds) < 10_000; ok = it.Next() {
-		k := string(it.Key())
-		due, _ := strconv.ParseInt(k[2:22], 10, 64)
-		id, stage, _ := strings.Cut(k[23:], "/")
-		cmds = append(cmds, &schemas.OfferCommand{Kind: schemas.CommandEnqueue, OfferID: id, ExpectedVersion: -1, ReadVersion: -1,
-			Stage: stage, FiredAt: due})
-		keys = append(keys, append([]byte(nil), it.Key()...))
-		t.Metrics.Lateness.With(stage).Observe(now.Sub(time.UnixMilli(due)).Seconds())
-	}
-	err = it.Close()
+	cmds, keys, starts, more, err := t.due(now.UnixMilli())
 	t.mu.Unlock()
 	if err != nil {
 		return 0, err
 	}
+	for _, c := range cmds {
+		t.Metrics.Lateness.With(c.Stage).Observe(now.Sub(time.UnixMilli(c.FiredAt)).Seconds())
+	}
 	if len(cmds) == 0 {
 		return t.nextDue(), nil
 	}
-	if err := offers.SendCommands(ctx, t.Prod, cmds); err != nil {
-		return 0, err
-	}
+	err = offers.SendCommands(ctx, t.Prod, cmds)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if err != nil {
+		t.changed = nil
+		return 0, err
+	}
+	removed, err := t.forget(keys, starts)
+	if err != nil {
+		return 0, err
+	}
+	t.Metrics.Pending.Add(-float64(removed))
+	t.Metrics.Fired.Add(uint64(len(cmds)))
+	if more {
+		return now.UnixMilli(), nil
+	}
+	return t.nextDueLocked(), nil
+}
+
+// firing is a timer taken to fire: its key and the due time it was taken
+// with.
+type firing struct {
+	key string
+	due int64
+}
+
+// due returns the ENQUEUEs of the timers due at now (Unix ms), up to
+// fireQuota of each stage, where each stage's firing started (its from),
+// and whether a stage has more due. The caller holds the lock.
+func (t *Timers) due(now int64) (cmds []*schemas.OfferCommand, taken []firing, starts map[string][]byte, more bool, err error) {
+	it, err := t.db.NewIter(prefixRange("d/"))
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	starts = maps.Clone(t.from)
+	for stage, from := range t.from {
+		prefix := []byte("d/" + stage + "/")
+		n := 0
+		for ok := it.SeekGE(from); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
+			due, key := parseDueKey(it.Key())
+			if due > now {
+				break
+			}
+			if n == fireQuota {
+				more = true
+				break
+			}
+			id := key[:len(key)-len(stage)-1]
+			cmds = append(cmds, &schemas.OfferCommand{Kind: schemas.CommandEnqueue, OfferID: id, ExpectedVersion: -1, ReadVersion: -1,
+				Stage: stage, FiredAt: due})
+			taken = append(taken, firing{key, due})
+			n++
+		}
+	}
+	if len(cmds) > 0 {
+		t.changed = map[string]struct{}{}
+	}
+	return cmds, taken, starts, more, it.Close()
+}
+
+// forget removes the fired timers from the store, but not one apply wrote
+// meanwhile (replaced, or removed), and returns how many it removed. starts are where due began each stage's firing. The caller
+// holds the lock.
+func (t *Timers) forget(fired []firing, starts map[string][]byte) (int, error) {
+	changed := t.changed
+	t.changed = nil
 	b := t.db.NewBatch()
 	defer b.Close()
 	removed := 0
-	for i, k := range keys {
-		if v, err := t.get(k); err != nil {
-			return 0, err
-		} else if v == nil {
-			continue // replaced meanwhile
+	for _, f := range fired {
+		if _, ok := changed[f.key]; ok {
+			continue // replaced or removed meanwhile: apply deleted the index key
 		}
-		_ = b.Delete(k, nil)
-		_ = b.Delete([]byte("k/"+cmds[i].OfferID+"/"+cmds[i].Stage), nil)
+		_ = b.Delete(dueKey(f.due, f.key), nil)
+		_ = b.Delete([]byte("k/"+f.key), nil)
 		removed++
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return 0, err
 	}
-	t.Metrics.Pending.Add(-float64(removed))
-	t.Metrics.Fired.Add(uint64(len(cmds)))
-	return t.nextDueLocked(), nil
+	// Each stage's firing starts after the last timer it fired, unless
+	// a timer inserted since due lowered its start (it would be skipped).
+	for _, f := range fired {
+		stage := stageOfKey(f.key)
+		if after := append(dueKey(f.due, f.key), 0); bytes.Equal(t.from[stage], starts[stage]) && bytes.Compare(after, t.from[stage]) > 0 {
+			t.from[stage] = after
+			starts[stage] = after
+		}
+	}
+	return removed, nil
 }
 
 // nextDue returns the due time of the first pending timer (Unix ms), 0 for
@@ -436,9 +583,15 @@ func (t *Timers) nextDueLocked() int64 {
 		return 0
 	}
 	defer it.Close()
-	if !it.First() {
-		return 0
+	// The first of each stage's index.
+	next := int64(0)
+	for stage, from := range t.from {
+		if !it.SeekGE(from) || !bytes.HasPrefix(it.Key(), []byte("d/"+stage+"/")) {
+			continue
+		}
+		if due, _ := parseDueKey(it.Key()); next == 0 || due < next {
+			next = due
+		}
 	}
-	due, _ := strconv.ParseInt(string(it.Key()[2:22]), 10, 64)
-	return due
+	return next
 }

@@ -110,3 +110,89 @@ func TestTimersReplaceAStoreOfAnEarlierRelease(t *testing.T) {
 		t.Fatalf("the store's directory holds %v, want only pebble", names)
 	}
 }
+
+// TestABurstOfOneStageLeavesRoomForAnother fires from the store alone (no
+// broker): a round takes at most fireQuota timers of each stage, so the
+// other stage's due timers go out in the first round, and what apply
+// writes while a round is in flight (an earlier timer, a replacement) is
+// neither skipped nor lost.
+func TestABurstOfOneStageLeavesRoomForAnother(t *testing.T) {
+	tm := &Timers{Dir: t.TempDir(), Metrics: NewMetrics(metrics.New()), Logger: testkit.Logger()}
+	if err := tm.open(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { tm.db.Close() }()
+	offset := int64(0)
+	put := func(id, stage string, due int64) {
+		data, _ := schemas.StageTimers.Encode(&schemas.StageTimer{OfferID: id, Stage: stage, DueAt: due})
+		if err := tm.apply([]*kgo.Record{{Key: []byte(id + "/" + stage), Value: data, Offset: offset}}); err != nil {
+			t.Fatal(err)
+		}
+		offset++
+	}
+	burst := fireQuota + 500
+	for i := range burst {
+		put(fmt.Sprint("o", i), "burst", 1000)
+	}
+	put("p1", "probe", 1000)
+	put("p2", "probe", 1001)
+	put("p3", "probe", 5000)
+	stagesOf := func(cmds []*schemas.OfferCommand) map[string]int {
+		n := map[string]int{}
+		for _, c := range cmds {
+			n[c.Stage]++
+		}
+		return n
+	}
+
+	cmds, taken, starts, more, err := tm.due(2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stagesOf(cmds); got["burst"] != fireQuota || got["probe"] != 2 || !more {
+		t.Fatalf("first round: %v, more %v; want %d of the burst, the 2 due probes, and more", got, more, fireQuota)
+	}
+	// While the round is in flight: a burst timer earlier than every one
+	// fired, and a taken one moved to later.
+	put("early", "burst", 10)
+	taken0 := taken[0].key
+	put(taken0[:len(taken0)-len("/burst")], "burst", 3000)
+	if _, err := tm.forget(taken, starts); err != nil {
+		t.Fatal(err)
+	}
+
+	cmds, taken, starts, more, err = tm.due(2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, c := range cmds {
+		got[c.OfferID] = true
+	}
+	if len(cmds) != 501 || !got["early"] || more {
+		t.Fatalf("second round: %d timers (early: %v), more %v; want the 500 left and the early one", len(cmds), got["early"], more)
+	}
+	if _, err := tm.forget(taken, starts); err != nil {
+		t.Fatal(err)
+	}
+	if next := tm.nextDueLocked(); next != 3000 {
+		t.Fatalf("next due %d, want the moved timer's 3000", next)
+	}
+	if v, err := tm.get([]byte("k/" + taken0)); err != nil || string(v) != "3000" {
+		t.Fatalf("the moved timer's due time in the store: %q (%v), want 3000", v, err)
+	}
+	// After a restart on the same store, the same timers are pending.
+	if err := tm.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.open(); err != nil {
+		t.Fatal(err)
+	}
+	cmds, _, _, _, err = tm.due(10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stagesOf(cmds); got["burst"] != 1 || got["probe"] != 1 {
+		t.Fatalf("after a restart, due: %v; want the moved burst timer and the last probe", got)
+	}
+}
