@@ -82,12 +82,14 @@ test-topology: deps tools
 	OFFERLOG_TOPOLOGY=full OFFERLOG_REQUIRE_ZOOKEEPER=1 \
 		$(GO) test -count=1 -timeout 60m -v -run '^TestTopology$$' ./cmd/offerlog/
 
-## bench: the benchmarks, figures and ratios to the ceilings of the same run
+## bench: the benchmarks, figures and ratios to the ceilings of the same run,
+## three runs and the median of each row (RUNS=1 for one)
 # The goka ceiling runs in a binary of its own (offerlog links no sarama),
 # built beside offerlog, where the bench looks for it.
+RUNS ?= 3
 bench: build
 	$(GO) build -o bin/goka-ceiling ./cmd/goka-ceiling
-	bin/offerlog bench $(ARGS)
+	bin/offerlog bench --runs $(RUNS) $(ARGS)
 
 ## lint: gofmt, go vet and staticcheck
 lint: deps

@@ -20,6 +20,7 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	devDocs := f.Int("dev-docs", 1_000_000, "documents in the tables of the dev scenario's restart")
 	devOffers := f.Int("dev-offers", 100_000, "offers in the tables of the dev scenario's restart")
 	partitions := f.Int("partitions", 8, "partitions of every topic")
+	runs := f.Int("runs", 1, "repeat the whole run this many times, each on a broker of its own, and report the median of each row")
 	cpuProfile := f.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile := f.String("memprofile", "", "write the allocations of the whole run (allocs profile) to this file")
 	ceiling := f.String("goka-ceiling", "", "the goka-ceiling binary the goka ceiling runs in (default: beside offerlog, on the PATH, or built with go)")
@@ -55,6 +56,6 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		}()
 	}
 	return bench.Run(ctx, bench.Config{Client: f.client, Docs: *docs, Keys: *keys, Offers: *offerCount, Burst: *burst, SizeOffers: *sizeOffers,
-		DevDocs: *devDocs, DevOffers: *devOffers, Memory: memory, Partitions: int32(*partitions), Only: f.Args(),
+		DevDocs: *devDocs, DevOffers: *devOffers, Memory: memory, Partitions: int32(*partitions), Only: f.Args(), Runs: *runs,
 		ProfileDir: *profiles, GokaCeiling: *ceiling, Out: stdout, Logger: f.logger(stderr)})
 }

@@ -9,6 +9,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -152,7 +153,7 @@ var Scenarios = []Scenario{
 	{Name: "size", Explicit: true, Doc: "GOST at its size: --size-offers offers of a realistic mix loaded, then bytes per offer (broker, " +
 		"stores, cache memory), restart, restore onto an empty disk, writes and reads, reads through a cache shard, replay; " +
 		"projected to 50 M offers (only when named: offerlog bench size)", Run: runSize},
-	{Name: "dev", Doc: "offerlog dev: --dev-docs documents and --dev-offers offers into its tables, documents ?wait=true at 1 000/s, restart to ready", Run: runDev},
+	{Name: "dev", Doc: "offerlog dev: --dev-docs documents and --dev-offers offers into its tables, documents ?wait=true at 5 000/s, restart to ready", Run: runDev},
 }
 
 // Config of a run.
@@ -182,6 +183,10 @@ type Config struct {
 	Partitions int32
 	// Only runs these scenarios (and the ceilings); empty runs all.
 	Only []string
+	// Runs is how many times the whole run is repeated, each on a broker
+	// and state of its own; with more than one, the report of the median
+	// run of each row follows (0 or 1: once).
+	Runs int
 	// ProfileDir, if set, receives a CPU profile of each scenario
 	// (SCENARIO.cpu.pprof) and the allocations up to its end
 	// (SCENARIO.allocs.pprof: compare two with go tool pprof -diff_base).
@@ -194,16 +199,99 @@ type Config struct {
 	Logger      *slog.Logger
 }
 
-// Run runs the benchmarks and prints the report to cfg.Out.
+// Run runs the benchmarks and prints the report to cfg.Out: each run's,
+// then, with cfg.Runs above one, the medians'.
 func Run(ctx context.Context, cfg Config) error {
 	for _, name := range cfg.Only {
 		if !slices.ContainsFunc(Scenarios, func(s Scenario) bool { return s.Name == name }) {
 			return fmt.Errorf("bench: unknown scenario %q", name)
 		}
 	}
+	runs := max(cfg.Runs, 1)
+	var all []map[string]Result
+	var order []string
+	for i := range runs {
+		if runs > 1 {
+			fmt.Fprintf(cfg.Out, "run %d of %d\n", i+1, runs)
+		}
+		results, o, err := runOnce(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		all, order = append(all, results), o
+	}
+	if runs > 1 {
+		med := medians(all, order)
+		fmt.Fprintf(cfg.Out, "\nthe median of %d runs, row by row (a row with latencies: the run of the median p99; "+
+			"the others: of the median rate):\n", runs)
+		report(cfg.Out, order, med)
+		if !explicitOnly(cfg.Only) {
+			fmt.Fprintln(cfg.Out)
+			reportTargets(cfg.Out, med, rss("VmHWM"), cfg.Memory)
+		}
+	}
+	return nil
+}
+
+// explicitOnly tells whether only names every scenario to run and every
+// one named runs only when named (the size scenario): such a run skips the
+// ceilings and the documents they read.
+func explicitOnly(only []string) bool {
+	if len(only) == 0 {
+		return false
+	}
+	for _, name := range only {
+		if i := slices.IndexFunc(Scenarios, func(s Scenario) bool { return s.Name == name }); i < 0 || !Scenarios[i].Explicit {
+			return false
+		}
+	}
+	return true
+}
+
+// medians returns, for each row of order, the result of the median run:
+// by p99 where the row has latencies, else by rate; its note lists every
+// run's figure.
+func medians(all []map[string]Result, order []string) map[string]Result {
+	out := map[string]Result{}
+	for _, name := range order {
+		var rs []Result
+		for _, r := range all {
+			if v, ok := r[name]; ok {
+				rs = append(rs, v)
+			}
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		byLatency := len(rs[0].Latencies) > 0
+		key := func(r Result) float64 {
+			if byLatency {
+				return float64(r.Percentile(99))
+			}
+			return r.Rate()
+		}
+		var figures []string
+		for _, r := range rs {
+			if byLatency {
+				figures = append(figures, fmt.Sprintf("%s/s p99 %s", thousands(r.Rate()), ms(r.Percentile(99))))
+			} else {
+				figures = append(figures, fmt.Sprintf("%s/s in %.2f s", thousands(r.Rate()), r.Duration.Seconds()))
+			}
+		}
+		slices.SortStableFunc(rs, func(a, b Result) int { return cmp.Compare(key(a), key(b)) })
+		m := rs[len(rs)/2]
+		m.Note = fmt.Sprintf("runs: %s; %s", strings.Join(figures, ", "), m.Note)
+		out[name] = m
+	}
+	return out
+}
+
+// runOnce is one run of the scenarios, on a broker of its own: it prints
+// its report and returns its results with their rows' order.
+func runOnce(ctx context.Context, cfg Config) (map[string]Result, []string, error) {
 	dir, err := os.MkdirTemp("", "offerlog-bench-")
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
 	// The broker keeps its log in segment files, as offerlog dev's does
@@ -211,12 +299,12 @@ func Run(ctx context.Context, cfg Config) error {
 	// the bench's RSS would measure that, not offerlog).
 	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", DataDir: filepath.Join(dir, "broker"), MaxRecordBytes: cfg.Client.MaxRecordBytes, Logger: cfg.Logger})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	defer b.Close()
 	kafka, err := streams.NewCluster(b.Addrs(), nil, cfg.Client)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	defer kafka.Close()
 	env := &Env{Brokers: b.Addrs(), Cluster: kafka, Partitions: cfg.Partitions, Docs: cfg.Docs, Keys: cfg.Keys, Offers: cfg.Offers,
@@ -225,15 +313,11 @@ func Run(ctx context.Context, cfg Config) error {
 		GokaCeiling: cfg.GokaCeiling, binDir: dir, Logger: cfg.Logger, Admin: kafka.Admin()}
 	if _, err := topics.Ensure(ctx, env.Admin, -1, append(topics.Catalogue(cfg.Partitions),
 		topics.Topic{Name: env.Source, Partitions: cfg.Partitions, Retention: topics.Forever})); err != nil {
-		return err
+		return nil, nil, err
 	}
 	// Explicit scenarios run only when named; named alone, they run
 	// without the ceilings and the documents those read.
-	explicitOnly := len(cfg.Only) > 0
-	for _, name := range cfg.Only {
-		i := slices.IndexFunc(Scenarios, func(s Scenario) bool { return s.Name == name })
-		explicitOnly = explicitOnly && Scenarios[i].Explicit
-	}
+	explicitOnly := explicitOnly(cfg.Only)
 	if explicitOnly {
 		fmt.Fprintf(cfg.Out, "offerlog bench %s: %d partitions, embedded broker in process\n", strings.Join(cfg.Only, " "), cfg.Partitions)
 	} else {
@@ -244,7 +328,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if !explicitOnly {
 		start := time.Now()
 		if err := writeDocs(ctx, env.Brokers, env.Source, cfg.Docs, 0); err != nil {
-			return err
+			return nil, nil, err
 		}
 		fmt.Fprintf(cfg.Out, "prepared the source topic in %s (%.0f docs/s produced, acks=all)\n\n",
 			time.Since(start).Round(time.Millisecond), float64(cfg.Docs)/time.Since(start).Seconds())
@@ -268,14 +352,14 @@ func Run(ctx context.Context, cfg Config) error {
 		fmt.Fprintf(cfg.Out, "running %s: %s\n", s.Name, s.Doc)
 		stop, err := profile(cfg.ProfileDir, s.Name)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		r, err := s.Run(ctx, env)
 		if perr := stop(); err == nil {
 			err = perr
 		}
 		if err != nil {
-			return fmt.Errorf("bench %s: %w", s.Name, err)
+			return nil, nil, fmt.Errorf("bench %s: %w", s.Name, err)
 		}
 		if r.RSS == 0 {
 			r.RSS = rss("VmRSS")
@@ -299,7 +383,7 @@ func Run(ctx context.Context, cfg Config) error {
 		fmt.Fprintln(cfg.Out)
 		reportTargets(cfg.Out, results, peak, cfg.Memory)
 	}
-	return nil
+	return results, order, nil
 }
 
 // rss returns a /proc/self/status memory figure (VmRSS, VmHWM) in bytes,

@@ -25,7 +25,7 @@ func TestHarnessReports(t *testing.T) {
 	}
 	report := out.String()
 	for _, want := range []string{"vs copy", "vs goka", "copy ", "goka ", "pipeline ", "numerator ", "numerator/gen2 ", "cache ", "cache/franz-go-read ", "cache/gets ", "scheduler ", "scheduler/timers-load ", "scheduler/timer-lateness ", "burst ", "burst/probes ", "offers ", "offers/writes ", "offers/reads ", "offers/replay ",
-		"offers/reads-trivial ", "offers/reads-cache ", "seller ", "seller/one-key ", "scale ", "scale/2-members ", "scale/4-members ", "dev ", "dev/wait ", "dev/restart ", "machine:", "targets (issue 18", "restart to ready", "memory  "} {
+		"offers/reads-trivial ", "offers/reads-cache ", "offers/healthz ", "seller ", "seller/one-key ", "scale ", "scale/2-members ", "scale/4-members ", "dev ", "dev/wait ", "dev/restart ", "machine:", "targets (issue 36", "restart to ready", "memory  "} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
@@ -121,5 +121,33 @@ func TestPercentile(t *testing.T) {
 	}
 	if (Result{Records: 10, Duration: 2 * time.Second}).Rate() != 5 {
 		t.Fatal("rate")
+	}
+}
+
+// TestMediansTakeTheMiddleRun: a row with latencies is the run of its
+// median p99, another the run of its median rate, and the note lists every
+// run.
+func TestMediansTakeTheMiddleRun(t *testing.T) {
+	lat := func(ms ...int) []time.Duration {
+		var out []time.Duration
+		for _, m := range ms {
+			out = append(out, time.Duration(m)*time.Millisecond)
+		}
+		return out
+	}
+	runs := []map[string]Result{
+		{"a": {Records: 100, Duration: time.Second}, "a/reads": {Records: 3, Duration: time.Second, Latencies: lat(9)}},
+		{"a": {Records: 300, Duration: time.Second}, "a/reads": {Records: 3, Duration: time.Second, Latencies: lat(3)}},
+		{"a": {Records: 200, Duration: time.Second}, "a/reads": {Records: 3, Duration: 2 * time.Second, Latencies: lat(5)}},
+	}
+	m := medians(runs, []string{"a", "a/reads"})
+	if got := m["a"].Rate(); got != 200 {
+		t.Errorf("median rate %v, want 200", got)
+	}
+	if got := m["a/reads"].Percentile(99); got != 5*time.Millisecond {
+		t.Errorf("median p99 %v, want 5ms", got)
+	}
+	if n := m["a"].Note; !strings.Contains(n, "100/s") || !strings.Contains(n, "300/s") || !strings.Contains(n, "200/s") {
+		t.Errorf("the note does not list every run: %q", n)
 	}
 }

@@ -105,6 +105,13 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 		return Result{}, fmt.Errorf("reads: %w", err)
 	}
 	reads.Name = "reads"
+	// The server's own tail, before any offer logic: its health check
+	// under the same load.
+	health, err := hammer(ctx, nReads, func(int) error { return call(ctx, "GET", base+"/healthz", "", http.StatusOK) })
+	if err != nil {
+		return Result{}, fmt.Errorf("healthz: %w", err)
+	}
+	health.Name = "healthz"
 	trivial, err := trivialReads(ctx, nReads, reads)
 	if err != nil {
 		return Result{}, fmt.Errorf("trivial server: %w", err)
@@ -132,7 +139,7 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	}
 	replay := Result{Name: "replay", Records: int(total), Duration: time.Since(start),
 		Note: "wall time of `offerlog replay offers`, group join and table recreation included"}
-	load.Also = []Result{writes, reads, trivial, cached, replay}
+	load.Also = []Result{writes, reads, health, trivial, cached, replay}
 	load.Note = fmt.Sprintf("%d offers of 1000 sellers created by commands written straight to offers.commands, timed from the first "+
 		"command to the last answer (each command also writes the table, offers.events, cabinet.changes, cabinet.presets); "+
 		"writes and reads through the HTTP API by %d concurrent clients, latency per request (a write returns once the aggregate "+
@@ -179,7 +186,7 @@ func benchOffer(i int, price int64) *schemas.Offer {
 // trivialReads runs the reads' load (n GETs, 64 clients) against a trivial
 // Go HTTP server answering every GET with a body as large as the offers'
 // average, in the same process: the floor of what the machine, the
-// load generator and net/http allow, which issue 18 compares the reads' p99
+// load generator and net/http allow, which issue 36 compares the reads' p99
 // to.
 func trivialReads(ctx context.Context, n int, like Result) (Result, error) {
 	body := []byte(`{"offer_id":"x","version":1,"offer":{"category":"cars","title":"offer 1: a second-hand car in good condition",` +
