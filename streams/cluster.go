@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -85,7 +86,11 @@ func NewCluster(brokers []string, creds *Credentials, s ClientSettings) (*Cluste
 		creds = &c
 	}
 	c := &Cluster{brokers: slices.Clone(brokers), creds: creds, settings: s}
-	if c.admCl, err = c.Client(kgo.ClientID("offerlog-admin")); err != nil {
+	// Its metadata is cached for a quarter of a second, not franz-go's
+	// 5 s: kadm caches a topic's absence too, so a topic listed before
+	// it was created (topics.Ensure lists, then creates) was unknown to
+	// every question for 5 s after (a cache server's start waited for it).
+	if c.admCl, err = c.Client(kgo.ClientID("offerlog-admin"), kgo.MetadataMinAge(adminMetadataAge)); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	c.adm = kadm.NewClient(c.admCl)
@@ -105,6 +110,10 @@ func (c *Cluster) Brokers() []string { return slices.Clone(c.brokers) }
 // Settings returns the settings its clients are built with.
 func (c *Cluster) Settings() ClientSettings { return c.settings }
 
+// adminMetadataAge is how long the shared admin client trusts the metadata
+// it cached.
+const adminMetadataAge = 250 * time.Millisecond
+
 // Admin returns the cluster's shared admin client. It is closed by Close:
 // never close it, or its client, yourself.
 func (c *Cluster) Admin() *kadm.Client { return c.adm }
@@ -112,8 +121,7 @@ func (c *Cluster) Admin() *kadm.Client { return c.adm }
 // Forget drops what the shared admin client knows of topics: after a
 // topic is deleted and made again (a repartition, a replay's table), the
 // next question about it goes to the broker, not to an answer cached for
-// up to franz-go's MetadataMinAge (5 s), which would give the old
-// partition count.
+// up to adminMetadataAge, which would give the old partition count.
 func (c *Cluster) Forget(topics ...string) { c.admCl.PurgeTopicsFromClient(topics...) }
 
 // Close closes the shared admin client. Clients made by Client are their
