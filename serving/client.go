@@ -52,8 +52,12 @@ type ClientConfig struct {
 	DC string
 	// Hedge is how long Get waits for its own data centre before asking
 	// the others (default 50 ms; negative: at once, the seed's fan-out).
-	Hedge  time.Duration
-	Logger *slog.Logger
+	Hedge time.Duration
+	// MaxInFlight is how many requests the client has in flight to one
+	// host (default DefaultMaxInFlight); the Gets that come meanwhile go
+	// together in one request as soon as one is answered.
+	MaxInFlight int
+	Logger      *slog.Logger
 }
 
 // Client is the cache client of the seed: Get sends every key to the known
@@ -73,6 +77,7 @@ type Client struct {
 	// what an error about keys nobody holds tells.
 	answered map[string]*servingv1.Shard
 	pinged   chan struct{} // closed and replaced after every ping round
+	batches  map[batchKey]*batch
 }
 
 // ErrNoShard is returned when keys belong to no shard any known server
@@ -101,11 +106,14 @@ func NewClient(cfg ClientConfig) *Client {
 	if cfg.Hedge == 0 {
 		cfg.Hedge = 50 * time.Millisecond
 	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	return &Client{cfg: cfg, conns: map[string]*grpc.ClientConn{}, shards: map[string]*servingv1.Shard{},
-		answered: map[string]*servingv1.Shard{}, pinged: make(chan struct{})}
+		answered: map[string]*servingv1.Shard{}, pinged: make(chan struct{}), batches: map[batchKey]*batch{}}
 }
 
 // StaticHosts returns a Hosts function of a fixed list.
@@ -444,7 +452,7 @@ func (c *Client) get(ctx context.Context, keys []string, after map[int32]int64) 
 			var resp *servingv1.GetResponse
 			var err error
 			for attempt := 0; attempt <= c.cfg.Retries; attempt++ {
-				if resp, err = c.call(bg, h, ks, after != nil); err == nil {
+				if resp, err = c.batched(bg, h, ks, after != nil); err == nil {
 					break
 				}
 			}
