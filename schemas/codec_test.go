@@ -2,8 +2,10 @@ package schemas
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -147,5 +149,58 @@ func TestAppendingToDecodedBytesLeavesTheRestAlone(t *testing.T) {
 	}
 	if string(grown) != "abxxxxxxxx" || string(grown2) != "cdyyyyyyyy" {
 		t.Fatalf("appended values %q and %q", grown, grown2)
+	}
+}
+
+// TestEmbeddingsEncodeAsTheSpecSays: vectors are written and read a block
+// at a time (third_party/forked/avro patch 2); the bytes are the
+// specification's (blocks of 100 with their count and byte size, as the
+// generic array codec writes them), another decoder reads them, and they
+// come back as they went, at every length around a block's.
+func TestEmbeddingsEncodeAsTheSpecSays(t *testing.T) {
+	small, err := RawDocuments.Encode(&RawDocument{PK: "p", Action: ActionUpsert, Embeddings: []Embedding{{Name: "v", Vector: []float32{1.5, -2}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The vector: count -2 (zig-zag 3), byte size 8 (16), two floats, the
+	// end block (0); then the document's end.
+	want := []byte{0x03, 0x10, 0, 0, 0xc0, 0x3f, 0, 0, 0, 0xc0, 0x00}
+	if !bytes.Contains(small, want) {
+		t.Fatalf("the vector [1.5 -2] is not written as the spec's blocks %x:\n%x", want, small)
+	}
+	sch, err := Current(RawDocumentName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema any
+	if err := json.Unmarshal([]byte(sch.Text), &schema); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{0, 1, 99, 100, 101, 250} {
+		vec := make([]float32, n)
+		for i := range vec {
+			vec[i] = float32(i)*0.25 - 3
+		}
+		doc := RawDocument{PK: "p", Action: ActionUpsert, Timestamp: time.UnixMilli(1).UTC(), Embeddings: []Embedding{{Name: "v", Vector: vec}, {Name: "w", Vector: []float32{7}}}}
+		data, err := RawDocuments.Encode(&doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back RawDocument
+		if err := RawDocuments.Decode(data, &back); err != nil {
+			t.Fatal(err)
+		}
+		if len(back.Embeddings) != 2 || !slices.Equal(back.Embeddings[0].Vector, vec) || !slices.Equal(back.Embeddings[1].Vector, []float32{7}) {
+			t.Fatalf("%d floats: decoded %+v", n, back.Embeddings)
+		}
+		d := &specDecoder{b: data[10:], named: map[string]any{}}
+		out, err := d.value(schema, "")
+		if err != nil || len(d.b) != 0 {
+			t.Fatalf("%d floats: the independent decoder: %v, %d bytes left", n, err, len(d.b))
+		}
+		got := out.(map[string]any)["embeddings"].([]any)[0].(map[string]any)["vector"].([]any)
+		if len(got) != n || (n > 0 && got[n-1] != any(float64(vec[n-1]))) {
+			t.Fatalf("%d floats: the independent decoder read %d, the last %v", n, len(got), got[len(got)-1:])
+		}
 	}
 }

@@ -1,10 +1,13 @@
 package avro
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
+	"slices"
 	"unsafe"
 
 	"github.com/modern-go/reflect2"
@@ -29,6 +32,11 @@ func createEncoderOfArray(e *encoderContext, schema *ArraySchema, typ reflect2.T
 func decoderOfArray(d *decoderContext, arr *ArraySchema, typ reflect2.Type) ValDecoder {
 	sliceType := typ.(*reflect2.UnsafeSliceType)
 	decoder := decoderOfType(d, arr.Items(), sliceType.Elem())
+	// offerlog patch 2: an array of floats into a []float32 (embeddings)
+	// is read a block at a time, not through a codec call per element.
+	if _, ok := decoder.(*float32Codec); ok && sliceType.Elem().Kind() == reflect.Float32 {
+		return float32ArrayDecoder{}
+	}
 
 	return &arrayDecoder{typ: sliceType, decoder: decoder}
 }
@@ -80,6 +88,11 @@ func (d *arrayDecoder) Decode(ptr unsafe.Pointer, r *Reader) {
 func encoderOfArray(e *encoderContext, arr *ArraySchema, typ reflect2.Type) ValEncoder {
 	sliceType := typ.(*reflect2.UnsafeSliceType)
 	encoder := encoderOfType(e, arr.Items(), sliceType.Elem())
+	// offerlog patch 2: a []float32 as an array of floats is written a
+	// block at a time, the same bytes as arrayEncoder's.
+	if _, ok := encoder.(*float32Codec); ok && sliceType.Elem().Kind() == reflect.Float32 {
+		return float32ArrayEncoder{blockLength: e.cfg.getBlockLength()}
+	}
 
 	return &arrayEncoder{
 		blockLength: e.cfg.getBlockLength(),
@@ -120,4 +133,67 @@ func (e *arrayEncoder) Encode(ptr unsafe.Pointer, w *Writer) {
 	if w.Error != nil && !errors.Is(w.Error, io.EOF) {
 		w.Error = fmt.Errorf("%v: %w", e.typ, w.Error)
 	}
+}
+
+// float32ArrayDecoder reads an array of floats into a []float32 (offerlog
+// patch 2): each block's floats straight from the buffer when it holds
+// them all.
+type float32ArrayDecoder struct{}
+
+func (float32ArrayDecoder) Decode(ptr unsafe.Pointer, r *Reader) {
+	s := (*[]float32)(ptr)
+	out := (*s)[:0]
+	if out == nil {
+		out = []float32{}
+	}
+	for {
+		l, _ := r.ReadBlockHeader()
+		if l == 0 || r.Error != nil {
+			break
+		}
+		if l < 0 || len(out)+int(l) > r.cfg.getMaxSliceAllocSize() {
+			r.ReportError("decode array", "size is greater than `Config.MaxSliceAllocSize`")
+			return
+		}
+		n := int(l)
+		if r.tail-r.head >= 4*n {
+			// Grown by what the buffer holds: a count the data does not
+			// back allocates nothing ahead.
+			out = slices.Grow(out, n)
+			for i := range n {
+				out = append(out, math.Float32frombits(binary.LittleEndian.Uint32(r.buf[r.head+4*i:])))
+			}
+			r.head += 4 * n
+			continue
+		}
+		for range n {
+			out = append(out, r.ReadFloat())
+			if r.Error != nil {
+				r.Error = fmt.Errorf("reading []float32: %w", r.Error)
+				*s = out
+				return
+			}
+		}
+	}
+	*s = out
+	if r.Error != nil && !errors.Is(r.Error, io.EOF) {
+		r.Error = fmt.Errorf("[]float32: %w", r.Error)
+	}
+}
+
+// float32ArrayEncoder writes a []float32 as an array of floats (offerlog
+// patch 2): blocks of blockLength, each with its count and byte size, as
+// arrayEncoder's WriteBlockCB writes them.
+type float32ArrayEncoder struct{ blockLength int }
+
+func (e float32ArrayEncoder) Encode(ptr unsafe.Pointer, w *Writer) {
+	s := *(*[]float32)(ptr)
+	for i := 0; i < len(s); i += e.blockLength {
+		block := s[i:min(i+e.blockLength, len(s))]
+		w.WriteBlockHeader(int64(len(block)), int64(4*len(block)))
+		for _, f := range block {
+			w.buf = binary.LittleEndian.AppendUint32(w.buf, math.Float32bits(f))
+		}
+	}
+	w.WriteBlockHeader(0, 0)
 }
