@@ -82,6 +82,9 @@ type Result struct {
 	Duration time.Duration
 	// Latencies, if measured, are per-record end-to-end latencies.
 	Latencies []time.Duration
+	// Failed, if counted, are the requests that got no answer (or were
+	// not sent: an open loop's beyond its bound), left out of Latencies.
+	Failed int
 	// Note is printed beside the figures.
 	Note string
 	// Also are further rows of the scenario, printed as scenario/Name.

@@ -77,8 +77,8 @@ var targets = []target{
 			return "", false, false
 		}
 		p99 := w.Percentile(99)
-		return fmt.Sprintf("%s/s, p50 %s, p99 %s, max %s", thousands(w.Rate()), ms(w.Percentile(50)), ms(p99), ms(w.Percentile(100))),
-			p99 < 20*time.Millisecond, true
+		return fmt.Sprintf("%s/s answered, %d not, p50 %s, p99 %s, max %s", thousands(w.Rate()), w.Failed, ms(w.Percentile(50)), ms(p99), ms(w.Percentile(100))),
+			p99 < 20*time.Millisecond && w.Failed == 0, true
 	}},
 	{"timer burst", "1 M due in the same second fire within 10 s, exactly once; another stage's p99 < 100 ms", func(r map[string]Result) (string, bool, bool) {
 		b, ok1 := r["burst"]
