@@ -292,7 +292,9 @@ func drive(ctx context.Context, workers int, more func(i int) bool, op func(i in
 	return r, 0, nil
 }
 
-var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: offerConcurrency}, Timeout: time.Minute}
+// httpClient keeps as many connections as an open loop has requests in
+// flight: with fewer, most of its requests dialled a new one.
+var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: maxOpenLoop}, Timeout: time.Minute}
 
 func call(ctx context.Context, method, url, body string, want int) error {
 	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))

@@ -1397,7 +1397,9 @@ func (c *Cluster) loadPartitionFromSnapshot(pd *partData, snap persistPartSnapsh
 			minEpoch: ss.MinEpoch,
 			maxEpoch: ss.MaxEpoch,
 		})
-		if _, err := c.loadSegmentBatches(pd, fsys, pdir, base); err != nil {
+		// offerlog patch 12: the segments a clean shutdown's snapshot
+		// describes are indexed from their batch headers.
+		if err := c.indexSegment(pd, fsys, pdir, base); err != nil {
 			return err
 		}
 	}
@@ -1706,6 +1708,87 @@ func (c *Cluster) loadSegmentBatches(pd *partData, fsys fs, pdir string, base in
 	}
 
 	return result, nil
+}
+
+// indexSegment builds the index of a segment that a snapshot written at a
+// clean shutdown describes, size for size (offerlog patch 12): from each
+// batch's header alone. loadSegmentBatches decodes every batch and checks
+// its CRC, which a restart after a crash needs (a torn tail is cut) and one
+// after a clean stop does not; a fetch reads the batches from the file, and
+// clients check their CRCs. `offerlog dev` restarted with a million
+// documents spent about two thirds of its 1.3 s reading its broker's
+// segments whole (38 ms for the headers alone).
+func (c *Cluster) indexSegment(pd *partData, fsys fs, pdir string, base int64) error {
+	segPath := filepath.Join(pdir, segmentFileName(base))
+	info, err := fsys.Stat(segPath)
+	if err != nil {
+		return err
+	}
+	f, err := fsys.OpenFile(segPath, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	idxRaw, _ := fsys.ReadFile(filepath.Join(pdir, indexFileName(base)))
+	var seg *segmentInfo
+	for i := range pd.segments {
+		if pd.segments[i].base == base {
+			seg = &pd.segments[i]
+			seg.lastModified = info.ModTime().UnixMilli()
+			break
+		}
+	}
+	if seg == nil {
+		return nil
+	}
+	// The headers alone, each read where the last batch ended (pread when
+	// the file has it).
+	const header = 61 // a v2 RecordBatch's fields before its records
+	var h [header]byte
+	readAt := func(pos int64) error {
+		if ra, ok := f.(io.ReaderAt); ok {
+			_, err := ra.ReadAt(h[:], pos)
+			return err
+		}
+		if _, err := f.Seek(pos, io.SeekStart); err != nil {
+			return err
+		}
+		_, err := io.ReadFull(f, h[:])
+		return err
+	}
+	size := info.Size()
+	for pos, batchIdx := int64(0), 0; pos+header <= size; batchIdx++ {
+		err := readAt(pos)
+		batchSize := 12 + int64(binary.BigEndian.Uint32(h[8:12]))
+		if err != nil || batchSize < header || pos+batchSize > size {
+			// Not what the snapshot described: read it the careful way.
+			seg.index = seg.index[:0]
+			_, err := c.loadSegmentBatches(pd, fsys, pdir, base)
+			return err
+		}
+		var epoch int32
+		var inTx bool
+		if off := batchIdx * indexEntrySize; off+indexEntrySize <= len(idxRaw) {
+			epoch, _, inTx, _ = decodeIndexEntry(idxRaw[off : off+indexEntrySize])
+		}
+		meta := batchMeta{
+			firstOffset:     int64(binary.BigEndian.Uint64(h[0:8])),
+			segPos:          pos,
+			lastOffsetDelta: int32(binary.BigEndian.Uint32(h[23:27])),
+			firstTimestamp:  int64(binary.BigEndian.Uint64(h[27:35])),
+			maxTimestamp:    int64(binary.BigEndian.Uint64(h[35:43])),
+			producerID:      int64(binary.BigEndian.Uint64(h[43:51])),
+			numRecords:      int32(binary.BigEndian.Uint32(h[57:61])),
+			nbytes:          int32(batchSize),
+			epoch:           epoch,
+			inTx:            inTx,
+		}
+		seg.index = append(seg.index, meta)
+		seg.updateEpochRange(epoch)
+		seg.updateMaxBatch(meta, pos == 0)
+		pos += batchSize
+	}
+	return nil
 }
 
 func (c *Cluster) loadPIDsLog(fsys fs, dir string) error {
