@@ -73,7 +73,7 @@ func runBurst(ctx context.Context, env *Env) (Result, error) {
 
 	// Half a second before the burst by the service's clock; the probes
 	// fall due every 10 ms from the burst's second on.
-	skew.Store(int64(time.UnixMilli(due).Add(-500 * time.Millisecond).Sub(time.Now())))
+	skew.Store(int64(time.Until(time.UnixMilli(due).Add(-500 * time.Millisecond))))
 	for i := range nProbes {
 		prod.Produce(ctx, timer(fmt.Sprintf("probe-%d", i), "probe", due+int64(i)*10), nil)
 	}
