@@ -72,28 +72,29 @@ func (c *Client) batched(ctx context.Context, host string, keys []string, withOf
 // one request of all their keys, sent by a goroutine that goes on while
 // more wait, and then gives the place up.
 func (c *Client) next(ctx context.Context, k batchKey, b *batch) {
+	ws := c.take(b)
+	if len(ws) == 0 {
+		return
+	}
+	bg := context.WithoutCancel(ctx)
+	go func() {
+		for ; len(ws) > 0; ws = c.take(b) {
+			c.send(bg, k, ws)
+		}
+	}()
+}
+
+// take returns the Gets waiting in b, and gives up the place of the
+// request that finished when none wait.
+func (c *Client) take(b *batch) []*waiter {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	ws := b.waiting
 	b.waiting = nil
 	if len(ws) == 0 {
 		b.busy--
-		c.mu.Unlock()
-		return
 	}
-	c.mu.Unlock()
-	bg := context.WithoutCancel(ctx)
-	go func() {
-		for len(ws) > 0 {
-			c.send(bg, k, ws)
-			c.mu.Lock()
-			ws = b.waiting
-			b.waiting = nil
-			if len(ws) == 0 {
-				b.busy--
-			}
-			c.mu.Unlock()
-		}
-	}()
+	return ws
 }
 
 // send sends the keys of ws in one request and gives each waiter its
@@ -107,16 +108,10 @@ func (c *Client) send(ctx context.Context, k batchKey, ws []*waiter) {
 		return
 	}
 	var keys []string
-	seen := map[string]bool{}
 	for _, w := range ws {
-		for _, key := range w.keys {
-			if !seen[key] {
-				seen[key] = true
-				keys = append(keys, key)
-			}
-		}
+		keys = append(keys, w.keys...)
 	}
-	resp, err := c.call(ctx, k.host, keys, k.withOffsets)
+	resp, err := c.call(ctx, k.host, dedupe(keys), k.withOffsets)
 	switch {
 	case err != nil:
 		for _, w := range ws {

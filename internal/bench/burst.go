@@ -154,13 +154,3 @@ func runBurst(ctx context.Context, env *Env) (Result, error) {
 	burst.Also = []Result{probe}
 	return burst, nil
 }
-
-// recordsIn returns how many records topic holds up to its end offsets.
-func recordsIn(ctx context.Context, env *Env, topic string) (int64, error) {
-	ends, err := streams.EndOffsets(ctx, env.Admin, topic)
-	var total int64
-	for _, o := range ends {
-		total += o
-	}
-	return total, err
-}

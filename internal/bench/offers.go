@@ -12,7 +12,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/table"
@@ -125,12 +124,10 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	}
 
 	// Replay the aggregate from its commands (the loads and the writes).
-	commands, err := env.Admin.ListEndOffsets(ctx, topics.OffersCommands)
+	total, err := recordsIn(ctx, env, topics.OffersCommands)
 	if err != nil {
 		return Result{}, err
 	}
-	var total int64
-	commands.Each(func(o kadm.ListedOffset) { total += o.Offset })
 	start := time.Now()
 	err = offers.Replay(ctx, offers.Config{Streams: table.Config{Cluster: env.Cluster, StateDir: env.StateDir + "/replay",
 		Replication: 1, Logger: env.Logger}}, env.Partitions, -1)

@@ -52,6 +52,16 @@ func waitRecords(ctx context.Context, adm *kadm.Client, n int64, topic string) e
 	}
 }
 
+// recordsIn returns how many records topic holds up to its end offsets.
+func recordsIn(ctx context.Context, env *Env, topic string) (int64, error) {
+	ends, err := streams.EndOffsets(ctx, env.Admin, topic)
+	var total int64
+	for _, o := range ends {
+		total += o
+	}
+	return total, err
+}
+
 // waitAsync runs waitRecords in a goroutine and delivers its result.
 func waitAsync(ctx context.Context, env *Env, n int64, topic string) <-chan error {
 	ch := make(chan error, 1)

@@ -313,12 +313,10 @@ func runSize(ctx context.Context, env *Env) (Result, error) {
 	if err := os.RemoveAll(filepath.Join(env.StateDir, "state")); err != nil {
 		return Result{}, err
 	}
-	commands, err := env.Admin.ListEndOffsets(ctx, topics.OffersCommands)
+	total, err := recordsIn(ctx, env, topics.OffersCommands)
 	if err != nil {
 		return Result{}, err
 	}
-	var total int64
-	commands.Each(func(o kadm.ListedOffset) { total += o.Offset })
 	t = time.Now()
 	err = offers.Replay(ctx, offers.Config{Streams: table.Config{Cluster: env.Cluster, StateDir: filepath.Join(env.StateDir, "replay"),
 		Replication: 1, Logger: env.Logger}}, env.Partitions, -1)

@@ -100,7 +100,7 @@ const storeVersion = "2"
 // (Unix ms): "d/<stage>/<due, 20 digits>/<key>".
 func dueKey(due int64, key string) []byte {
 	stage := stageOfKey(key)
-	b := make([]byte, 0, len("d/")+len(stage)+22+len(key)+1) // room for forget's 0
+	b := make([]byte, 0, len("d/")+len(stage)+22+len(key))
 	b = append(append(append(b, "d/"...), stage...), '/')
 	var digits [20]byte
 	for i := len(digits) - 1; i >= 0; i-- {
@@ -496,11 +496,12 @@ func (t *Timers) fire(ctx context.Context) (int64, error) {
 	return t.nextDueLocked(), nil
 }
 
-// firing is a timer taken to fire: its key and the due time it was taken
-// with.
+// firing is a timer taken to fire: its key, the due time it was taken
+// with, and its index key (with room for forget's 0 after it).
 type firing struct {
 	key string
 	due int64
+	idx []byte
 }
 
 // due returns the ENQUEUEs of the timers due at now (Unix ms), up to
@@ -527,7 +528,7 @@ func (t *Timers) due(now int64) (cmds []*schemas.OfferCommand, taken []firing, s
 			id := key[:len(key)-len(stage)-1]
 			cmds = append(cmds, &schemas.OfferCommand{Kind: schemas.CommandEnqueue, OfferID: id, ExpectedVersion: -1, ReadVersion: -1,
 				Stage: stage, FiredAt: due})
-			taken = append(taken, firing{key, due})
+			taken = append(taken, firing{key, due, append(make([]byte, 0, len(it.Key())+1), it.Key()...)})
 			n++
 		}
 	}
@@ -538,8 +539,9 @@ func (t *Timers) due(now int64) (cmds []*schemas.OfferCommand, taken []firing, s
 }
 
 // forget removes the fired timers from the store, but not one apply wrote
-// meanwhile (replaced, or removed), and returns how many it removed. starts are where due began each stage's firing. The caller
-// holds the lock.
+// meanwhile (replaced, or removed), and returns how many it removed.
+// starts are where due began each stage's firing. The caller holds the
+// lock.
 func (t *Timers) forget(fired []firing, starts map[string][]byte) (int, error) {
 	changed := t.changed
 	t.changed = nil
@@ -550,7 +552,7 @@ func (t *Timers) forget(fired []firing, starts map[string][]byte) (int, error) {
 		if _, ok := changed[f.key]; ok {
 			continue // replaced or removed meanwhile: apply deleted the index key
 		}
-		_ = b.Delete(dueKey(f.due, f.key), nil)
+		_ = b.Delete(f.idx, nil)
 		_ = b.Delete([]byte("k/"+f.key), nil)
 		removed++
 	}
@@ -561,7 +563,7 @@ func (t *Timers) forget(fired []firing, starts map[string][]byte) (int, error) {
 	// a timer inserted since due lowered its start (it would be skipped).
 	for _, f := range fired {
 		stage := stageOfKey(f.key)
-		if after := append(dueKey(f.due, f.key), 0); bytes.Equal(t.from[stage], starts[stage]) && bytes.Compare(after, t.from[stage]) > 0 {
+		if after := append(f.idx, 0); bytes.Equal(t.from[stage], starts[stage]) && bytes.Compare(after, t.from[stage]) > 0 {
 			t.from[stage] = after
 			starts[stage] = after
 		}
