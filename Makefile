@@ -23,8 +23,11 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 ## build: build bin/offerlog
+# Without cgo, as the image and the release binaries are: make run and make
+# bench run the form that ships (its local stores' memory is Go heap,
+# platform.GoMemory).
 build: deps
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/offerlog ./cmd/offerlog
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/offerlog ./cmd/offerlog
 
 ## release: VERSION=X.Y.Z make release: the deploy files name VERSION
 ## (deploy-version), versioned static binaries in dist/ (Linux and macOS,
@@ -88,7 +91,7 @@ test-topology: deps tools
 # built beside offerlog, where the bench looks for it.
 RUNS ?= 3
 bench: build
-	$(GO) build -o bin/goka-ceiling ./cmd/goka-ceiling
+	CGO_ENABLED=0 $(GO) build -o bin/goka-ceiling ./cmd/goka-ceiling
 	bin/offerlog bench --runs $(RUNS) $(ARGS)
 
 ## lint: gofmt, go vet and staticcheck

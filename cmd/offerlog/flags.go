@@ -286,7 +286,7 @@ func (f *flags) platform() *platform.Config {
 		"takes its partitions back without a rebalance), e.g. the pod's name; unique per process (empty: dynamic members)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "turn authentication off: every caller may do everything (for experiments only)")
 	cfg.Memory = defaultMemory
-	f.Func("memory", fmt.Sprintf("memory budget of the process, e.g. 512MiB or 2GiB: half for the local table stores (Pebble, outside the Go heap), shared out evenly, the other half the Go runtime's soft limit (all of it for the cache and the sinks, which keep no stores) (default %s)",
+	f.Func("memory", fmt.Sprintf("memory budget of the process, e.g. 512MiB or 2GiB: half for the local table stores (Pebble), shared out evenly, the other half the Go runtime's soft limit (all of it for the cache and the sinks, which keep no stores, and in a binary built without cgo, whose stores are Go heap) (default %s)",
 		formatBytes(defaultMemory)), func(s string) error {
 		n, err := parseBytes(s)
 		cfg.Memory = n

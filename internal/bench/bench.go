@@ -30,6 +30,7 @@ import (
 
 	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
@@ -329,7 +330,8 @@ func runOnce(ctx context.Context, cfg Config) (map[string]Result, []string, erro
 		fmt.Fprintf(cfg.Out, "offerlog bench: %d documents (%d bytes each), %d partitions, embedded broker in process\n",
 			cfg.Docs, docSize(), cfg.Partitions)
 	}
-	fmt.Fprintf(cfg.Out, "machine: %s/%s, %d CPUs, %s; %s\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), time.Now().UTC().Format("2006-01-02"))
+	fmt.Fprintf(cfg.Out, "machine: %s/%s, %d CPUs, %s; %s; %s\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(),
+		time.Now().UTC().Format("2006-01-02"), buildForm())
 	if !explicitOnly {
 		start := time.Now()
 		if err := writeDocs(ctx, env.Brokers, env.Source, cfg.Docs, 0); err != nil {
@@ -465,6 +467,15 @@ func cpuModel() string {
 		}
 	}
 	return "unknown CPU"
+}
+
+// buildForm says where this binary's local stores keep their memory,
+// which decides the Go runtime's soft limit (platform.GoMemory).
+func buildForm() string {
+	if table.StoresOnGoHeap {
+		return "built without cgo, as shipped: the local stores' memory is Go heap"
+	}
+	return "built with cgo: the local stores' memory is C's, outside the Go heap (the image and make build are without cgo)"
 }
 
 // Client is the bench's benchmark client id prefix.

@@ -93,8 +93,13 @@ func TestWhatIsDerivedFromTheList(t *testing.T) {
 		if got := storesOf(plan(selected, false)); got != tt.stores {
 			t.Errorf("%v keep %d stores, want %d", tt.components, got, tt.stores)
 		}
-		if got := GoMemory(Config{Memory: 1000, Components: tt.components}); got != tt.goMemory {
+		if got := goMemory(Config{Memory: 1000, Components: tt.components}, false); got != tt.goMemory {
 			t.Errorf("%v: Go's memory %d of 1000, want %d", tt.components, got, tt.goMemory)
+		}
+		// Built without cgo, Pebble's caches and memtables are Go heap:
+		// the soft limit is the whole budget, whatever the stores.
+		if got := goMemory(Config{Memory: 1000, Components: tt.components}, true); got != 1000 {
+			t.Errorf("%v, stores on the Go heap: Go's memory %d of 1000, want all of it", tt.components, got)
 		}
 	}
 }

@@ -147,14 +147,20 @@ type Config struct {
 
 // GoMemory returns the part of cfg's memory budget that is the Go
 // runtime's (its soft limit): the budget less the local table stores'
-// half, which Pebble holds outside the Go heap. A process of only the
-// cache and the sinks has no stores: the whole budget.
-func GoMemory(cfg Config) int64 {
+// half where Pebble holds that half outside the Go heap (built with cgo).
+// A process of only the cache and the sinks has no stores: the whole
+// budget. So does a binary built without cgo (the image, the release
+// binaries): there the stores' half is Go heap too, and a soft limit of
+// half the budget kept the collector running without pause once the
+// stores' caches filled.
+func GoMemory(cfg Config) int64 { return goMemory(cfg, table.StoresOnGoHeap) }
+
+func goMemory(cfg Config, storesOnHeap bool) int64 {
 	selected := cfg.Components
 	if len(selected) == 0 {
 		selected = AllComponents
 	}
-	if storesOf(plan(selected, false)) > 0 {
+	if !storesOnHeap && storesOf(plan(selected, false)) > 0 {
 		return cfg.Memory / 2
 	}
 	return cfg.Memory
