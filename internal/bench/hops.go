@@ -49,7 +49,7 @@ func hopBuckets(ctx context.Context, url, path string) (map[string]*dto.Histogra
 // command is a client command's time from its produce to the aggregate's
 // decision (so it includes the append), and reply the answer's from the
 // aggregate's emit to the matcher; the matcher reads every answer, the
-// bench's and the others'.
+// bench's and the others'. It says each hop's mean time too.
 func slowHops(before, after map[string]*dto.Histogram, bound float64) string {
 	// under returns h's observations and those at or under bound.
 	under := func(h *dto.Histogram) (total, le uint64) {
@@ -60,7 +60,7 @@ func slowHops(before, after map[string]*dto.Histogram, bound float64) string {
 		}
 		return h.GetSampleCount(), le
 	}
-	var parts []string
+	var parts, means []string
 	for _, hop := range []string{"append", "command", "answer", "reply", "view"} {
 		a := after[hop]
 		if a == nil {
@@ -70,9 +70,13 @@ func slowHops(before, after map[string]*dto.Histogram, bound float64) string {
 		tb, lb := under(before[hop])
 		n, slow := ta-tb, (ta-la)-(tb-lb)
 		parts = append(parts, fmt.Sprintf("%s %d of %d", hop, slow, n))
+		if n > 0 {
+			mean := (a.GetSampleSum() - before[hop].GetSampleSum()) / float64(n)
+			means = append(means, fmt.Sprintf("%s %.1f", hop, mean*1000))
+		}
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("hops over %g ms: %s", bound*1000, strings.Join(parts, ", "))
+	return fmt.Sprintf("hops over %g ms: %s; their means (ms): %s", bound*1000, strings.Join(parts, ", "), strings.Join(means, ", "))
 }
