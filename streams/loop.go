@@ -121,6 +121,13 @@ type LoopConfig struct {
 	// while they are still this member's (the rebalance waits for it); not
 	// on shutdown. Lost partitions too, unless OnLost is set.
 	OnRevoked func(map[string][]int32)
+	// Reached, if set, is called in a partition's worker once the records
+	// of a polled batch are done (handled, dead-lettered or skipped), with
+	// the offset after the last of them, transaction markers included: a
+	// loop without a group, which commits nothing, learns how far it read,
+	// past the markers that end a partition (a table's view). Not with
+	// Concurrency or Slots.
+	Reached func(topic string, partition int32, next int64)
 	// OnLost, if set, is called instead of OnRevoked with the partitions
 	// this member lost (its session ended: another member may hold them
 	// already, and nothing may be written for them) after their workers
@@ -172,6 +179,9 @@ func (c *LoopConfig) Validate() error {
 	}
 	if (c.Concurrency > 1 || c.Slots != nil) && c.Handler == nil {
 		errs = append(errs, errors.New("concurrency is for a Handler, not a BatchHandler"))
+	}
+	if (c.Concurrency > 1 || c.Slots != nil) && c.Reached != nil {
+		errs = append(errs, errors.New("Reached is for a loop that handles a partition's records in order, not concurrently"))
 	}
 	if c.Name == "" {
 		errs = append(errs, errors.New("no name"))
@@ -607,6 +617,7 @@ func (l *Loop) handle(ctx context.Context, w *worker, recs []*kgo.Record) error 
 	last := recs[len(recs)-1]
 	if recs = dataRecords(recs); len(recs) == 0 {
 		l.done(w, last)
+		l.reached(w, last)
 		return nil
 	}
 	var err error
@@ -624,7 +635,17 @@ func (l *Loop) handle(ctx context.Context, w *worker, recs []*kgo.Record) error 
 	if err == nil && last.Attrs.IsControl() {
 		l.done(w, last)
 	}
+	if err == nil {
+		l.reached(w, last)
+	}
 	return err
+}
+
+// reached tells LoopConfig.Reached that w's partition is done up to r.
+func (l *Loop) reached(w *worker, r *kgo.Record) {
+	if l.cfg.Reached != nil {
+		l.cfg.Reached(w.topic, w.partition, r.Offset+1)
+	}
 }
 
 // dataRecords returns recs without transaction markers (recs itself when

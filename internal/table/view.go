@@ -72,14 +72,12 @@ func viewOffsetKey(p int32) []byte { return []byte("\x00view/next/" + strconv.It
 func (v *View) Dir() string { return filepath.Join(v.cfg.StateDir, "view", v.name, "table") }
 
 // Run copies the topic into the store until ctx ends; it returns nil then,
-// or the error that stopped it.
+// or the error that stopped it. It reads through the streams loop, without
+// a group, from the offsets its store holds: each partition's part of a
+// poll is one store batch with the partition's next offset, and a batch
+// the store cannot take stops the view (a record skipped would leave the
+// copy wrong for good).
 func (v *View) Run(ctx context.Context) error {
-	cl, err := v.cfg.Cluster.Client(kgo.ClientID("offerlog-view-"+v.name),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
-	if err != nil {
-		return fmt.Errorf("view of %s: %w", v.topic, err)
-	}
-	defer cl.Close()
 	adm := v.cfg.Cluster.Admin()
 	ends, err := streams.EndOffsets(ctx, adm, v.topic)
 	if err != nil {
@@ -114,64 +112,62 @@ func (v *View) Run(ctx context.Context) error {
 	v.mu.Unlock()
 	defer v.close()
 	v.checkReady(ends)
-	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{v.topic: from})
-	warned := time.Time{}
-	for {
-		fetches := cl.PollRecords(ctx, 10_000)
-		if ctx.Err() != nil {
-			return nil
-		}
-		fetches.EachError(func(t string, p int32, err error) {
-			if time.Since(warned) > 10*time.Second {
-				warned = time.Now()
-				v.log.Warn("view: fetch failed, trying again", "view", v.name, "topic", t, "partition", p, "err", err)
+	err = streams.RunLoop(ctx, streams.LoopConfig{
+		Name: "view-" + v.name, Cluster: v.cfg.Cluster, Partitions: map[string]map[int32]kgo.Offset{v.topic: from},
+		BatchHandler: func(_ context.Context, b *streams.Batch) error {
+			if err := v.apply(b); err != nil {
+				return streams.Fatal(fmt.Errorf("view of %s: %w", v.topic, err))
 			}
-		})
-		if fetches.NumRecords() == 0 {
-			continue
-		}
-		if err := v.apply(fetches); err != nil {
-			return fmt.Errorf("view of %s: %w", v.topic, err)
-		}
-		v.checkReady(ends)
+			return nil
+		},
+		// Past the transaction markers too: a partition that ends with
+		// one is read to its end.
+		Reached: func(_ string, p int32, next int64) {
+			v.reach(p, next)
+			v.checkReady(ends)
+		},
+		Logger: v.log,
+	})
+	if ctx.Err() != nil {
+		return nil
 	}
+	return err
 }
 
-// apply writes a poll's records, and the partitions' next offsets, to the
-// store in one batch.
-func (v *View) apply(fetches kgo.Fetches) error {
+// apply writes a partition's batch of records, and the partition's next
+// offset, to the store in one batch.
+func (v *View) apply(batch *streams.Batch) error {
 	b := v.db.NewBatch()
 	defer b.Close()
-	next := map[int32]int64{}
-	var failed error
-	fetches.EachRecord(func(r *kgo.Record) {
-		next[r.Partition] = r.Offset + 1
-		if r.Attrs.IsControl() || failed != nil {
-			return
-		}
+	for _, r := range batch.Records {
+		var err error
 		if r.Value == nil {
-			failed = b.Delete(r.Key, nil)
+			err = b.Delete(r.Key, nil)
 		} else {
-			failed = b.Set(r.Key, r.Value, nil)
+			err = b.Set(r.Key, r.Value, nil)
 		}
-	})
-	if failed != nil {
-		return failed
-	}
-	for p, n := range next {
-		if err := b.Set(viewOffsetKey(p), []byte(strconv.FormatInt(n, 10)), nil); err != nil {
+		if err != nil {
 			return err
 		}
+	}
+	next := batch.Records[len(batch.Records)-1].Offset + 1
+	if err := b.Set(viewOffsetKey(batch.Partition), []byte(strconv.FormatInt(next, 10)), nil); err != nil {
+		return err
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("write the store: %w", err)
 	}
-	v.mu.Lock()
-	for p, n := range next {
-		v.pos[p] = n
-	}
-	v.mu.Unlock()
+	v.reach(batch.Partition, next)
 	return nil
+}
+
+// reach records that partition p is read up to next.
+func (v *View) reach(p int32, next int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if next > v.pos[p] {
+		v.pos[p] = next
+	}
 }
 
 func (v *View) checkReady(ends map[int32]int64) {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/streams"
@@ -120,5 +122,48 @@ func TestAViewCopiesItsTable(t *testing.T) {
 	all.Release()
 	if n != 19 { // 20 keys, two deleted, k/20 added
 		t.Fatalf("the view holds %d keys, want 19", n)
+	}
+}
+
+// TestAViewReadsPastTransactionMarkers: a view of a topic written in
+// transactions (every partition ends with a marker, which no record
+// handed to the view carries) is ready, and Sync returns after a later
+// transaction, with what the transactions committed and nothing of the
+// one aborted.
+func TestAViewReadsPastTransactionMarkers(t *testing.T) {
+	b := testkit.Broker(t, "")
+	brokers := b.Addrs()
+	const topic = "view-tx"
+	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: topic, Partitions: 2, Compacted: true}})
+	cl := testkit.Client(t, brokers, kgo.TransactionalID("view-tx"), kgo.DefaultProduceTopic(topic))
+	ctx := testkit.Context(t, time.Minute)
+	write := func(key, value string, commit kgo.TransactionEndTry) {
+		t.Helper()
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte(key), Value: []byte(value)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.EndTransaction(ctx, commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 6 {
+		write(fmt.Sprintf("k/%d", i), fmt.Sprintf("v%d", i), kgo.TryCommit)
+	}
+	v := table.NewView(table.Config{Cluster: testkit.Cluster(t, brokers), StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()},
+		topic, streams.Bytes{}, "tx")
+	runView(t, v) // fails the test unless ready: the markers read
+	write("k/1", "aborted", kgo.TryAbort)
+	write("k/2", "again", kgo.TryCommit)
+	if err := v.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"k/0": "v0", "k/1": "v1", "k/2": "again", "k/5": "v5"} {
+		got, err := v.Get(key)
+		if err != nil || got == nil || string(got.([]byte)) != want {
+			t.Errorf("%s = %v (%v), want %s", key, got, err, want)
+		}
 	}
 }
