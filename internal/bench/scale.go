@@ -12,12 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/indexer"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
-	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -61,22 +59,12 @@ func runScale(ctx context.Context, env *Env) (Result, error) {
 // group, on a broker of its own.
 func scaleRun(ctx context.Context, env *Env, members int) (Result, error) {
 	dir := filepath.Join(env.StateDir, fmt.Sprint(members))
-	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", DataDir: filepath.Join(dir, "broker"), MaxRecordBytes: env.Cluster.Settings().MaxRecordBytes, Logger: env.Logger})
+	own, stop, err := onOwnBroker(ctx, env, dir, topics.ForClient(client, env.Partitions)...)
 	if err != nil {
 		return Result{}, err
 	}
-	defer b.Close()
-	kafka, err := streams.NewCluster(b.Addrs(), nil, env.Cluster.Settings())
-	if err != nil {
-		return Result{}, err
-	}
-	defer kafka.Close()
-	own := *env
-	own.Brokers, own.Cluster, own.Admin, own.StateDir = b.Addrs(), kafka, kafka.Admin(), dir
-	catalogue := append(topics.Catalogue(env.Partitions), topics.ForClient(client, env.Partitions)...)
-	if _, err := topics.Ensure(ctx, own.Admin, -1, catalogue); err != nil {
-		return Result{}, err
-	}
+	defer stop()
+	kafka := own.Cluster
 	data, err := schemas.EpochSchemas.Encode(epochSchema())
 	if err != nil {
 		return Result{}, err
@@ -118,7 +106,7 @@ func scaleRun(ctx context.Context, env *Env, members int) (Result, error) {
 		return Result{}, err
 	}
 	select {
-	case err := <-waitAsync(runCtx, &own, int64(env.Docs), topics.SaasTopic(client)):
+	case err := <-waitAsync(runCtx, own, int64(env.Docs), topics.SaasTopic(client)):
 		if err != nil {
 			return Result{}, err
 		}
@@ -126,7 +114,7 @@ func scaleRun(ctx context.Context, env *Env, members int) (Result, error) {
 		return Result{}, fmt.Errorf("a member stopped: %w", err)
 	}
 	cpu := cpuTime() - cpu0
-	d, err := spanOf(ctx, &own, topics.DocumentsResults, topics.SaasTopic(client))
+	d, err := spanOf(ctx, own, topics.DocumentsResults, topics.SaasTopic(client))
 	if err != nil {
 		return Result{}, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/indexer"
 	"github.com/offerlog/offerlog/processors/registry"
@@ -355,4 +356,30 @@ func measureLatency(ctx context.Context, env *Env, cl *kgo.Client, n int, rate f
 		})
 	}
 	return out, nil
+}
+
+// onOwnBroker returns a copy of env on an embedded broker of its own,
+// started in dir with the catalogue's topics and extra ones; stop closes
+// it. A scenario that measures processes one by one (scale), or whose
+// records would stay in the shared broker for the scenarios after it (the
+// burst's million timers, which no aggregate removes there, and their
+// ENQUEUEs), runs there.
+func onOwnBroker(ctx context.Context, env *Env, dir string, extra ...topics.Topic) (own *Env, stop func(), err error) {
+	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", DataDir: filepath.Join(dir, "broker"), MaxRecordBytes: env.Cluster.Settings().MaxRecordBytes, Logger: env.Logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	kafka, err := streams.NewCluster(b.Addrs(), nil, env.Cluster.Settings())
+	if err != nil {
+		b.Close()
+		return nil, nil, err
+	}
+	stop = func() { kafka.Close(); b.Close() }
+	e := *env
+	e.Brokers, e.Cluster, e.Admin, e.StateDir, e.BrokerDir = b.Addrs(), kafka, kafka.Admin(), dir, filepath.Join(dir, "broker", "broker")
+	if _, err := topics.Ensure(ctx, e.Admin, -1, append(topics.Catalogue(env.Partitions), extra...)); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return &e, stop, nil
 }

@@ -75,7 +75,7 @@ func runSchedulerBench(ctx context.Context, env *Env) (Result, error) {
 	}
 
 	// 1. The timer service alone takes the pending timers in: the whole
-	// topic (the burst scenario's timers, due in an hour, are there too).
+	// topic.
 	total, err := recordsIn(ctx, env, topics.SchedulerTimers)
 	if err != nil {
 		return Result{}, err
