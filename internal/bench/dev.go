@@ -82,6 +82,7 @@ func runDev(ctx context.Context, env *Env) (Result, error) {
 	if rate <= 0 || d <= 0 {
 		rate, d = DefaultWaitRate, DefaultWaitFor
 	}
+	hops := watchHops(ctx, base+"/metrics", "document", 0.25)
 	wait, err := openLoop(ctx, rate, d, func(i int) error {
 		return call(ctx, "POST", base+"/v1/clients/"+client+"/documents?wait=true", waitDoc(i), http.StatusOK)
 	})
@@ -89,6 +90,7 @@ func runDev(ctx context.Context, env *Env) (Result, error) {
 		return Result{}, fmt.Errorf("wait: %w", err)
 	}
 	wait.Name = "wait"
+	wait.Note += hops()
 
 	// 3. Restart to ready, on the same data directory.
 	if err := p.stop(); err != nil {

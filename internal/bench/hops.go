@@ -44,7 +44,9 @@ func hopBuckets(ctx context.Context, url, path string) (map[string]*dto.Histogra
 
 // slowHops says, for each hop of the writes observed between before and
 // after, how many took longer than bound seconds (a bucket bound of
-// metrics.LatencyBuckets): where a slow write spends its time. Within the
+// metrics.LatencyBuckets): where a slow write spends its time. A
+// document's hops are its append and its verdict (from the append to the
+// verdict matched). Within an offer's
 // answer (from the command's acknowledgement to its answer matched),
 // command is a client command's time from its produce to the aggregate's
 // decision (so it includes the append), and reply the answer's from the
@@ -61,7 +63,7 @@ func slowHops(before, after map[string]*dto.Histogram, bound float64) string {
 		return h.GetSampleCount(), le
 	}
 	var parts, means []string
-	for _, hop := range []string{"append", "command", "answer", "reply", "view"} {
+	for _, hop := range []string{"append", "command", "answer", "verdict", "reply", "view"} {
 		a := after[hop]
 		if a == nil {
 			continue
@@ -79,4 +81,23 @@ func slowHops(before, after map[string]*dto.Histogram, bound float64) string {
 		return ""
 	}
 	return fmt.Sprintf("hops over %g ms: %s; their means (ms): %s", bound*1000, strings.Join(parts, ", "), strings.Join(means, ", "))
+}
+
+// watchHops reads path's write-path histogram at url now, and returns what
+// says, from a second read, where the writes since spent their time
+// (slowHops over bound seconds), or why it could not tell: a note's tail.
+func watchHops(ctx context.Context, url, path string, bound float64) (since func() string) {
+	before, err := hopBuckets(ctx, url, path)
+	return func() string {
+		if err == nil {
+			var after map[string]*dto.Histogram
+			if after, err = hopBuckets(ctx, url, path); err == nil {
+				if s := slowHops(before, after, bound); s != "" {
+					return "; " + s
+				}
+				return ""
+			}
+		}
+		return fmt.Sprintf("; hops not read: %v", err)
+	}
 }

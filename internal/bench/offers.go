@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/offers"
@@ -74,7 +72,7 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	if err := settle(ctx, env, base+"/v1/offers/"+ids[n-1]); err != nil {
 		return Result{}, err
 	}
-	hopsBefore, hopsErr := hopBuckets(ctx, base+"/metrics", "offer")
+	hops := watchHops(ctx, base+"/metrics", "offer", 0.05)
 	writes, err := hammer(ctx, min(n, 20_000), func(i int) error {
 		body := fmt.Sprintf(`{"seller_id":"seller-%d","expected_version":1,"offer":{"category":"cars","title":"updated %d","price":%d,"currency":"RUB"}}`,
 			i%1000, i, 2000+i)
@@ -84,17 +82,7 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 		return Result{}, fmt.Errorf("writes: %w", err)
 	}
 	writes.Name = "writes"
-	if hopsErr == nil {
-		var hopsAfter map[string]*dto.Histogram
-		if hopsAfter, hopsErr = hopBuckets(ctx, base+"/metrics", "offer"); hopsErr == nil {
-			if s := slowHops(hopsBefore, hopsAfter, 0.05); s != "" {
-				writes.Note += "; " + s
-			}
-		}
-	}
-	if hopsErr != nil {
-		writes.Note += fmt.Sprintf("; hops not read: %v", hopsErr)
-	}
+	writes.Note += hops()
 	// 100 000 reads (fewer for a small run: the bench's own test).
 	nReads := min(100_000, 10*n)
 	reads, err := hammer(ctx, nReads, func(i int) error {
