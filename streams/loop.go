@@ -181,7 +181,7 @@ func (c *LoopConfig) Validate() error {
 		errs = append(errs, errors.New("concurrency is for a Handler, not a BatchHandler"))
 	}
 	if (c.Concurrency > 1 || c.Slots != nil) && c.Reached != nil {
-		errs = append(errs, errors.New("Reached is for a loop that handles a partition's records in order, not concurrently"))
+		errs = append(errs, errors.New("a loop that reports how far it read (Reached) handles a partition's records in order, not concurrently"))
 	}
 	if c.Name == "" {
 		errs = append(errs, errors.New("no name"))
