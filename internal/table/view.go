@@ -135,7 +135,8 @@ func (v *View) Run(ctx context.Context) error {
 }
 
 // apply writes a partition's batch of records, and the partition's next
-// offset, to the store in one batch.
+// offset, to the store in one batch; Reached, which the loop calls after
+// every batch applied, moves the view's position on.
 func (v *View) apply(batch *streams.Batch) error {
 	b := v.db.NewBatch()
 	defer b.Close()
@@ -157,7 +158,6 @@ func (v *View) apply(batch *streams.Batch) error {
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("write the store: %w", err)
 	}
-	v.reach(batch.Partition, next)
 	return nil
 }
 
