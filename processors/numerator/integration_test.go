@@ -591,6 +591,40 @@ func TestRestartedNumeratorSeals(t *testing.T) {
 	}
 }
 
+// TestAMasterKilledInItsBuildDoesNotStopTheNext: a master killed between
+// its build's decisions and their commit leaves its transaction open on
+// numerator.results, where the numerator group (reading committed records)
+// stops; the master started again under the same name seals the next
+// generation at once, not after the transaction's timeout. The chaos test
+// found it: generations stopped sealing for its three minutes after a kill.
+func TestAMasterKilledInItsBuildDoesNotStopTheNext(t *testing.T) {
+	c := newStopped(t, 1, 0)
+	dead, err := c.cfg.Streams.Cluster.Transactional("killed-sealer", numerator.TransactionalID(c.cfg.Holder),
+		kgo.TransactionTimeout(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dead.Close)
+	if err := dead.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testkit.Context(t, time.Minute)
+	if err := dead.ProduceSync(ctx, &kgo.Record{Topic: topics.NumeratorResults, Key: []byte(key(0).String()),
+		Value: []byte("a build's decision, never committed")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// The killed master's client is never used again: its transaction
+	// stays open until the broker's timeout or a fence.
+	c.start()
+	c.offers(1, 0, 40)
+	if st := c.seal(1, 1); st.Generation != 1 {
+		t.Fatalf("state %+v", st)
+	}
+	if as := c.assignments(); len(as) != 40 {
+		t.Fatalf("%d assignments, want 40", len(as))
+	}
+}
+
 // TestMarkerDeliveredAgainChangesNothing: a marker read again (its offset
 // not committed before a crash) finds itself carried out in the last state:
 // no second state, no dead letter, the next marker carried out as usual.

@@ -106,12 +106,24 @@ func RunSealer(ctx context.Context, cfg SealerConfig) error {
 	// build refused (its lock timed out or was taken over) leaves nothing.
 	// The transactional id fences, on this cluster, a sealer of the same
 	// master that a newer one replaced.
-	tx, err := cfg.Kafka.Transactional("numerator-sealer-tx", "offerlog-numerator-sealer-"+cfg.Holder,
+	tx, err := cfg.Kafka.Transactional("numerator-sealer-tx", TransactionalID(cfg.Holder),
 		kgo.ProducerLinger(2*time.Millisecond), kgo.TransactionTimeout(min(max(cfg.LockTimeout, time.Minute), 15*time.Minute)))
 	if err != nil {
 		return fmt.Errorf("sealer: %w", err)
 	}
 	defer tx.Close()
+	// A master killed in a build left its transaction open, and the
+	// numerator group, which reads committed records only, stops before it
+	// on numerator.results: every build waits for that group first
+	// (caughtUp), and would wait until the broker aborts the transaction
+	// at its timeout (the lock's, 10 minutes by default). Taking the
+	// producer id now fences that master and aborts its transaction.
+	if _, _, err := tx.ProducerID(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("sealer: fence an earlier master's transaction: %w", err)
+	}
 	s := &sealer{cfg: cfg, cl: cl, tx: tx, adm: kadm.NewClient(cl)}
 	var loopMetrics *streams.LoopMetrics
 	if cfg.Metrics != nil {
@@ -126,6 +138,10 @@ func RunSealer(ctx context.Context, cfg SealerConfig) error {
 		ClientOptions: []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted())},
 		Metrics:       loopMetrics, Logger: cfg.Logger, Handler: s.handle})
 }
+
+// TransactionalID is the transactional id of the sealer of the master
+// holder: a master started again under its name fences the one before it.
+func TransactionalID(holder string) string { return "offerlog-numerator-sealer-" + holder }
 
 type sealer struct {
 	cfg SealerConfig
