@@ -408,7 +408,7 @@ func (l *Loop) worker(cl *kgo.Client, topic string, partition int32) *worker {
 // stop (on revocation and when Run returns).
 func (l *Loop) startLocked(cl *kgo.Client, k tp) *worker {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &worker{tp: k, cl: cl, queue: make(chan []*kgo.Record, l.cfg.Queue), more: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	w := &worker{tp: k, cl: cl, queue: make(chan []*kgo.Record, l.cfg.Queue), wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	if l.slots != nil {
 		w.flights = newFlights()
 	}
@@ -497,12 +497,14 @@ type worker struct {
 	cl    *kgo.Client
 	queue chan []*kgo.Record
 	// backlog holds, in order, what came while the queue was full (the
-	// partition is paused then: at most the fetches already made); more
-	// tells the worker it grew. Pausing and resuming happen under mu, with
-	// the queue's state they follow.
+	// partition is paused then: at most the fetches already made); wake
+	// tells the worker it grew. held is a batch taken but left for the
+	// next (next's bound), older than both. Pausing and resuming happen
+	// under mu, with the queue's state they follow.
 	mu      sync.Mutex
 	backlog [][]*kgo.Record
-	more    chan struct{}
+	held    []*kgo.Record
+	wake    chan struct{}
 	paused  bool
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -526,7 +528,7 @@ func (w *worker) push(recs []*kgo.Record) (paused bool) {
 	if !queued {
 		w.backlog = append(w.backlog, recs)
 		select {
-		case w.more <- struct{}{}:
+		case w.wake <- struct{}{}:
 		default:
 		}
 	}
@@ -550,38 +552,90 @@ func (w *worker) resumeIfRoomy() {
 }
 
 // next returns the partition's next batch, in order (the queue holds the
-// older ones), or false once ctx ends.
-func (w *worker) next(ctx context.Context) ([]*kgo.Record, bool) {
+// older ones), or false once ctx ends: every record waiting for the worker
+// when it asks, up to max (at least one polled batch whole). A partition
+// whose worker was busy (a table group's batch waits for its produce
+// round trips) has its waiting polls handled as one batch, so that their
+// records share one commit: group commit, not one commit per poll.
+func (w *worker) next(ctx context.Context, max int) ([]*kgo.Record, bool) {
 	for {
-		w.mu.Lock()
-		select {
-		case recs := <-w.queue:
-			w.mu.Unlock()
-			return recs, true
-		default:
-		}
-		if len(w.backlog) > 0 {
-			recs := w.backlog[0]
-			w.backlog[0] = nil
-			w.backlog = w.backlog[1:]
-			w.mu.Unlock()
+		if recs := w.take(max); recs != nil {
 			return recs, true
 		}
-		w.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return nil, false
 		case recs := <-w.queue:
-			return recs, true
-		case <-w.more:
+			return w.more(recs, max), true
+		case <-w.wake:
 		}
 	}
+}
+
+// take returns the records waiting (next), nil if none.
+func (w *worker) take(max int) []*kgo.Record {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	recs := w.pop()
+	if recs == nil {
+		return nil
+	}
+	return w.moreLocked(recs, max)
+}
+
+// more appends to recs the records waiting after them, up to max.
+func (w *worker) more(recs []*kgo.Record, max int) []*kgo.Record {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.moreLocked(recs, max)
+}
+
+func (w *worker) moreLocked(recs []*kgo.Record, max int) []*kgo.Record {
+	merged := false
+	for len(recs) < max {
+		next := w.pop()
+		if next == nil {
+			break
+		}
+		if len(recs)+len(next) > max {
+			w.held = next // the next batch's start
+			break
+		}
+		if !merged {
+			recs = slices.Clip(recs) // the poll's slice is not ours to grow into
+			merged = true
+		}
+		recs = append(recs, next...)
+	}
+	return recs
+}
+
+// pop removes and returns the oldest batch waiting (the one held back by
+// the last merge, the queue's, then the backlog's), nil if none. Called
+// with mu held.
+func (w *worker) pop() []*kgo.Record {
+	if recs := w.held; recs != nil {
+		w.held = nil
+		return recs
+	}
+	select {
+	case recs := <-w.queue:
+		return recs
+	default:
+	}
+	if len(w.backlog) > 0 {
+		recs := w.backlog[0]
+		w.backlog[0] = nil
+		w.backlog = w.backlog[1:]
+		return recs
+	}
+	return nil
 }
 
 // work handles the partition's batches in order until ctx ends.
 func (l *Loop) work(ctx context.Context, w *worker) {
 	for {
-		recs, ok := w.next(ctx)
+		recs, ok := w.next(ctx, l.cfg.MaxPollRecords)
 		if !ok {
 			return
 		}
