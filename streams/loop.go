@@ -84,7 +84,9 @@ type LoopConfig struct {
 	// loops given one Semaphore share its slots (with priorities of its
 	// own, if it has them).
 	Slots Semaphore
-	// BatchHandler handles each partition's part of a poll at once.
+	// BatchHandler handles a partition's records a batch at a time: the
+	// polled records waiting when its worker is free, up to
+	// MaxPollRecords (a poll larger than that whole).
 	BatchHandler BatchHandler
 	// Middleware wraps Handler, outermost first, inside the loop's own
 	// retry, timeout and recovery (it runs on every attempt).

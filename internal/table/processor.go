@@ -20,7 +20,7 @@ import (
 // keyed as the inputs and co-partitioned with them.
 //
 // A Graph runs on the table runtime (Group): each input partition's
-// part of a poll is one batch, whose keys are read from the local store
+// records waiting for its worker are one batch, whose keys are read from the local store
 // through one iterator; the callback runs once per record, in offset order,
 // against the batch's view of the table (what the records before it set
 // included); each key a batch changed is written once, with the batch's

@@ -23,7 +23,7 @@ import (
 
 // A Group is a consumer group that keeps a table, as a goka processor
 // with a group table does, but takes its input a batch at a time: each
-// partition's part of a poll is read from the local store through one
+// partition's records waiting for its worker (the loop's batch) are read from the local store through one
 // iterator, handled, and written back as one Pebble batch, its changelog
 // records and outputs produced together. goka hands a callback one message
 // and costs a store Get, a Set and a produce per message; a table whose

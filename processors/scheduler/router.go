@@ -156,7 +156,7 @@ func inheritOffsets(ctx context.Context, adm *kadm.Client, from, group string) e
 	return nil
 }
 
-// batch routes a partition's part of a poll: the last change of each offer
+// batch routes a batch of a partition's changes: the last change of each offer
 // stands for all of them (stages look at the offer as it is).
 func (r *router) batch(ctx context.Context, b *streams.Batch) error {
 	last := map[string]*kgo.Record{}
