@@ -555,10 +555,11 @@ func (w *worker) resumeIfRoomy() {
 
 // next returns the partition's next batch, in order (the queue holds the
 // older ones), or false once ctx ends: every record waiting for the worker
-// when it asks, up to max (at least one polled batch whole). A partition
-// whose worker was busy (a table group's batch waits for its produce
-// round trips) has its waiting polls handled as one batch, so that their
-// records share one commit: group commit, not one commit per poll.
+// when it asks, up to max (at least one polled batch whole), its offsets
+// growing. A partition whose worker was busy (a table group's batch waits
+// for its produce round trips) has its waiting polls handled as one batch,
+// so that their records share one commit: group commit, not one commit
+// per poll.
 func (w *worker) next(ctx context.Context, max int) ([]*kgo.Record, bool) {
 	for {
 		if recs := w.take(max); recs != nil {
@@ -599,8 +600,12 @@ func (w *worker) moreLocked(recs []*kgo.Record, max int) []*kgo.Record {
 		if next == nil {
 			break
 		}
-		if len(recs)+len(next) > max {
-			w.held = next // the next batch's start
+		if len(recs)+len(next) > max || next[0].Offset <= recs[len(recs)-1].Offset {
+			// Over the bound, or read again from further back (the
+			// client's position was reset): the next batch's start, so
+			// that a batch's offsets only grow (a table group skips a
+			// batch's prefix it has applied, not a middle).
+			w.held = next
 			break
 		}
 		if !merged {

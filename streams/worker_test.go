@@ -73,6 +73,19 @@ func TestAWorkerTakesWhatWaitsAsOneBatch(t *testing.T) {
 		t.Fatalf("after it: %v, want [24]", offsets(got))
 	}
 
+	// A poll from further back (the client's position reset) is not
+	// merged behind later records: it starts the next batch.
+	w.push(polled(25, 3))
+	w.push(polled(20, 3))
+	got, _ = w.next(ctx, 8)
+	if !slices.Equal(offsets(got), []int64{25, 26, 27}) {
+		t.Fatalf("before a poll read again: %v, want 25-27 alone", offsets(got))
+	}
+	got, _ = w.next(ctx, 8)
+	if !slices.Equal(offsets(got), []int64{20, 21, 22}) {
+		t.Fatalf("the poll read again: %v, want 20-22", offsets(got))
+	}
+
 	// Nothing waiting: next waits for the next poll, or ctx.
 	done, cancel := context.WithCancel(ctx)
 	cancel()
