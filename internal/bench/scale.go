@@ -106,7 +106,7 @@ func scaleRun(ctx context.Context, env *Env, members int) (Result, error) {
 		return Result{}, err
 	}
 	select {
-	case err := <-waitAsync(runCtx, own, int64(env.Docs), topics.SaasTopic(client)):
+	case err := <-indexedAsync(runCtx, own, int64(env.Docs)):
 		if err != nil {
 			return Result{}, err
 		}

@@ -70,6 +70,26 @@ func waitAsync(ctx context.Context, env *Env, n int64, topic string) <-chan erro
 	return ch
 }
 
+// indexedAsync waits, in a goroutine, until the indexer has handled n
+// documents, and delivers the result: the archive (yt.<client>) holds a
+// record of each, and the indexer's group has committed what
+// documents.changes holds then, so the search feed's records of them are
+// written too. The feed itself is not counted: it takes only the current
+// versions, and a version followed by another of its key in one of the
+// indexer's batches is superseded (the bench's documents have four
+// versions a key), as many as the batches' sizes make.
+func indexedAsync(ctx context.Context, env *Env, n int64) <-chan error {
+	ch := make(chan error, 1)
+	go func() {
+		err := waitRecords(ctx, env.Admin, n, topics.YtTopic(client))
+		if err == nil {
+			err = committedAll(ctx, env, indexer.Group, topics.DocumentsChanges)
+		}
+		ch <- err
+	}()
+	return ch
+}
+
 // stamps returns the timestamps of every record of topic (up to its end
 // offsets now), sorted. A scenario's duration runs from the first timestamp
 // of its first stage's output to the last of its last stage's, by the
@@ -269,7 +289,7 @@ func runPipeline(ctx context.Context, env *Env) (Result, error) {
 	}()
 	wait := func(n int64) error {
 		select {
-		case err := <-waitAsync(runCtx, env, n, topics.SaasTopic(client)):
+		case err := <-indexedAsync(runCtx, env, n):
 			return err
 		case err := <-errc:
 			return fmt.Errorf("a processor stopped: %w", err)
