@@ -189,6 +189,12 @@ type loader struct {
 	// what was written before this loader began.
 	status       map[string]*schemas.FeedStatus
 	viewCaughtUp bool
+	// indexCaughtUp is set once the index view showed what was written
+	// before this loader began: a partition that comes back (a rejoin
+	// after its session was lost) reads again the items after its last
+	// commit, and an index behind their first load, without the entries
+	// the last loader knew, would have them create their offers again.
+	indexCaughtUp bool
 }
 
 // rejected notes that an item of seller's task was not loaded.
@@ -201,6 +207,12 @@ func (l *loader) rejected(seller string, task int64) {
 // batch loads b's records, then writes the statuses of the tasks they
 // counted in.
 func (l *loader) batch(ctx context.Context, b *streams.Batch) error {
+	if !l.indexCaughtUp {
+		if err := l.cfg.View.Sync(ctx); err != nil {
+			return fmt.Errorf("feeds: index view: %w", err)
+		}
+		l.indexCaughtUp = true
+	}
 	bs := &batchStatus{l: l, m: map[string]*schemas.FeedStatus{}}
 	if err := l.records(ctx, b, bs); err != nil {
 		return err
