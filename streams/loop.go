@@ -562,55 +562,42 @@ func (w *worker) resumeIfRoomy() {
 // per poll.
 func (w *worker) next(ctx context.Context, max int) ([]*kgo.Record, bool) {
 	for {
-		if recs := w.take(max); recs != nil {
+		if recs := w.take(nil, max); recs != nil {
 			return recs, true
 		}
 		select {
 		case <-ctx.Done():
 			return nil, false
 		case recs := <-w.queue:
-			return w.more(recs, max), true
+			return w.take(recs, max), true
 		case <-w.wake:
 		}
 	}
 }
 
-// take returns the records waiting (next), nil if none.
-func (w *worker) take(max int) []*kgo.Record {
+// take returns recs (the oldest batch waiting when nil; nil if none) with
+// the batches waiting after it appended, up to max, while their offsets
+// grow; the first that would cross max, or starts further back (the
+// client's position was reset), is held as the next batch's start, so
+// that a batch's offsets only grow (a table group skips a batch's prefix
+// it has applied, not a middle).
+func (w *worker) take(recs []*kgo.Record, max int) []*kgo.Record {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	recs := w.pop()
 	if recs == nil {
-		return nil
+		if recs = w.pop(); recs == nil {
+			return nil
+		}
 	}
-	return w.moreLocked(recs, max)
-}
-
-// more appends to recs the records waiting after them, up to max.
-func (w *worker) more(recs []*kgo.Record, max int) []*kgo.Record {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.moreLocked(recs, max)
-}
-
-func (w *worker) moreLocked(recs []*kgo.Record, max int) []*kgo.Record {
-	merged := false
+	recs = slices.Clip(recs) // the poll's slice is not ours to grow into
 	for len(recs) < max {
 		next := w.pop()
 		if next == nil {
 			break
 		}
 		if len(recs)+len(next) > max || next[0].Offset <= recs[len(recs)-1].Offset {
-			// Over the bound, or read again from further back (the
-			// client's position was reset): the next batch's start, so
-			// that a batch's offsets only grow (a table group skips a
-			// batch's prefix it has applied, not a middle).
 			w.held = next
 			break
-		}
-		if !merged {
-			recs = slices.Clip(recs) // the poll's slice is not ours to grow into
-			merged = true
 		}
 		recs = append(recs, next...)
 	}

@@ -19,13 +19,13 @@ import (
 // outputs the callbacks emit to. Its table is the topic GroupTable(Group),
 // keyed as the inputs and co-partitioned with them.
 //
-// A Graph runs on the table runtime (Group): each input partition's
-// records waiting for its worker are one batch, whose keys are read from the local store
-// through one iterator; the callback runs once per record, in offset order,
-// against the batch's view of the table (what the records before it set
-// included); each key a batch changed is written once, with the batch's
-// outputs, when the batch commits. Tester runs the same callbacks without
-// a broker.
+// A Graph runs on the table runtime (Group): each input partition's records
+// waiting for its worker are one batch, whose keys are read from the local
+// store through one iterator; the callback runs once per record, in offset
+// order, against the batch's view of the table (what the records before it
+// set included); each key a batch changed is written once, with the batch's
+// outputs, when the batch commits. Tester runs the same callbacks without a
+// broker.
 type Graph struct {
 	Group string
 	// Codec of the table's values.

@@ -21,14 +21,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// A Group is a consumer group that keeps a table, as a goka processor
-// with a group table does, but takes its input a batch at a time: each
-// partition's records waiting for its worker (the loop's batch) are read from the local store through one
-// iterator, handled, and written back as one Pebble batch, its changelog
-// records and outputs produced together. goka hands a callback one message
-// and costs a store Get, a Set and a produce per message; a table whose
-// messages are small and many (the numerator's sightings and decisions)
-// spends most of its time there (docs/BENCHMARKS.md).
+// A Group is a consumer group that keeps a table, as a goka processor with a
+// group table does, but takes its input a batch at a time: each partition's
+// records waiting for its worker (the loop's batch) are read from the local
+// store through one iterator, handled, and written back as one Pebble batch,
+// its changelog records and outputs produced together. goka hands a callback
+// one message and costs a store Get, a Set and a produce per message; a
+// table whose messages are small and many (the numerator's sightings and
+// decisions) spends most of its time there (docs/BENCHMARKS.md).
 //
 // It keeps goka's contract, so that goka views of the table (and a store
 // left by a goka processor of the same group) work with it unchanged: the

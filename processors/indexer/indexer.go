@@ -155,7 +155,8 @@ type indexer struct {
 }
 
 // consume runs the loop of group on topic: handle gets each partition's
-// records a batch at a time (streams.LoopConfig.BatchHandler), and its offsets are committed once handle returned nil.
+// records a batch at a time (streams.LoopConfig.BatchHandler), and its
+// offsets are committed once handle returned nil.
 func (ix *indexer) consume(ctx context.Context, group, topic string, handle streams.BatchHandler) error {
 	return streams.RunLoop(ctx, streams.LoopConfig{Cluster: ix.cfg.Cluster, Group: group, Topics: []string{topic},
 		DeadTopic: topics.DocumentsDead, Producer: ix.prod, Logger: ix.cfg.Logger, Metrics: ix.cfg.Metrics.Loop,
