@@ -426,7 +426,9 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 		// Half the budget, shared out among the partitions of the tables
 		// and views the process's components keep (the scheduler's timer
 		// store counted as one: timerMemory).
-		p.scfg.StoreMemory = table.StoreMemoryOf(cfg.Memory/2, max(storesOf(plan(cfg.Components, false)), 1), int(cfg.Partitions))
+		stores := max(storesOf(plan(cfg.Components, false)), 1)
+		p.scfg.StoreMemory = table.StoreMemoryOf(cfg.Memory/2, stores, int(cfg.Partitions))
+		p.scfg.CacheMemory = table.CacheMemoryOf(cfg.Memory/2, stores, int(cfg.Partitions))
 	}
 	p.sup = &supervisor{log: log, restarts: p.reg.Counter("offerlog_component_restarts_total", "Restarts of a component after it failed, by component.", "component")}
 	return p, nil

@@ -41,6 +41,11 @@ type Config struct {
 	// cache (default DefaultStoreMemory). Every store of a process gets the
 	// same share of the process's budget (--memory).
 	StoreMemory int64
+	// CacheMemory is the block cache every local store of the process
+	// shares (default: 64 stores' shares of StoreMemory). The first store
+	// the process opens makes the cache; the platform sets it to what the
+	// stores' memtables leave of their budget (CacheMemoryOf).
+	CacheMemory int64
 	// Standby makes every member of a table group keep a warm copy of the
 	// partitions it does not own (Kafka Streams' standby replicas, for
 	// every partition): it follows their changelogs into its local stores,
@@ -79,6 +84,18 @@ func StoreMemoryOf(budget int64, tables, partitions int) int64 {
 		return DefaultStoreMemory
 	}
 	return budget / int64(tables*partitions)
+}
+
+// CacheMemoryOf returns the block cache of a process whose local stores
+// share budget (as StoreMemoryOf's): what their memtables, two a store,
+// leave of it; 0 (the default) without a budget.
+func CacheMemoryOf(budget int64, tables, partitions int) int64 {
+	if budget <= 0 || tables <= 0 || partitions <= 0 {
+		return 0
+	}
+	_, memtable := pebbleMemory(StoreMemoryOf(budget, tables, partitions))
+	n := int64(tables * partitions)
+	return max(budget-2*memtable*n, n*(512<<10))
 }
 
 // StateDirOf returns the local storage directory of a processor group, as

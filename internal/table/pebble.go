@@ -14,10 +14,11 @@ import (
 const offsetKey = "__offset"
 
 // cacheShares is how many stores' cache shares make the block cache all
-// the stores of a process share: a hot store takes more than its share, an
-// idle one less. (A cache per store, a few MiB, kept too few of the index
-// and filter blocks every Get reads: 12 % of the pipeline's CPU re-read them
-// from their files.)
+// the stores of a process share when its Config names no CacheMemory (a
+// tool, a test): a hot store takes more than its share, an idle one less.
+// (A cache per store, a few MiB, kept too few of the index and filter
+// blocks every Get reads: 12 % of the pipeline's CPU re-read them from
+// their files.)
 const cacheShares = 64
 
 var processCache struct {
@@ -37,37 +38,44 @@ func sharedCache(size int64) *pebble.Cache {
 }
 
 // pebbleMemory shares a store's memory out: each of the two memtables
-// (the one filling, the one flushing) takes three eighths (at least 1 MiB),
-// the block cache the rest (at least 512 KiB). A processor's store is
-// written to far more than it is read back from disk: larger memtables mean
-// fewer flushes, and fewer level-0 tables for a Get to look into (measured:
-// the pipeline's Gets cost 16 % of its CPU with memtables of a quarter
-// each).
+// (the one filling, the one flushing) takes a quarter (at least 1 MiB),
+// the block cache the rest (at least 512 KiB). Until 2026-11-27 the
+// memtables took three eighths each and the cache a quarter, and the
+// process's cache was 64 stores' quarters whatever their number: at 1 M
+// offers (80 store partitions, a cache of 107 MiB of a 1 GiB budget) the
+// API view's Gets allocated 5.8 GiB reading blocks from their files again,
+// 4.1 GiB of it filter blocks. With the cache what the memtables leave of
+// the stores' half (table.CacheMemoryOf: 244 MiB), 0.4 GiB; writes 3.4 ->
+// 4.4 k/s, reads by id 10.2 -> 16.7 k/s (docs/BENCHMARKS.md, issue 36,
+// sixth round).
 func pebbleMemory(mem int64) (cache, memtable int64) {
-	return max(mem/4, 512<<10), max(mem*3/8, 1<<20)
+	memtable = max(mem/4, 1<<20)
+	return max(mem-2*memtable, 512<<10), memtable
 }
 
 // OpenPebble opens (or creates) a local store at path within mem bytes
-// for its memtables and its share of the process's block cache, with bloom
-// filters, with or without its write-ahead log: the goka tables have none
-// (their changelog restores them); a store that is its own record of what
-// it read (the timer service's) keeps it.
-func OpenPebble(path string, mem int64, wal bool, log *slog.Logger) (*pebble.DB, error) {
-	return openPebble(path, mem, 1, wal, log)
+// for its memtables and its share of the process's block cache (cache
+// bytes, made by the first store the process opens; 0: 64 stores' shares),
+// with bloom filters, with or without its write-ahead log: the goka tables
+// have none (their changelog restores them); a store that is its own
+// record of what it read (the timer service's) keeps it.
+func OpenPebble(path string, mem, cache int64, wal bool, log *slog.Logger) (*pebble.DB, error) {
+	return openPebble(path, mem, cache, 1, wal, log)
 }
 
 // openPebble opens a store that holds parts partitions, each with mem
-// bytes: its memtables take the parts' shares together, and the process's
-// block cache is sized from one part's share whoever opens first. (A view,
-// one store of every partition, sized the shared cache from its whole
-// share: eight times the cache, and the bench's RSS 40 % up.)
-func openPebble(path string, mem int64, parts int, wal bool, log *slog.Logger) (*pebble.DB, error) {
-	cacheSize, _ := pebbleMemory(mem)
+// bytes: its memtables take the parts' shares together. (A view, one store
+// of every partition, sized the shared cache from its whole share: eight
+// times the cache, and the bench's RSS 40 % up.)
+func openPebble(path string, mem, cache int64, parts int, wal bool, log *slog.Logger) (*pebble.DB, error) {
+	if cache <= 0 {
+		share, _ := pebbleMemory(mem)
+		cache = share * cacheShares
+	}
 	_, memtable := pebbleMemory(mem * int64(max(parts, 1)))
-	cache := sharedCache(cacheSize * cacheShares)
 	opts := &pebble.Options{
 		DisableWAL:                  !wal,
-		Cache:                       cache,
+		Cache:                       sharedCache(cache),
 		MemTableSize:                uint64(memtable),
 		MemTableStopWritesThreshold: 2,
 		Logger:                      pebbleLogger{log},

@@ -409,7 +409,7 @@ func (g *Group) store(p int32) (*tableStore, error) {
 		mem = DefaultStoreMemory
 	}
 	dir := filepath.Join(g.Streams.StateDirOf(g.Group), "pebble", fmt.Sprintf("%s.%d", g.Table, p))
-	db, err := OpenPebble(dir, mem, false, g.Streams.Logger)
+	db, err := OpenPebble(dir, mem, g.Streams.CacheMemory, false, g.Streams.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -93,7 +93,7 @@ func (v *View) Run(ctx context.Context) error {
 	// The stores of earlier releases (goka's, one per partition) are
 	// beside this one: the topic fills the new store.
 	_ = os.RemoveAll(filepath.Join(v.cfg.StateDir, "view", v.name, "pebble"))
-	db, err := openPebble(v.Dir(), mem, len(ends), false, v.cfg.Logger)
+	db, err := openPebble(v.Dir(), mem, v.cfg.CacheMemory, len(ends), false, v.cfg.Logger)
 	if err != nil {
 		return fmt.Errorf("view of %s: %w", v.topic, err)
 	}

@@ -20,7 +20,7 @@ func LocalTable(t testing.TB, stateDir, group, topic string) map[string][]byte {
 	}
 	out := map[string][]byte{}
 	for _, dir := range dirs {
-		db, err := table.OpenPebble(dir, 1<<20, false, nil)
+		db, err := table.OpenPebble(dir, 1<<20, 0, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

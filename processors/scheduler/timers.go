@@ -55,7 +55,10 @@ type Timers struct {
 	Dir     string
 	// Memory is what the store may take for its memtables and its share
 	// of the block cache (default DefaultTimerMemory).
-	Memory  int64
+	Memory int64
+	// Cache is the block cache the process's stores share
+	// (table.Config.CacheMemory; 0: the default).
+	Cache   int64
 	Prod    *kgo.Client
 	Metrics *Metrics
 	Logger  *slog.Logger
@@ -184,7 +187,7 @@ func (t *Timers) open() error {
 	// With its write-ahead log: the store is its own record of what it
 	// read and fired.
 	path := filepath.Join(t.Dir, "pebble")
-	if t.db, err = table.OpenPebble(path, mem, true, t.Logger); err != nil {
+	if t.db, err = table.OpenPebble(path, mem, t.Cache, true, t.Logger); err != nil {
 		return err
 	}
 	t.from = map[string][]byte{}
@@ -203,7 +206,7 @@ func (t *Timers) open() error {
 	if err := os.RemoveAll(path); err != nil {
 		return err
 	}
-	if t.db, err = table.OpenPebble(path, mem, true, t.Logger); err != nil {
+	if t.db, err = table.OpenPebble(path, mem, t.Cache, true, t.Logger); err != nil {
 		return err
 	}
 	return t.db.Set([]byte("v"), []byte(storeVersion), pebble.Sync)

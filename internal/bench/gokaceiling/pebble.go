@@ -51,7 +51,7 @@ type pebbleStore struct {
 const offsetEvery = 256
 
 func openPebble(path string, mem int64, log *slog.Logger) (*pebbleStore, error) {
-	db, err := table.OpenPebble(path, mem, false, log)
+	db, err := table.OpenPebble(path, mem, 0, false, log)
 	if err != nil {
 		return nil, err
 	}
