@@ -677,9 +677,16 @@ func (b *Batch) AfterCommit(fn func()) { b.after = append(b.after, fn) }
 
 // Values returns the table's current value of each of keys that has one,
 // what this batch set included. The keys are read in order through one
-// iterator; they need not be sorted or distinct.
-func (b *Batch) Values(keys []string) (map[string][]byte, error) {
-	out := make(map[string][]byte, len(keys))
+// iterator; they need not be sorted or distinct. (A Get per key costs more:
+// Pebble makes an iterator for each; at 1 M offers the aggregate's reads
+// took 11.8 % of the scenario's CPU that way, 1.6 % through one iterator.)
+//
+// A store that fails to read (an error, or a panic in Pebble) is a Fatal
+// error: the records are not at fault, and dead-lettering them would drop
+// every command of the partition unanswered; the group stops and its
+// supervisor restarts it on its store opened again.
+func (b *Batch) Values(keys []string) (out map[string][]byte, err error) {
+	out = make(map[string][]byte, len(keys))
 	var read []string
 	for _, k := range keys {
 		if v, ok := b.sets[k]; ok {
@@ -693,9 +700,17 @@ func (b *Batch) Values(keys []string) (map[string][]byte, error) {
 	if len(read) == 0 {
 		return out, nil
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, fmt.Errorf("panic: %v", p)
+		}
+		if err != nil {
+			out, err = nil, streams.Fatal(fmt.Errorf("table %s: read the store: %w", b.g.Table, err))
+		}
+	}()
 	it, err := b.st.db.NewIter(nil)
 	if err != nil {
-		return nil, fmt.Errorf("table %s: %w", b.g.Table, err)
+		return nil, err
 	}
 	for _, k := range read {
 		if it.SeekGE([]byte(k)) && bytes.Equal(it.Key(), []byte(k)) {
