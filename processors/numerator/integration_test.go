@@ -594,12 +594,14 @@ func TestRestartedNumeratorSeals(t *testing.T) {
 // TestAMasterKilledInItsBuildDoesNotStopTheNext: a master killed between
 // its build's decisions and their commit leaves its transaction open on
 // numerator.results, where the numerator group (reading committed records)
-// stops; the master started again under the same name seals the next
-// generation at once, not after the transaction's timeout. The chaos test
-// found it: generations stopped sealing for its three minutes after a kill.
+// stops; the next master, whatever its name, seals the next generation at
+// once, not after the transaction's timeout. The chaos test found it with
+// the master started again under its name: generations stopped sealing
+// for its three minutes after a kill; a Deployment's new pod has another.
 func TestAMasterKilledInItsBuildDoesNotStopTheNext(t *testing.T) {
 	c := newStopped(t, 1, 0)
-	dead, err := c.cfg.Streams.Cluster.Transactional("killed-sealer", numerator.TransactionalID(c.cfg.Holder),
+	c.cfg.Holder = "the-next-pod"
+	dead, err := c.cfg.Streams.Cluster.Transactional("killed-sealer", numerator.TransactionalID,
 		kgo.TransactionTimeout(10*time.Minute))
 	if err != nil {
 		t.Fatal(err)

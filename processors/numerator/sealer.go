@@ -100,31 +100,7 @@ func RunSealer(ctx context.Context, cfg SealerConfig) error {
 		return fmt.Errorf("sealer: %w", err)
 	}
 	defer cl.Close()
-	// A build's decisions and state are one transaction, committed only
-	// once the coordinator accepted its report: the numerator group and
-	// every reader of numerator.states read committed records only, so a
-	// build refused (its lock timed out or was taken over) leaves nothing.
-	// The transactional id fences, on this cluster, a sealer of the same
-	// master that a newer one replaced.
-	tx, err := cfg.Kafka.Transactional("numerator-sealer-tx", TransactionalID(cfg.Holder),
-		kgo.ProducerLinger(2*time.Millisecond), kgo.TransactionTimeout(min(max(cfg.LockTimeout, time.Minute), 15*time.Minute)))
-	if err != nil {
-		return fmt.Errorf("sealer: %w", err)
-	}
-	defer tx.Close()
-	// A master killed in a build left its transaction open, and the
-	// numerator group, which reads committed records only, stops before it
-	// on numerator.results: every build waits for that group first
-	// (caughtUp), and would wait until the broker aborts the transaction
-	// at its timeout (the lock's, 10 minutes by default). Taking the
-	// producer id now fences that master and aborts its transaction.
-	if _, _, err := tx.ProducerID(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("sealer: fence an earlier master's transaction: %w", err)
-	}
-	s := &sealer{cfg: cfg, cl: cl, tx: tx, adm: kadm.NewClient(cl)}
+	s := &sealer{cfg: cfg, cl: cl, adm: kadm.NewClient(cl)}
 	var loopMetrics *streams.LoopMetrics
 	if cfg.Metrics != nil {
 		loopMetrics = cfg.Metrics.Loop
@@ -139,15 +115,44 @@ func RunSealer(ctx context.Context, cfg SealerConfig) error {
 		Metrics:       loopMetrics, Logger: cfg.Logger, Handler: s.handle})
 }
 
-// TransactionalID is the transactional id of the sealer of the master
-// holder: a master started again under its name fences the one before it.
-func TransactionalID(holder string) string { return "offerlog-numerator-sealer-" + holder }
+// TransactionalID is the transactional id of every master's builds on a
+// cluster: whichever master takes the write lock next fences the one
+// before it, whatever its name. (Until 2026-11-27 it was one id a master,
+// "offerlog-numerator-sealer-<holder>": a Deployment's new pod, another
+// name, waited for its predecessor's open build up to the transaction's
+// timeout.)
+const TransactionalID = "offerlog-numerator-sealer"
 
 type sealer struct {
 	cfg SealerConfig
 	cl  *kgo.Client // dead letters, adopted states
-	tx  *kgo.Client // builds, in transactions
+	tx  *kgo.Client // the builds of the marker being handled, in transactions
 	adm *kadm.Client
+}
+
+// fence makes the transactional client of one marker's builds, taken
+// under the write lock: its producer id fences the master that built
+// before, killed or cut off from the lock, and aborts a transaction it left
+// open. (The numerator group reads committed records only and stops before
+// such a transaction on numerator.results; every build waits for that
+// group first (caughtUp), and would wait until the broker aborted it at its
+// timeout, the lock's: 10 minutes by default.) A master that lost the lock
+// finds its own client fenced; its next marker makes a new one.
+func (s *sealer) fence(ctx context.Context) (*kgo.Client, error) {
+	// A build's decisions and state are one transaction, committed only
+	// once the coordinator accepted its report: the numerator group and
+	// every reader of numerator.states read committed records only, so a
+	// build refused (its lock timed out or was taken over) leaves nothing.
+	tx, err := s.cfg.Kafka.Transactional("numerator-sealer-tx", TransactionalID,
+		kgo.ProducerLinger(2*time.Millisecond), kgo.TransactionTimeout(min(max(s.cfg.LockTimeout, time.Minute), 15*time.Minute)))
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := tx.ProducerID(ctx); err != nil {
+		tx.Close()
+		return nil, fmt.Errorf("fence the master before: %w", err)
+	}
+	return tx, nil
 }
 
 // coordinated calls fn with a context that ends after CoordinatorWait:
@@ -180,7 +185,12 @@ func (s *sealer) handle(ctx context.Context, r *kgo.Record) error {
 		return fmt.Errorf("take the write lock: %w", err)
 	}
 	reported := false
+	s.tx, err = s.fence(ctx)
 	defer func() {
+		if s.tx != nil {
+			s.tx.Close()
+			s.tx = nil
+		}
 		if reported {
 			return
 		}
@@ -191,6 +201,9 @@ func (s *sealer) handle(ctx context.Context, r *kgo.Record) error {
 			s.cfg.Logger.Warn("sealer: the lock is not freed; it times out", "ticket", lock.Ticket, "after", s.cfg.LockTimeout, "err", err)
 		}
 	}()
+	if err != nil {
+		return err
+	}
 	_, reported, err = s.carryOut(ctx, r, &m, lock)
 	return err
 }
