@@ -349,7 +349,7 @@ func (g *Group) closeStores() {
 	defer g.mu.Unlock()
 	for p, st := range g.stores {
 		st.mu.Lock()
-		if err := errors.Join(st.db.Flush(), st.db.Close()); err != nil {
+		if err := errors.Join(st.db.Flush(), ClosePebble(st.db)); err != nil {
 			g.Logger.Error("close table store", "group", g.Group, "partition", p, "err", err)
 		}
 		st.mu.Unlock()
@@ -417,7 +417,7 @@ func (g *Group) store(p int32) (*tableStore, error) {
 	for _, t := range g.Inputs {
 		o, ok, err := storedInt(db, appliedKey(t))
 		if err != nil {
-			_ = db.Close()
+			_ = ClosePebble(db)
 			return nil, fmt.Errorf("table store %s: applied offset of %s: %w", dir, t, err)
 		}
 		if ok {
@@ -426,7 +426,7 @@ func (g *Group) store(p int32) (*tableStore, error) {
 	}
 	o, ok, err := storedInt(db, []byte(offsetKey))
 	if err != nil {
-		_ = db.Close()
+		_ = ClosePebble(db)
 		return nil, fmt.Errorf("table store %s: offset: %w", dir, err)
 	}
 	if ok {

@@ -23,7 +23,7 @@ func TestABrokenStoreFailsTheBatchFatally(t *testing.T) {
 	if err != nil || string(vals["k"]) != "v" || string(vals["set"]) != "s" || len(vals) != 2 {
 		t.Fatalf("values %q, %v; want k and set", vals, err)
 	}
-	if err := db.Close(); err != nil {
+	if err := ClosePebble(db); err != nil {
 		t.Fatal(err)
 	}
 	// Pebble panics on a closed store.

@@ -102,7 +102,7 @@ func (v *View) Run(ctx context.Context) error {
 	for p := range ends {
 		n, _, err := storedInt(db, viewOffsetKey(p))
 		if err != nil {
-			_ = db.Close()
+			_ = ClosePebble(db)
 			return fmt.Errorf("view of %s: the store's offset of partition %d: %w", v.topic, p, err)
 		}
 		pos[p], from[p] = n, kgo.NewOffset().At(n)
@@ -200,7 +200,7 @@ func (v *View) close() {
 	v.iters.Wait()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if err := errors.Join(v.db.Flush(), v.db.Close()); err != nil {
+	if err := errors.Join(v.db.Flush(), ClosePebble(v.db)); err != nil {
 		v.log.Error("view: close the store", "view", v.name, "err", err)
 	}
 	v.db = nil

@@ -33,7 +33,7 @@ func LocalTable(t testing.TB, stateDir, group, topic string) map[string][]byte {
 				out[string(it.Key())] = bytes.Clone(it.Value())
 			}
 		}
-		if err := errors.Join(it.Close(), db.Close()); err != nil {
+		if err := errors.Join(it.Close(), table.ClosePebble(db)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -200,7 +200,7 @@ func (t *Timers) open() error {
 	}
 	// A store of the layout before the stages' own indexes (or a new one):
 	// read the topic again from its start into a new store.
-	if err := t.db.Close(); err != nil {
+	if err := table.ClosePebble(t.db); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(path); err != nil {
@@ -224,7 +224,7 @@ func (t *Timers) Run(ctx context.Context) error {
 	if err := t.open(); err != nil {
 		return fmt.Errorf("timers: %w", err)
 	}
-	defer t.db.Close()
+	defer func() { _ = table.ClosePebble(t.db) }()
 	if err := t.count(); err != nil {
 		return fmt.Errorf("timers: %w", err)
 	}

@@ -63,7 +63,7 @@ func (s *pebbleStore) Open() error { return nil }
 // Close writes the offset, flushes the memtables (without a WAL they would
 // be lost) and closes the store.
 func (s *pebbleStore) Close() error {
-	return errors.Join(s.writeOffset(), s.db.Flush(), s.db.Close())
+	return errors.Join(s.writeOffset(), s.db.Flush(), table.ClosePebble(s.db))
 }
 
 func (s *pebbleStore) Has(key string) (bool, error) {
