@@ -177,7 +177,7 @@ func (g *Graph) Process(t BatchTable, b *streams.Batch) (err error) {
 		}
 	}()
 	for _, r := range b.Records {
-		c.r, c.decoded, c.value = r, false, nil
+		c.r, c.key, c.decoded, c.value = r, string(r.Key), false, nil
 		cb(c, r.Value)
 		if c.err != nil {
 			return c.err
@@ -201,10 +201,15 @@ type callContext struct {
 	t      BatchTable
 	values map[string][]byte // the batch's view of its keys' values
 	r      *kgo.Record
+	key    string // r's key, made once for the callback's calls of Key
 	// value is r's key's value decoded, once decoded is set.
 	decoded bool
 	value   any
 	err     error
+	// outs and keys are where the batch's output records and their keys
+	// are made, a block at a time (see record).
+	outs []kgo.Record
+	keys []byte
 }
 
 func (c *callContext) Group() string               { return c.g.Group }
@@ -212,7 +217,7 @@ func (c *callContext) Topic() string               { return c.r.Topic }
 func (c *callContext) Partition() int32            { return c.r.Partition }
 func (c *callContext) Offset() int64               { return c.r.Offset }
 func (c *callContext) Timestamp() time.Time        { return c.r.Timestamp }
-func (c *callContext) Key() string                 { return string(c.r.Key) }
+func (c *callContext) Key() string                 { return c.key }
 func (c *callContext) Headers() []kgo.RecordHeader { return c.r.Headers }
 func (c *callContext) AfterCommit(fn func())       { c.t.AfterCommit(fn) }
 
@@ -227,7 +232,7 @@ func (c *callContext) Value() any {
 		return c.value
 	}
 	c.decoded = true
-	data := c.values[string(c.r.Key)]
+	data := c.values[c.key]
 	if data == nil {
 		return nil
 	}
@@ -256,7 +261,7 @@ func (c *callContext) SetValue(value any) {
 func (c *callContext) Delete() { c.set(nil) }
 
 func (c *callContext) set(data []byte) {
-	key := string(c.r.Key)
+	key := c.key
 	c.values[key] = data
 	c.decoded = false
 	c.t.Set(key, data)
@@ -276,7 +281,25 @@ func (c *callContext) Emit(topic, key string, value any) {
 			return
 		}
 	}
-	c.t.Emit(c.r, &kgo.Record{Topic: topic, Key: []byte(key), Value: data})
+	c.t.Emit(c.r, c.record(topic, key, data))
+}
+
+// record returns a new output record, made in the batch's blocks: one
+// allocation for 64 records and one for 4 KiB of keys, where each emit made
+// two (the record, its key's copy): 4 million of the offers scenario's
+// allocations at 1 M offers (docs/BENCHMARKS.md, issue 36, sixth round).
+// Each key is cut to its length, so an append to it copies.
+func (c *callContext) record(topic, key string, value []byte) *kgo.Record {
+	if len(c.outs) == cap(c.outs) {
+		c.outs = make([]kgo.Record, 0, 64)
+	}
+	if len(c.keys)+len(key) > cap(c.keys) {
+		c.keys = make([]byte, 0, max(4<<10, len(key)))
+	}
+	from := len(c.keys)
+	c.keys = append(c.keys, key...)
+	c.outs = append(c.outs, kgo.Record{Topic: topic, Key: c.keys[from:len(c.keys):len(c.keys)], Value: value})
+	return &c.outs[len(c.outs)-1]
 }
 
 // TableValue returns the value of the callback's key in its group table, nil
