@@ -286,8 +286,9 @@ func (c *callContext) Emit(topic, key string, value any) {
 
 // record returns a new output record, made in the batch's blocks: one
 // allocation for 64 records and one for 4 KiB of keys, where each emit made
-// two (the record, its key's copy): 4 million of the offers scenario's
-// allocations at 1 M offers (docs/BENCHMARKS.md, issue 36, sixth round).
+// two (the record, its key's copy): with the key strings, 27 % of the
+// aggregate's allocations a command (BenchmarkCommands in
+// processors/offers; docs/BENCHMARKS.md, issue 36, sixth round).
 // Each key is cut to its length, so an append to it copies.
 func (c *callContext) record(topic, key string, value []byte) *kgo.Record {
 	if len(c.outs) == cap(c.outs) {
