@@ -659,17 +659,53 @@ func (g *Group) batch(ctx context.Context, b *streams.Batch) error {
 		}
 		b.Skip(i)
 	}
-	tb := &Batch{Batch: b, g: g, st: st, sets: map[string][]byte{}}
-	if err := g.Handle(ctx, tb); err != nil {
-		return err
-	}
-	if err := tb.commit(ctx); err != nil {
-		return err
-	}
-	for _, fn := range tb.after {
-		fn()
+	all := b.Records
+	defer func() { b.Records = all }()
+	for rest := all; len(rest) > 0; {
+		n := distinctKeys(rest)
+		b.Records = rest[:n]
+		tb := &Batch{Batch: b, g: g, st: st, sets: map[string][]byte{}}
+		if err := g.Handle(ctx, tb); err != nil {
+			return err
+		}
+		if err := tb.commit(ctx); err != nil {
+			return err
+		}
+		for _, fn := range tb.after {
+			fn()
+		}
+		rest = rest[n:]
 	}
 	return nil
+}
+
+// distinctKeys returns how many of recs, from the first, have keys that
+// differ: a table batch ends before an input record whose key is one of
+// its own again.
+//
+// A batch writes each key's last value to the changelog, then its outputs.
+// Two records of one key in one batch would put the second's value in the
+// changelog before the first's outputs were acknowledged; a kill between
+// the two leaves a table that holds the second's value and no outputs of
+// the first. Handled again on that table, the first is recalled on a value
+// that is no longer its own: what it emitted (an offer's change, which the
+// cabinet counts; its event, which the scheduler routes) cannot be made
+// again from it, and was lost for good. One record of a key a batch, each
+// value in the changelog follows the outputs of every record before it,
+// and a record recalled after a crash is either the value's own (it says
+// its outputs again) or acknowledged whole.
+func distinctKeys(recs []*kgo.Record) int {
+	if len(recs) < 2 {
+		return len(recs)
+	}
+	seen := make(map[string]struct{}, len(recs))
+	for i, r := range recs {
+		if _, ok := seen[string(r.Key)]; ok {
+			return i
+		}
+		seen[string(r.Key)] = struct{}{}
+	}
+	return len(recs)
 }
 
 // AfterCommit calls fn once the batch is committed (Context.AfterCommit).

@@ -3,16 +3,21 @@ package offers_test
 import (
 	"context"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/processors/cabinet"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -132,5 +137,131 @@ func TestAnswerGivenBeforeACrashIsInTheTable(t *testing.T) {
 	}
 	if last.Version != 2 || last.Offer.Title != "two" {
 		t.Fatalf("offers-table ends at version %d %q, the client was told 2 \"two\"", last.Version, last.Offer.Title)
+	}
+}
+
+// TestACommandSupersededInItsBatchKeepsItsOutputs: two commands on one
+// offer reach the aggregate in one batch (a sale, then a retitle), and the
+// process dies after the batch's table value reached offers-table but
+// before its outputs were written (the broker refuses cabinet.changes until
+// the kill), its disk lost with it. Restarted, the aggregate restores the
+// offer as the second command left it: the first is recalled, the second
+// is still the record's and says its outputs again. Its sale's change must
+// not be lost: the cabinet.changes the aggregate wrote, folded as the
+// cabinet folds them, are the recount of offers-table.
+func TestACommandSupersededInItsBatchKeepsItsOutputs(t *testing.T) {
+	b := testkit.Broker(t, "")
+	brokers := b.Addrs()
+	testkit.EnsureTopics(t, brokers, topics.Catalogue(2))
+	stop := running(t, brokers, t.TempDir())
+	p := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	ctx := testkit.Context(t, 2*time.Minute)
+	price := int64(100)
+	id := offers.IDFrom(rand.Uint64())
+	offer := func(title string, status schemas.OfferStatus) *schemas.Offer {
+		return &schemas.Offer{ID: id, SellerID: "s1", Category: "cars", Title: title, Price: &price, Currency: "RUB", Status: status}
+	}
+	o := offer("one", "")
+	send := func(cs ...*schemas.OfferCommand) {
+		t.Helper()
+		var recs []*kgo.Record
+		for _, c := range cs {
+			v, err := schemas.OfferCommands.Encode(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, &kgo.Record{Topic: topics.OffersCommands, Key: []byte(c.OfferID), Value: v})
+		}
+		if err := p.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	version := func() int64 {
+		var r schemas.OfferRecord
+		for _, rec := range testkit.ReadAll(t, brokers, topics.OffersTable) {
+			if string(rec.Key) == o.ID && rec.Value != nil {
+				if err := schemas.OfferRecords.Decode(rec.Value, &r); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return r.Version
+	}
+	send(&schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: o.ID, SellerID: "s1", ExpectedVersion: -1, Offer: o})
+	testkit.Eventually(t, time.Minute, "the offer created", func() bool { return version() == 1 })
+	ends, err := testkit.Admin(t, brokers).ListEndOffsets(ctx, topics.OffersCommands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := streams.WaitCommitted(ctx, testkit.Admin(t, brokers), offers.Group, ends.Offsets()); err != nil {
+		t.Fatal(err)
+	}
+
+	// From here the broker takes the changelog but not the outputs.
+	var refusing atomic.Bool
+	refusing.Store(true)
+	b.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		b.KeepControl()
+		// A batch's outputs are one produce of several topics; its
+		// changelog (and the test's commands) one of a single topic.
+		if !refusing.Load() || len(req.(*kmsg.ProduceRequest).Topics) < 2 {
+			return nil, nil, false
+		}
+		resp := req.(*kmsg.ProduceRequest).ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.(*kmsg.ProduceRequest).Topics {
+			t := kmsg.NewProduceResponseTopic()
+			t.Topic, t.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				p := kmsg.NewProduceResponseTopicPartition()
+				p.Partition, p.ErrorCode = rp.Partition, kerr.NotEnoughReplicas.Code
+				t.Partitions = append(t.Partitions, p)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+		resp.SetVersion(req.GetVersion())
+		return resp, nil, true
+	})
+	// One produce, one record batch: one batch of the aggregate.
+	send(&schemas.OfferCommand{Kind: schemas.CommandUpdate, OfferID: o.ID, SellerID: "s1", ExpectedVersion: 1, Offer: offer("one", schemas.OfferSold)},
+		&schemas.OfferCommand{Kind: schemas.CommandUpdate, OfferID: o.ID, SellerID: "s1", ExpectedVersion: 2, Offer: offer("two", schemas.OfferSold)})
+	testkit.Eventually(t, time.Minute, "the batch's value in offers-table", func() bool { return version() >= 2 })
+	stop() // the kill: the batch's outputs unwritten, its store write with them
+	refusing.Store(false)
+
+	running(t, brokers, t.TempDir()) // the disk lost too
+	fold := func() map[string]*schemas.SellerCabinet {
+		parts := map[string]*schemas.SellerCabinet{}
+		for _, r := range testkit.ReadAll(t, brokers, topics.CabinetChanges) {
+			var ch schemas.CabinetChange
+			if err := schemas.CabinetChanges.Decode(r.Value, &ch); err != nil {
+				t.Fatal(err)
+			}
+			parts[string(r.Key)], _ = cabinet.Apply(parts[string(r.Key)], &ch)
+		}
+		return cabinet.Merge(parts)
+	}
+	recount := func() *schemas.SellerCabinet {
+		var recs []*schemas.OfferRecord
+		for _, v := range testkit.Table(t, brokers, topics.OffersTable) {
+			var r schemas.OfferRecord
+			if err := schemas.OfferRecords.Decode(v, &r); err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, &r)
+		}
+		return cabinet.Recount(recs)["s1"]
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		got := fold()["s1"]
+		if got == nil {
+			got = cabinet.Empty("s1")
+		}
+		ok, diff := cabinet.Equal(got, recount())
+		if ok && version() == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("offers-table at version %d, cabinet.changes folded are not its recount: %s", version(), diff)
+		}
 	}
 }
