@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/offerapi"
 	"github.com/offerlog/offerlog/internal/table"
@@ -55,20 +56,10 @@ func TestKill9AnywhereUnderLoad(t *testing.T) {
 	docs := &docLoad{p: p, v: v, acked: map[string]int64{}}
 	gost := &gostLoad{p: p, v: v, offers: map[string]told{}, byDraft: map[string]string{}, ofOffer: map[string]string{}}
 	num := &numeratorLoad{brokers: brokers, v: v}
-	ctx, stopLoad := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { docs.run(ctx, rand.New(rand.NewPCG(seed, 2))) })
-	wg.Go(func() { gost.run(ctx, rand.New(rand.NewPCG(seed, 3))) })
-	wg.Go(func() { num.run(ctx) })
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			stopLoad()
-			wg.Wait()
-		}
-	}
-	t.Cleanup(stop)
+	stop := runLoads(t,
+		func(ctx context.Context) { docs.run(ctx, rand.New(rand.NewPCG(seed, 2))) },
+		func(ctx context.Context) { gost.run(ctx, rand.New(rand.NewPCG(seed, 3))) },
+		num.run)
 
 	for range kills {
 		p.killAtRandom(rng)
@@ -116,10 +107,12 @@ func TestKill9AnywhereUnderLoad(t *testing.T) {
 		live[tb] = testkit.Table(t, brokers, tb)
 	}
 	c.recount(live)
+	c.reads(live[topics.OffersTable])
 
 	// The tables are what their logs imply: a replay of every group, the
 	// platform stopped, rebuilds them byte for byte.
 	p.kill()
+	c.viewsAreTheLog()
 	c.membersGone()
 	c.replay()
 	for _, tb := range chaosTables {
@@ -254,6 +247,104 @@ func (c *chaosCheck) feedStatuses() {
 		case ended[task] && st.State == schemas.FeedLoading:
 			c.t.Errorf("feed task %d: its end marker is in the log, its status is %s", task, st.State)
 		}
+	}
+}
+
+// reads checks what the API reads against the log, once its views have
+// caught up: every offer of offers-table (table) reads at its version,
+// deleted ones are not found, and every seller's counters and preset
+// lists are a recount of its offers.
+func (c *chaosCheck) reads(table map[string][]byte) {
+	c.t.Helper()
+	var recs []*schemas.OfferRecord
+	for _, raw := range table {
+		var rec schemas.OfferRecord
+		if err := schemas.OfferRecords.Decode(raw, &rec); err != nil {
+			c.t.Fatal(err)
+		}
+		recs = append(recs, &rec)
+	}
+	recount := cabinet.Recount(recs)
+	var wrong []string
+	agree := func() bool {
+		wrong = wrong[:0]
+		ctx := testkit.Context(c.t, time.Minute)
+		for _, rec := range recs {
+			s, b, err := request(ctx, "GET", c.p.url("/v1/offers/"+rec.Offer.ID), "")
+			var got offerapi.OfferVersion
+			switch {
+			case err != nil || s >= 500:
+				wrong = append(wrong, fmt.Sprintf("offer %s: GET %d %s %v", rec.Offer.ID, s, b, err))
+			case rec.Offer.Status == schemas.OfferDeleted:
+				if s != http.StatusNotFound {
+					wrong = append(wrong, fmt.Sprintf("offer %s deleted at version %d in the log: GET %d %s", rec.Offer.ID, rec.Version, s, b))
+				}
+			case s != http.StatusOK || json.Unmarshal(b, &got) != nil || got.Version != rec.Version:
+				wrong = append(wrong, fmt.Sprintf("offer %s at version %d in the log: GET %d %s", rec.Offer.ID, rec.Version, s, b))
+			}
+		}
+		for seller, want := range recount {
+			var got schemas.SellerCabinet
+			s, b, err := request(ctx, "GET", c.p.url("/v1/sellers/"+seller+"/counters"), "")
+			if err != nil || s != http.StatusOK || json.Unmarshal(b, &got) != nil {
+				wrong = append(wrong, fmt.Sprintf("counters of %s: %d %s %v", seller, s, b, err))
+				continue
+			}
+			if ok, diff := cabinet.Equal(&got, want); !ok {
+				wrong = append(wrong, "counters: "+diff)
+			}
+			n := got.Presets.Get(offers.PresetAll)
+			listed := 0
+			for token := ""; ; {
+				var page offerapi.Page
+				s, b, err := request(ctx, "GET", c.p.url("/v1/sellers/"+seller+"/offers?preset=all&limit=100&page_token="+token), "")
+				if err != nil || s != http.StatusOK || json.Unmarshal(b, &page) != nil {
+					wrong = append(wrong, fmt.Sprintf("offers of %s: %d %s %v", seller, s, b, err))
+					break
+				}
+				listed += len(page.Offers)
+				if token = page.NextPageToken; token == "" {
+					break
+				}
+			}
+			if int64(listed) != n {
+				wrong = append(wrong, fmt.Sprintf("seller %s: %d offers listed in preset all, its counters say %d", seller, listed, n))
+			}
+		}
+		return len(wrong) == 0
+	}
+	// The views follow the log: they agree once they have read it.
+	for deadline := time.Now().Add(time.Minute); !agree(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			for _, w := range wrong[:min(len(wrong), 30)] {
+				c.t.Error(w)
+			}
+			c.t.Fatalf("%d reads disagree with the log a minute after every group committed its input", len(wrong))
+		}
+	}
+	c.answers += len(recs) + len(recount)
+}
+
+// viewsAreTheLog checks every view store the killed platform left against
+// its topic (testkit.SameAsTheLog): a view holds its topic up to its
+// offsets, whatever the kills.
+func (c *chaosCheck) viewsAreTheLog() {
+	c.t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(c.p.child.DataDir, "state", "view", "*", "table"))
+	if err != nil || len(dirs) == 0 {
+		c.t.Fatalf("no view stores (%v)", err)
+	}
+	logs := map[string][]*kgo.Record{}
+	for _, dir := range dirs {
+		vs := testkit.ReadViewStore(c.t, dir)
+		if vs.Topic == "" {
+			c.t.Errorf("view store %s does not name its topic", dir)
+			continue
+		}
+		if logs[vs.Topic] == nil {
+			logs[vs.Topic] = testkit.ReadAll(c.t, c.brokers, vs.Topic)
+		}
+		c.records += testkit.SameAsTheLog(c.t, filepath.Base(filepath.Dir(dir)), vs, logs[vs.Topic])
 	}
 }
 

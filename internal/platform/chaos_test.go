@@ -55,7 +55,10 @@ const chaosStageName = "stage-a"
 
 // chaosChild is what the killed process is told to run.
 type chaosChild struct {
-	Brokers   []string
+	Brokers []string
+	// KafkaAddr, without Brokers, runs the embedded broker in the process
+	// (offerlog dev's form): it is killed with the rest.
+	KafkaAddr string
 	DataDir   string
 	HTTPAddr  string
 	ZooKeeper string
@@ -65,6 +68,10 @@ type chaosChild struct {
 func (c chaosChild) config() platform.Config {
 	cfg := platformtest.Config(c.DataDir)
 	cfg.Brokers, cfg.HTTPAddr, cfg.GRPCAddr = c.Brokers, c.HTTPAddr, ""
+	if len(c.Brokers) == 0 {
+		cfg.KafkaAddr, cfg.Partitions, cfg.Memory = c.KafkaAddr, 8, 1<<30
+		cfg.Components, cfg.Cache.Addr = nil, "127.0.0.1:0"
+	}
 	cfg.Components = chaosComponents
 	cfg.EpochGrace = time.Second
 	cfg.ZooKeeper, cfg.ZooKeeperSession = c.ZooKeeper, 2*time.Second
@@ -104,9 +111,43 @@ func TestChaosPlatformProcess(t *testing.T) {
 type chaosPlatform struct {
 	t     *testing.T
 	child chaosChild
+	proc  *os.Process
 	kill  func()
 	// Figures of the run.
 	kills, starting int
+}
+
+// insidePlatform starts `offerlog dev`'s form of the platform: the
+// broker inside the process that is killed. It returns the platform,
+// ready, and the broker's address.
+func insidePlatform(t *testing.T) (*chaosPlatform, []string) {
+	t.Helper()
+	kafka := freeAddr(t)
+	p := &chaosPlatform{t: t, child: chaosChild{KafkaAddr: kafka, DataDir: t.TempDir(), HTTPAddr: freeAddr(t),
+		Stage: serveStage(t, chaosStage{})}}
+	p.start()
+	t.Cleanup(p.showLog)
+	p.waitReady()
+	return p, []string{kafka}
+}
+
+// runLoads runs each load until the returned stop is called (or the test
+// ends), and stop waits for them.
+func runLoads(t *testing.T, loads ...func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, load := range loads {
+		wg.Go(func() { load(ctx) })
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // showLog shows the end of the platform's log if the test failed.
@@ -126,7 +167,7 @@ func (p *chaosPlatform) start() {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	p.kill = testkit.Child(p.t, "TestChaosPlatformProcess", chaosEnv+"="+string(raw))
+	p.proc, p.kill = testkit.ChildProcess(p.t, "TestChaosPlatformProcess", chaosEnv+"="+string(raw))
 }
 
 func (p *chaosPlatform) url(path string) string { return "http://" + p.child.HTTPAddr + path }

@@ -102,7 +102,7 @@ var components = []component{
 		flags: []string{"max-document-bytes", "tombstone-ttl", "sweep-interval", "epoch-grace", "export-framing", "standby"}},
 	{name: componentRegistryView, stores: 1, start: startRegistryView},
 	{name: ComponentIndexer, user: true, needs: []string{componentRegistryView}, port: 8082, start: startIndexer, replay: replayIndexer,
-		flags: []string{"export-framing"}},
+		flags: []string{"export-framing", "view-staleness"}},
 	{name: ComponentNumerator, user: true, port: 8083, stores: 2, start: startNumerator, replay: replayNumerator,
 		flags: []string{"zookeeper", "session-timeout", "master", "lock-timeout", "ttl-generations", "rebuild-share", "scheme", "state-type", "standby"}},
 	{name: ComponentOffers, user: true, port: 8084, stores: 1, flags: []string{"export-framing", "archive-after", "standby"}, start: func(ctx context.Context, p *process) error {
@@ -122,7 +122,7 @@ var components = []component{
 	}, replay: func(ctx context.Context, r Replaying) error {
 		return cabinet.Replay(ctx, cabinet.Config{Streams: r.Streams}, r.Config.Partitions, r.Config.Replication)
 	}},
-	{name: ComponentFeeds, user: true, port: 8087, stores: 3, flags: []string{"wait-timeout"},
+	{name: ComponentFeeds, user: true, port: 8087, stores: 3, flags: []string{"wait-timeout", "view-staleness"},
 		start: func(ctx context.Context, p *process) error { return p.feeds(ctx) }},
 	{name: ComponentScheduler, user: true, port: 8090, stores: 2, flags: []string{"wait-timeout"}, start: func(ctx context.Context, p *process) error {
 		c := scheduler.RunConfig{Streams: p.scfg, Stages: p.cfg.Stages, Timeout: p.cfg.WaitTimeout, TimerMemory: p.timerMemory(),
@@ -144,7 +144,7 @@ var components = []component{
 	// unless it reads through the cache, the offers and their archive.
 	{name: componentOfferAPI, needs: []string{componentAuth}, stores: 6, start: startOfferAPI},
 	{name: ComponentAPI, user: true, needs: []string{componentAuth, componentEpochs, componentRegistryView, componentOfferAPI}, start: startAPI,
-		flags: []string{"max-document-bytes", "tombstone-ttl", "wait-timeout", "grpc", "zookeeper", "reads", "cache-hosts", "cache-token", "cache-hedge", "dc"}},
+		flags: []string{"max-document-bytes", "tombstone-ttl", "wait-timeout", "view-staleness", "grpc", "zookeeper", "reads", "cache-hosts", "cache-token", "cache-hedge", "dc"}},
 	{name: ComponentSinkYDB, user: true, port: 8089, flags: []string{"ydb", "source"}, start: func(ctx context.Context, p *process) error {
 		if p.cfg.YDB == "" {
 			return nil
@@ -274,7 +274,8 @@ func startRegistryView(ctx context.Context, p *process) error {
 		return err
 	}
 	p.registryView = v
-	p.goView(ctx, componentRegistryView, v.Run)
+	v.View().StuckAfter = p.cfg.ViewStaleness
+	p.goView(ctx, componentRegistryView, v.View(), v.Run)
 	p.ready = append(p.ready, v.Ready())
 	return nil
 }
@@ -399,5 +400,5 @@ func (p *process) readyNow() error {
 			return errors.New("starting")
 		}
 	}
-	return errors.Join(p.sup.Err(), p.sup.Restarting())
+	return errors.Join(p.sup.Err(), p.sup.Restarting(), p.staleViews())
 }

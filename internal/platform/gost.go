@@ -8,11 +8,13 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc"
 
 	"github.com/offerlog/offerlog/internal/api"
+	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/internal/offerapi"
 	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/cabinet"
@@ -33,35 +35,82 @@ func readySignal(ready *[]<-chan struct{}) func() {
 	return func() { once.Do(func() { close(r) }) }
 }
 
-// view starts a view of topic named name.
-func (g *process) view(ctx context.Context, topic string, codec streams.Codec, name string) (*table.View, error) {
+// view starts a view of topic named name. A view that reads answers
+// (reads) refuses them while it is behind its topic for longer than
+// --view-staleness (table.View.StaleAfter); every view is restarted once
+// a partition behind its topic has not moved for that long.
+func (g *process) view(ctx context.Context, topic string, codec streams.Codec, name string, reads bool) (*table.View, error) {
 	v := table.NewView(g.scfg, topic, codec, name)
-	g.goView(ctx, name, v.Run)
+	v.StuckAfter = g.cfg.ViewStaleness
+	if reads {
+		v.StaleAfter = g.cfg.ViewStaleness
+	}
+	g.goView(ctx, name, v, v.Run)
 	g.ready = append(g.ready, v.Ready())
 	return v, nil
 }
 
 // goView runs a view until every component has stopped (a closer stops
 // it), so that its readers are answered for as long as they run. A view
-// that fails stops the platform, as a component that is not restarted
-// does.
-func (g *process) goView(ctx context.Context, name string, run func(context.Context) error) {
+// that fails (a batch its store refused, a partition stuck behind its
+// topic) is started again on its store after a backoff, as a restartable
+// component is: meanwhile /readyz names it, and its staleness grows.
+func (g *process) goView(ctx context.Context, name string, v *table.View, run func(context.Context) error) {
 	vctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	g.viewsMu.Lock()
+	g.views = append(g.views, namedView{name, v})
+	g.viewsMu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := run(vctx); vctx.Err() == nil {
-			if err == nil {
-				err = errors.New("stopped unexpectedly")
-			}
-			g.log.Error("component failed", "component", name, "err", err)
-			g.sup.fail(name, err)
-		}
+		g.sup.Run(vctx, name, true, run)
 	}()
 	g.closers = append(g.closers, func() {
 		cancel()
 		<-done
 	})
+}
+
+// allViews returns the views of the process.
+func (g *process) allViews() []namedView {
+	g.viewsMu.Lock()
+	defer g.viewsMu.Unlock()
+	return slices.Clone(g.views)
+}
+
+// namedView is a view of the process, for its staleness metric and
+// readiness.
+type namedView struct {
+	name string
+	v    *table.View
+}
+
+// staleViews returns an error naming the views of the process behind
+// their topics for longer than --view-staleness, or nil.
+func (g *process) staleViews() error {
+	if g.cfg.ViewStaleness <= 0 {
+		return nil
+	}
+	var errs []error
+	for _, nv := range g.allViews() {
+		if d := nv.v.Staleness(); d > g.cfg.ViewStaleness {
+			errs = append(errs, fmt.Errorf("view %s behind its topic %s for %v (--view-staleness %v)", nv.name, nv.v.Topic(), d.Round(time.Millisecond), g.cfg.ViewStaleness))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// viewMetrics registers the views' staleness gauge.
+func (g *process) viewMetrics() {
+	g.reg.GaugeFunc("offerlog_view_staleness_seconds", "How long a view has been behind its topic: since it first saw the topic hold an offset it has not read (0 when caught up).",
+		[]string{"view"}, func() []metrics.Sample {
+			views := g.allViews()
+			out := make([]metrics.Sample, len(views))
+			for i, nv := range views {
+				out[i] = metrics.Sample{Labels: []string{nv.name}, Value: nv.v.Staleness().Seconds()}
+			}
+			return out
+		})
 }
 
 // producer returns a producer with acks=all, closed when the process stops.
@@ -144,15 +193,15 @@ func (g *process) feeds(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := g.view(ctx, feeds.Index, feeds.IndexCodec, "feeds-index")
+	v, err := g.view(ctx, feeds.Index, feeds.IndexCodec, "feeds-index", false)
 	if err != nil {
 		return err
 	}
-	status, err := g.view(ctx, feeds.Statuses, feeds.StatusCodec, "feeds-status")
+	status, err := g.view(ctx, feeds.Statuses, feeds.StatusCodec, "feeds-status", false)
 	if err != nil {
 		return err
 	}
-	tasks, err := g.view(ctx, feeds.Tasks, feeds.IndexCodec, "feeds-tasks")
+	tasks, err := g.view(ctx, feeds.Tasks, feeds.IndexCodec, "feeds-tasks", false)
 	if err != nil {
 		return err
 	}
@@ -195,7 +244,7 @@ func (g *process) api(ctx context.Context) (*offerapi.Service, error) {
 		{&cfg.StatusView, feeds.Statuses, feeds.StatusCodec},
 	}
 	for _, vw := range views {
-		if *vw.v, err = g.view(ctx, vw.table, vw.codec, "api-"+vw.table); err != nil {
+		if *vw.v, err = g.view(ctx, vw.table, vw.codec, "api-"+vw.table, true); err != nil {
 			return nil, err
 		}
 	}

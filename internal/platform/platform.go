@@ -107,6 +107,11 @@ type Config struct {
 	// SweepInterval of the registry's expiry sweep.
 	SweepInterval time.Duration
 	WaitTimeout   time.Duration
+	// ViewStaleness bounds how long a view the API reads from may be
+	// behind its topic and still answer (503 past it), how long any view
+	// may be before /readyz fails, and how long a view's partition behind
+	// its topic may stand still before the view is restarted.
+	ViewStaleness time.Duration
 	// Numerator configures the numerator (its Streams, Coordinator and
 	// Logger are filled in by Run).
 	Numerator numerator.Config
@@ -166,12 +171,15 @@ func goMemory(cfg Config, storesOnHeap bool) int64 {
 	return cfg.Memory
 }
 
+// DefaultViewStaleness is --view-staleness's default.
+const DefaultViewStaleness = 30 * time.Second
+
 // DefaultConfig returns the configuration of `offerlog dev`.
 func DefaultConfig() Config {
 	return Config{
 		KafkaAddr: "127.0.0.1:9092", DataDir: "./data", HTTPAddr: "127.0.0.1:8080", GRPCAddr: "127.0.0.1:9090",
 		Partitions: 8, Replication: -1, Rules: registry.DefaultRules(),
-		EpochGrace: registry.DefaultEpochGrace, SweepInterval: time.Minute, WaitTimeout: 30 * time.Second,
+		EpochGrace: registry.DefaultEpochGrace, SweepInterval: time.Minute, WaitTimeout: 30 * time.Second, ViewStaleness: DefaultViewStaleness,
 		ArchiveAfter: offers.DefaultArchiveAfter,
 		Numerator:    numerator.DefaultConfig(),
 		Cache:        CacheConfig{Table: topics.OffersTable, Addr: "127.0.0.1:9091", DC: "dc1", Shards: 1},
@@ -349,9 +357,12 @@ type process struct {
 
 	epochs       *registry.Catalogue
 	registryView *registry.View
-	answers      answerHub
-	offerAPI     *offerapi.Service
-	handler      http.Handler
+	// views are the views the process runs (goView).
+	viewsMu  sync.Mutex
+	views    []namedView
+	answers  answerHub
+	offerAPI *offerapi.Service
+	handler  http.Handler
 	// auth tells who calls the HTTP and gRPC servers (componentAuth).
 	auth *auth.Authenticator
 	// zk is the ZooKeeper connection of the cache clients (--reads
@@ -418,6 +429,7 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 		log.Info("topics created", "topics", created)
 	}
 	p.reg = metrics.New()
+	p.viewMetrics()
 	p.scfg = table.Config{Cluster: p.kafka, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Standby: cfg.Standby, Logger: log}
 	if cfg.Replication > 0 {
 		p.scfg.Replication = int(cfg.Replication)

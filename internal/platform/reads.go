@@ -55,7 +55,7 @@ func (p *process) offerRecords(ctx context.Context) (offerapi.Records, error) {
 	var out [2]offerapi.Records
 	for i, table := range []string{topics.OffersTable, topics.OffersArchive} {
 		if !cached {
-			v, err := p.view(ctx, table, offers.TableCodec, "api-"+table)
+			v, err := p.view(ctx, table, offers.TableCodec, "api-"+table, true)
 			if err != nil {
 				return nil, err
 			}
@@ -161,6 +161,9 @@ type zkConn struct {
 type viewDocuments struct{ v *registry.View }
 
 func (d viewDocuments) Document(_ context.Context, key string) (*schemas.RegistryRecord, error) {
+	if err := d.v.Fresh(); err != nil {
+		return nil, err
+	}
 	return d.v.Get(key)
 }
 

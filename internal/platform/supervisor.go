@@ -84,43 +84,45 @@ func (s *supervisor) Err() error {
 // again after a backoff of 1 s doubling to 30 s, jittered; without, it
 // stops the platform.
 func (s *supervisor) Go(ctx context.Context, name string, restart bool, fn func(context.Context) error) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		restarts := streams.Backoff{Initial: time.Second, Max: 30 * time.Second}
-		attempt := 0
-		for {
-			start := time.Now()
-			err := fn(ctx)
-			if ctx.Err() != nil {
-				return
-			}
-			if err == nil {
-				err = errors.New("stopped unexpectedly")
-			}
-			if !restart {
-				s.log.Error("component failed", "component", name, "err", err)
-				s.fail(name, err)
-				return
-			}
-			if time.Since(start) > time.Minute {
-				attempt = 0 // it ran a while: start the waits over
-			}
-			attempt++
-			backoff := restarts.Wait(attempt)
-			s.log.Error("component failed, restarting", "component", name, "in", backoff, "err", err)
-			if s.restarts != nil {
-				s.restarts.With(name).Inc()
-			}
-			s.setDown(name, err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(backoff):
-			}
-			s.setDown(name, nil)
+	s.wg.Go(func() { s.Run(ctx, name, restart, fn) })
+}
+
+// Run is Go's loop, on the caller's goroutine: it returns once ctx is
+// done, or once fn failed without restart.
+func (s *supervisor) Run(ctx context.Context, name string, restart bool, fn func(context.Context) error) {
+	restarts := streams.Backoff{Initial: time.Second, Max: 30 * time.Second}
+	attempt := 0
+	for {
+		start := time.Now()
+		err := fn(ctx)
+		if ctx.Err() != nil {
+			return
 		}
-	}()
+		if err == nil {
+			err = errors.New("stopped unexpectedly")
+		}
+		if !restart {
+			s.log.Error("component failed", "component", name, "err", err)
+			s.fail(name, err)
+			return
+		}
+		if time.Since(start) > time.Minute {
+			attempt = 0 // it ran a while: start the waits over
+		}
+		attempt++
+		backoff := restarts.Wait(attempt)
+		s.log.Error("component failed, restarting", "component", name, "in", backoff, "err", err)
+		if s.restarts != nil {
+			s.restarts.With(name).Inc()
+		}
+		s.setDown(name, err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		s.setDown(name, nil)
+	}
 }
 
 // Wait waits for every goroutine started with Go.

@@ -36,16 +36,52 @@ type View struct {
 	name  string
 	log   *slog.Logger
 
+	// StaleAfter, if set before Run, is how far behind its topic the view
+	// may be and still answer: Get and the iterators answer an error
+	// wrapping ErrStale before the view first caught up and while it has
+	// not reached, for longer than this, an offset it saw its topic hold.
+	// Zero answers whatever the copy holds (the processors' own views,
+	// which wait for Ready or Sync themselves).
+	StaleAfter time.Duration
+	// StuckAfter, if set before Run, ends Run with an error wrapping
+	// ErrStuck once a partition behind its topic has not moved for this
+	// long (its supervisor starts it again on its store).
+	StuckAfter time.Duration
+
 	mu      sync.RWMutex
 	db      *pebble.DB
 	adm     *kadm.Client
 	pos     map[int32]int64 // next offset to read, per partition
 	closing bool
 	iters   sync.WaitGroup // open iterators: the store closes after them
+	// behind, per partition, is the first offset the view saw its topic
+	// hold and has not read up to, with when it saw it; moved is when the
+	// partition's position last moved.
+	behind map[int32]lagMark
+	moved  map[int32]time.Time
 
 	ready     chan struct{}
 	readyOnce sync.Once
 }
+
+// ErrStale is what a view with StaleAfter answers while it is too far
+// behind its topic; ErrStuck ends a view's Run whose partition stopped
+// moving (StuckAfter).
+var (
+	ErrStale = errors.New("view is behind its topic")
+	ErrStuck = errors.New("view stopped reading its topic")
+)
+
+// lagMark is an offset a view saw its topic hold at a partition's end, and
+// when.
+type lagMark struct {
+	target int64
+	since  time.Time
+}
+
+// watchEvery is how often a view lists its topic's ends to know how far
+// behind it is.
+const watchEvery = time.Second
 
 // NewView returns a view of topic whose values codec decodes; name tells
 // the views of one process apart (their stores).
@@ -67,6 +103,19 @@ func (v *View) Ready() <-chan struct{} { return v.ready }
 // viewOffsetKey is where a view's store keeps the next offset to read of
 // partition p; it sorts before every printable key.
 func viewOffsetKey(p int32) []byte { return []byte("\x00view/next/" + strconv.Itoa(int(p))) }
+
+// viewTopicKey is where a view's store names the topic it copies, so that
+// a store says what it is to whoever opens it (a check, an operator).
+var viewTopicKey = []byte("\x00view/topic")
+
+// nameTopic writes topic under viewTopicKey, flushed (the store has no
+// write-ahead log), unless the store names it already.
+func nameTopic(db *pebble.DB, topic string) error {
+	if named, err := storedValue(db, viewTopicKey); err != nil || string(named) == topic {
+		return err
+	}
+	return errors.Join(db.Set(viewTopicKey, []byte(topic), pebble.NoSync), db.Flush())
+}
 
 // Dir is the view's store.
 func (v *View) Dir() string { return filepath.Join(v.cfg.StateDir, "view", v.name, "table") }
@@ -97,6 +146,10 @@ func (v *View) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("view of %s: %w", v.topic, err)
 	}
+	if err := nameTopic(db, v.topic); err != nil {
+		_ = ClosePebble(db)
+		return fmt.Errorf("view of %s: %w", v.topic, err)
+	}
 	pos := map[int32]int64{}
 	from := map[int32]kgo.Offset{}
 	for p := range ends {
@@ -107,11 +160,27 @@ func (v *View) Run(ctx context.Context) error {
 		}
 		pos[p], from[p] = n, kgo.NewOffset().At(n)
 	}
+	start := time.Now()
+	moved := make(map[int32]time.Time, len(pos))
+	for p := range pos {
+		moved[p] = start
+	}
 	v.mu.Lock()
 	v.db, v.adm, v.pos, v.closing = db, adm, pos, false
+	v.behind, v.moved = map[int32]lagMark{}, moved
 	v.mu.Unlock()
 	defer v.close()
+	v.observe(ends, start)
 	v.checkReady(ends)
+	ctx, stop := context.WithCancelCause(ctx)
+	var watching sync.WaitGroup
+	defer watching.Wait()
+	defer stop(nil) // before the wait: the watch ends with Run
+	watching.Go(func() {
+		if err := v.watch(ctx, adm); err != nil {
+			stop(err)
+		}
+	})
 	err = streams.RunLoop(ctx, streams.LoopConfig{
 		Name: "view-" + v.name, Cluster: v.cfg.Cluster, Partitions: map[string]map[int32]kgo.Offset{v.topic: from},
 		BatchHandler: func(_ context.Context, b *streams.Batch) error {
@@ -128,10 +197,135 @@ func (v *View) Run(ctx context.Context) error {
 		},
 		Logger: v.log,
 	})
+	if cause := context.Cause(ctx); errors.Is(cause, ErrStuck) {
+		return fmt.Errorf("view of %s: %w", v.topic, cause)
+	}
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
+}
+
+// watch lists the topic's ends every watchEvery until ctx ends, to know
+// how far behind the view is; it returns an error wrapping ErrStuck when
+// a partition behind has not moved for StuckAfter.
+func (v *View) watch(ctx context.Context, adm *kadm.Client) error {
+	t := time.NewTicker(watchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		// The last stable offsets: a view reads committed records, and
+		// an open transaction is not what it is behind.
+		listed, err := adm.ListCommittedOffsets(ctx, v.topic)
+		if err != nil {
+			continue // what it saw before still counts
+		}
+		ends := map[int32]int64{}
+		listed.Each(func(o kadm.ListedOffset) {
+			if o.Err == nil {
+				ends[o.Partition] = o.Offset
+			}
+		})
+		now := time.Now()
+		v.observe(ends, now)
+		if p, ok := v.stuck(now); ok {
+			return fmt.Errorf("%w: partition %d has not moved for %v behind offset %d", ErrStuck, p, v.StuckAfter, ends[p])
+		}
+	}
+}
+
+// observe records the topic's ends as seen at now: a partition that has
+// read up to its end is not behind; one still short of an offset it was
+// seen to hold before stays behind since then; any other that is short of
+// its end is behind since now.
+func (v *View) observe(ends map[int32]int64, now time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.behind == nil {
+		return // not running
+	}
+	for p, end := range ends {
+		pos := v.pos[p]
+		m, ok := v.behind[p]
+		switch {
+		case pos >= end:
+			delete(v.behind, p)
+		case ok && pos < m.target:
+		default:
+			v.behind[p] = lagMark{target: end, since: now}
+		}
+	}
+}
+
+// stuck returns a partition behind its topic that has not moved for
+// StuckAfter.
+func (v *View) stuck(now time.Time) (int32, bool) {
+	if v.StuckAfter <= 0 {
+		return 0, false
+	}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	for p, m := range v.behind {
+		if v.pos[p] < m.target && now.Sub(m.since) > v.StuckAfter && now.Sub(v.moved[p]) > v.StuckAfter {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+// Staleness returns how long the view has been behind its topic: since it
+// first saw the topic hold an offset that one of its partitions has not
+// read yet (0: it has read everything it saw). It is the age of the
+// oldest write a read from the view may miss, give or take watchEvery.
+func (v *View) Staleness() time.Duration {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.stalenessLocked(time.Now())
+}
+
+func (v *View) stalenessLocked(now time.Time) time.Duration {
+	var d time.Duration
+	for p, m := range v.behind {
+		if v.pos[p] < m.target {
+			d = max(d, now.Sub(m.since))
+		}
+	}
+	return d
+}
+
+// Fresh returns nil if the view has caught up with its topic since Run
+// started and is not behind it for longer than StaleAfter (any length
+// when StaleAfter is 0), or an error wrapping ErrStale that says how far
+// behind it is.
+func (v *View) Fresh() error {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.freshLocked()
+}
+
+func (v *View) freshLocked() error {
+	select {
+	case <-v.ready:
+	default:
+		return fmt.Errorf("view of %s: %w: catching up since it started", v.topic, ErrStale)
+	}
+	if v.StaleAfter <= 0 {
+		return nil
+	}
+	now := time.Now()
+	if d := v.stalenessLocked(now); d > v.StaleAfter {
+		for p, m := range v.behind {
+			if v.pos[p] < m.target && now.Sub(m.since) == d {
+				return fmt.Errorf("view of %s: %w for %v (the bound is %v): partition %d read to offset %d, the topic held %d",
+					v.topic, ErrStale, d.Round(time.Millisecond), v.StaleAfter, p, v.pos[p], m.target)
+			}
+		}
+	}
+	return nil
 }
 
 // apply writes a partition's batch of records, and the partition's next
@@ -167,6 +361,7 @@ func (v *View) reach(p int32, next int64) {
 	defer v.mu.Unlock()
 	if next > v.pos[p] {
 		v.pos[p] = next
+		v.moved[p] = time.Now()
 	}
 }
 
@@ -212,6 +407,11 @@ func (v *View) Get(key string) (any, error) {
 	defer v.mu.RUnlock()
 	if v.db == nil || v.closing {
 		return nil, fmt.Errorf("view of %s: %w", v.topic, errNotRunning)
+	}
+	if v.StaleAfter > 0 {
+		if err := v.freshLocked(); err != nil {
+			return nil, err
+		}
 	}
 	if internalKey([]byte(key)) {
 		return nil, nil
@@ -267,6 +467,11 @@ func (v *View) IteratorWithRange(start, limit string) (*ViewIterator, error) {
 	defer v.mu.RUnlock()
 	if v.db == nil || v.closing {
 		return nil, fmt.Errorf("view of %s: %w", v.topic, errNotRunning)
+	}
+	if v.StaleAfter > 0 {
+		if err := v.freshLocked(); err != nil {
+			return nil, err
+		}
 	}
 	opts := &pebble.IterOptions{}
 	if start != "" {

@@ -2,12 +2,16 @@ package table_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/internal/testkit"
@@ -165,5 +169,79 @@ func TestAViewReadsPastTransactionMarkers(t *testing.T) {
 		if err != nil || got == nil || string(got.([]byte)) != want {
 			t.Errorf("%s = %v (%v), want %s", key, got, err, want)
 		}
+	}
+}
+
+// TestAViewBehindSaysSo: a view whose fetches fail (a stuck fetch) while
+// its topic grows says how far behind it is, refuses reads once past its
+// bound (StaleAfter) and ends its Run once a partition has stood still
+// for StuckAfter; started again with the fault gone, it catches up and
+// answers the writes it had missed.
+func TestAViewBehindSaysSo(t *testing.T) {
+	b := testkit.Broker(t, "")
+	brokers := b.Addrs()
+	const topic = "view-stale"
+	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: topic, Partitions: 2, Compacted: true}})
+	testkit.Put(t, brokers, topic, []byte("k"), []byte("v1"))
+	cfg := table.Config{Cluster: testkit.Cluster(t, brokers), StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
+	v := table.NewView(cfg, topic, streams.Bytes{}, "stale")
+	v.StaleAfter, v.StuckAfter = 500*time.Millisecond, 2*time.Second
+	if _, err := v.Get("k"); err == nil {
+		t.Fatal("a view that never ran answered a Get")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- v.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	<-v.Ready()
+	if got, err := v.Get("k"); err != nil || string(got.([]byte)) != "v1" {
+		t.Fatalf("k = %v %v once ready, want v1", got, err)
+	}
+	if err := v.Fresh(); err != nil {
+		t.Fatalf("caught up, Fresh says %v", err)
+	}
+
+	var failing atomic.Bool
+	failing.Store(true)
+	var failed atomic.Int64
+	b.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		b.KeepControl()
+		if !failing.Load() {
+			return nil, nil, false
+		}
+		failed.Add(1)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.UnknownServerError.Code
+		resp.SetVersion(req.GetVersion())
+		return resp, nil, true
+	})
+	testkit.Put(t, brokers, topic, []byte("k"), []byte("v2"))
+	testkit.Eventually(t, 30*time.Second, "reads refused as stale", func() bool {
+		_, err := v.Get("k")
+		return errors.Is(err, table.ErrStale) && v.Staleness() > v.StaleAfter
+	})
+	if err := v.Fresh(); !errors.Is(err, table.ErrStale) {
+		t.Fatalf("Fresh of a stale view: %v", err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, table.ErrStuck) {
+			t.Fatalf("the stuck view's Run ended with %v, want ErrStuck", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stuck view's Run did not end")
+	}
+	if failed.Load() == 0 {
+		t.Fatal("no fetch failed")
+	}
+
+	failing.Store(false)
+	go func() { done <- v.Run(ctx) }()
+	testkit.Eventually(t, 30*time.Second, "the restarted view at v2", func() bool {
+		got, err := v.Get("k")
+		return err == nil && string(got.([]byte)) == "v2"
+	})
+	if d := v.Staleness(); d != 0 {
+		t.Errorf("caught up again, staleness %v", d)
 	}
 }

@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/table"
 )
@@ -38,4 +43,90 @@ func LocalTable(t testing.TB, stateDir, group, topic string) map[string][]byte {
 		}
 	}
 	return out
+}
+
+// A ViewStore is what a table.View's local store holds: the topic it
+// copies, the next offset to read of each partition, and its values.
+type ViewStore struct {
+	Topic  string
+	Next   map[int32]int64
+	Values map[string][]byte
+}
+
+// ReadViewStore reads the store of a view (table.View.Dir) that no process
+// has open.
+func ReadViewStore(t testing.TB, dir string) ViewStore {
+	t.Helper()
+	db, err := table.OpenPebble(dir, 1<<20, 0, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := db.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := ViewStore{Next: map[int32]int64{}, Values: map[string][]byte{}}
+	for ok := it.First(); ok; ok = it.Next() {
+		k := string(it.Key())
+		switch {
+		case k == "\x00view/topic":
+			vs.Topic = string(it.Value())
+		case strings.HasPrefix(k, "\x00view/next/"):
+			p, err1 := strconv.ParseInt(strings.TrimPrefix(k, "\x00view/next/"), 10, 32)
+			n, err2 := strconv.ParseInt(string(it.Value()), 10, 64)
+			if err := errors.Join(err1, err2); err != nil {
+				t.Fatalf("%s: %q = %q: %v", dir, k, it.Value(), err)
+			}
+			vs.Next[int32(p)] = n
+		case k[0] != 0 && k != "__offset":
+			vs.Values[k] = bytes.Clone(it.Value())
+		}
+	}
+	if err := errors.Join(it.Close(), table.ClosePebble(db)); err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+// SameAsTheLog checks that a view's store is its topic (records: every
+// record it still holds, in order, as ReadAll reads them) up to the
+// store's offsets: each key that has no record at or after its
+// partition's offset holds its last value before it (none for a
+// tombstone), and each key that has one holds nothing or a value the key
+// had before it (compaction keeps only a key's last record, so which one
+// is not known). It returns how many keys it compared.
+func SameAsTheLog(t testing.TB, name string, vs ViewStore, records []*kgo.Record) int {
+	t.Helper()
+	last := map[string][]byte{}     // key -> last value before its partition's offset
+	before := map[string][][]byte{} // key -> every value before it
+	after := map[string]bool{}      // keys with a record at or after it
+	for _, r := range records {
+		k := string(r.Key)
+		if r.Offset >= vs.Next[r.Partition] {
+			after[k] = true
+			continue
+		}
+		last[k] = r.Value
+		before[k] = append(before[k], r.Value)
+	}
+	n := 0
+	for k, want := range last {
+		if after[k] {
+			continue
+		}
+		n++
+		if got, ok := vs.Values[k]; !bytes.Equal(got, want) || ok != (want != nil) {
+			t.Errorf("view %s of %s: %q is %q, the log's last value before the view's offset %q", name, vs.Topic, k, got, want)
+		}
+	}
+	for k, got := range vs.Values {
+		if _, ok := last[k]; !ok && !after[k] {
+			t.Errorf("view %s of %s: %q is %q, the log never held it", name, vs.Topic, k, got)
+			continue
+		}
+		if after[k] && len(before[k]) > 0 && !slices.ContainsFunc(before[k], func(v []byte) bool { return bytes.Equal(v, got) }) {
+			t.Errorf("view %s of %s: %q is %q, no value the log held for it before the view's offset", name, vs.Topic, k, got)
+		}
+	}
+	return n
 }

@@ -43,6 +43,13 @@ func (v *View) Get(key string) (*schemas.RegistryRecord, error) {
 	return rec, nil
 }
 
+// Fresh returns nil if the view is not behind the registry table for
+// longer than its bound (table.View.Fresh).
+func (v *View) Fresh() error { return v.v.Fresh() }
+
+// View is the table view under v, for its supervisor (staleness, bounds).
+func (v *View) View() *table.View { return v.v }
+
 // Sync waits until the view shows every change the registry wrote before
 // the call (table.View.Sync).
 func (v *View) Sync(ctx context.Context) error { return v.v.Sync(ctx) }
