@@ -690,6 +690,17 @@ func (n *nemesis) act(ctx context.Context, action, target string, fault func() [
 	n.reports = append(n.reports, r)
 }
 
+// killBroker kill -9s the broker, under the load, and starts it again on
+// its data: every pod loses its connections, its groups' members and its
+// in-flight requests at once.
+func (n *nemesis) killBroker(ctx context.Context) {
+	n.act(ctx, "kill -9", "broker", func() []*pod {
+		n.c.broker.stop(syscall.SIGKILL)
+		n.c.broker.start(n.c.t, n.c.bin)
+		return n.c.podsOf("")
+	})
+}
+
 // killPod kill -9s a pod of component (any if ""), which the kubelet
 // restarts at once in the same pod (its name and emptyDirs kept).
 func (n *nemesis) killPod(ctx context.Context, component string) {

@@ -55,6 +55,7 @@ type cluster struct {
 	net      *hostNet
 	m        *manifests
 	secrets  string
+	broker   *brokerProcess
 	brokers  *streams.Cluster  // the broker, as the test's clients reach it (with the credentials deploy init made)
 	settings map[string]string // the ConfigMap's settings
 	local    map[string]string // those of them rewritten to local ones
@@ -165,7 +166,10 @@ func TestTopology(t *testing.T) {
 	time.Sleep(10 * time.Second) // the first fault's baseline: 10 s of load
 
 	n := newNemesis(c, l, rng)
+	n.killBroker(ctx)
 	n.killPod(ctx, "offers")
+	n.killPod(ctx, "numerator") // one of the two masters, seals going on
+	n.killPod(ctx, "cache")     // a shard's replica, reads going on
 	n.stopPod(ctx, "indexer", 12*time.Second) // past the 10 s sessions
 	if c.net.netns {
 		n.isolate(ctx, "registry", 12*time.Second)
@@ -175,8 +179,7 @@ func TestTopology(t *testing.T) {
 	if full {
 		n.scale(ctx, "offerlog-offers", 1)
 		n.killPod(ctx, "")
-		n.killPod(ctx, "numerator")
-		n.killPod(ctx, "cache")
+		n.killBroker(ctx)
 		n.killPod(ctx, "registry")
 		n.killPod(ctx, "api")
 		n.stopPod(ctx, "offers", 15*time.Second)
@@ -283,14 +286,30 @@ func (c *cluster) startBroker(t *testing.T) string {
 	if err := os.WriteFile(filepath.Join(data, "kafka.properties"), props, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := net.JoinHostPort(c.net.hostIP, freePort(t))
-	cmd := exec.Command(c.bin, "broker", "--data", data, "--kafka-addr", addr)
+	c.broker = &brokerProcess{data: data, addr: net.JoinHostPort(c.net.hostIP, freePort(t))}
+	c.broker.start(t, c.bin)
+	t.Cleanup(func() { c.broker.stop(os.Interrupt) })
+	return c.broker.addr
+}
+
+// brokerProcess is `offerlog broker`, run as a process of its own on its
+// data directory and address, which the nemesis kills and starts again.
+type brokerProcess struct {
+	data, addr string
+	cmd        *exec.Cmd
+	logf       *os.File
+}
+
+// start starts the broker and waits until it listens.
+func (b *brokerProcess) start(t *testing.T, bin string) {
+	t.Helper()
+	cmd := exec.Command(bin, "broker", "--data", b.data, "--kafka-addr", b.addr)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	logf, err := os.Create(filepath.Join(data, "broker.log"))
+	logf, err := os.OpenFile(filepath.Join(b.data, "broker.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,11 +317,7 @@ func (c *cluster) startBroker(t *testing.T) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-		logf.Close()
-	})
+	b.cmd, b.logf = cmd, logf
 	ready := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -317,7 +332,13 @@ func (c *cluster) startBroker(t *testing.T) string {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the broker did not start in 60 s")
 	}
-	return addr
+}
+
+// stop sends sig and waits for the process.
+func (b *brokerProcess) stop(sig os.Signal) {
+	_ = b.cmd.Process.Signal(sig)
+	_ = b.cmd.Wait()
+	b.logf.Close()
 }
 
 // runJob runs a Job's offerlog container to its end: deploy init, its
