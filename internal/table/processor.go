@@ -38,6 +38,8 @@ type Graph struct {
 	// DeadTopic receives the records a callback fails on (an emit that does
 	// not encode, a panic) once retries are spent, as the Loop's does.
 	DeadTopic string
+	// RepeatKeys is the table group's (Group.RepeatKeys).
+	RepeatKeys bool
 }
 
 // Input is an input topic of a Graph and the callback of its records.
@@ -119,7 +121,7 @@ func (g *Graph) OutputTopics() []string {
 func (g *Graph) TableGroup(s Config, onReady func()) *Group {
 	return &Group{Streams: s, Group: g.Group, Table: g.Table(), Inputs: g.InputTopics(), Outputs: g.OutputTopics(),
 		DeadTopic: g.DeadTopic, Handle: func(_ context.Context, b *Batch) error { return g.Process(b, b.Batch) },
-		OnReady: onReady, Logger: s.Logger}
+		RepeatKeys: g.RepeatKeys, OnReady: onReady, Logger: s.Logger}
 }
 
 // Run runs g until ctx is done (Group.Run).

@@ -66,6 +66,13 @@ type Group struct {
 	// with Values and writes it with Set; it returns an error as a Loop's
 	// BatchHandler does, and nothing it set or emitted is kept then.
 	Handle func(ctx context.Context, b *Batch) error
+	// RepeatKeys lets a batch hold several input records of one key.
+	// Unset, a batch ends before a record whose key it holds already
+	// (distinctKeys says why). Set it only for a group whose record, seen
+	// again after a crash on a table that holds a later value of its key,
+	// needs none of its outputs written again: its readers want a key's
+	// latest output only, or it has none that the table decides.
+	RepeatKeys bool
 	// OnReady, if set, is called once, when the partitions of the group's
 	// first assignment have read their changelogs to the end.
 	OnReady func()
@@ -662,7 +669,10 @@ func (g *Group) batch(ctx context.Context, b *streams.Batch) error {
 	all := b.Records
 	defer func() { b.Records = all }()
 	for rest := all; len(rest) > 0; {
-		n := distinctKeys(rest)
+		n := len(rest)
+		if !g.RepeatKeys {
+			n = distinctKeys(rest)
+		}
 		b.Records = rest[:n]
 		tb := &Batch{Batch: b, g: g, st: st, sets: map[string][]byte{}}
 		if err := g.Handle(ctx, tb); err != nil {
