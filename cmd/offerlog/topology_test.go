@@ -168,8 +168,8 @@ func TestTopology(t *testing.T) {
 	n := newNemesis(c, l, rng)
 	n.killBroker(ctx)
 	n.killPod(ctx, "offers")
-	n.killPod(ctx, "numerator") // one of the two masters, seals going on
-	n.killPod(ctx, "cache")     // a shard's replica, reads going on
+	n.killPod(ctx, "numerator")               // one of the two masters, seals going on
+	n.killPod(ctx, "cache")                   // a shard's replica, reads going on
 	n.stopPod(ctx, "indexer", 12*time.Second) // past the 10 s sessions
 	if c.net.netns {
 		n.isolate(ctx, "registry", 12*time.Second)
