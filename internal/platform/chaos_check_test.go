@@ -132,6 +132,9 @@ type chaosCheck struct {
 	t       *testing.T
 	p       *chaosPlatform
 	brokers []string
+	// replayWithin bounds the replays (default 5 minutes; a soak's log
+	// takes longer).
+	replayWithin time.Duration
 	// Figures.
 	answers, records int
 }
@@ -377,7 +380,11 @@ func (c *chaosCheck) membersGone() {
 // before its consumers.
 func (c *chaosCheck) replay() {
 	c.t.Helper()
-	ctx := testkit.Context(c.t, 5*time.Minute)
+	within := c.replayWithin
+	if within == 0 {
+		within = 5 * time.Minute
+	}
+	ctx := testkit.Context(c.t, within)
 	cfg := c.p.child.config()
 	log := testkit.Logger()
 	scfg := table.Config{Cluster: testkit.Cluster(c.t, c.brokers), StateDir: c.t.TempDir(), Replication: 1, Logger: log}

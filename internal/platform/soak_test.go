@@ -76,7 +76,7 @@ func TestSoak(t *testing.T) {
 	v.check(t)
 	settleAll(t, brokers)
 
-	c := &chaosCheck{t: t, p: p, brokers: brokers}
+	c := &chaosCheck{t: t, p: p, brokers: brokers, replayWithin: time.Hour}
 	live := map[string]map[string][]byte{}
 	for _, tb := range chaosTables {
 		live[tb] = testkit.Table(t, brokers, tb)
