@@ -274,7 +274,6 @@ func startRegistryView(ctx context.Context, p *process) error {
 		return err
 	}
 	p.registryView = v
-	v.View().StuckAfter = p.cfg.ViewStaleness
 	p.goView(ctx, componentRegistryView, v.View(), v.Run)
 	p.ready = append(p.ready, v.Ready())
 	return nil

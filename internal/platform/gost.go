@@ -37,11 +37,9 @@ func readySignal(ready *[]<-chan struct{}) func() {
 
 // view starts a view of topic named name. A view that reads answers
 // (reads) refuses them while it is behind its topic for longer than
-// --view-staleness (table.View.StaleAfter); every view is restarted once
-// a partition behind its topic has not moved for that long.
+// --view-staleness (table.View.StaleAfter).
 func (g *process) view(ctx context.Context, topic string, codec streams.Codec, name string, reads bool) (*table.View, error) {
 	v := table.NewView(g.scfg, topic, codec, name)
-	v.StuckAfter = g.cfg.ViewStaleness
 	if reads {
 		v.StaleAfter = g.cfg.ViewStaleness
 	}
@@ -54,8 +52,11 @@ func (g *process) view(ctx context.Context, topic string, codec streams.Codec, n
 // it), so that its readers are answered for as long as they run. A view
 // that fails (a batch its store refused, a partition stuck behind its
 // topic) is started again on its store after a backoff, as a restartable
-// component is: meanwhile /readyz names it, and its staleness grows.
+// component is: meanwhile /readyz names it, and its staleness grows. A
+// partition behind its topic that stands still for --view-staleness ends
+// the view (table.View.StuckAfter), to be restarted so.
 func (g *process) goView(ctx context.Context, name string, v *table.View, run func(context.Context) error) {
+	v.StuckAfter = g.cfg.ViewStaleness
 	vctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	g.viewsMu.Lock()
 	g.views = append(g.views, namedView{name, v})

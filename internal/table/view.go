@@ -288,13 +288,21 @@ func (v *View) Staleness() time.Duration {
 }
 
 func (v *View) stalenessLocked(now time.Time) time.Duration {
-	var d time.Duration
-	for p, m := range v.behind {
-		if v.pos[p] < m.target {
-			d = max(d, now.Sub(m.since))
+	if _, m, ok := v.oldestLocked(); ok {
+		return now.Sub(m.since)
+	}
+	return 0
+}
+
+// oldestLocked returns the partition behind its topic for the longest, and
+// its mark; ok is false when none is behind.
+func (v *View) oldestLocked() (p int32, m lagMark, ok bool) {
+	for q, mq := range v.behind {
+		if v.pos[q] < mq.target && (!ok || mq.since.Before(m.since)) {
+			p, m, ok = q, mq, true
 		}
 	}
-	return d
+	return p, m, ok
 }
 
 // Fresh returns nil if the view has caught up with its topic since Run
@@ -316,14 +324,23 @@ func (v *View) freshLocked() error {
 	if v.StaleAfter <= 0 {
 		return nil
 	}
-	now := time.Now()
-	if d := v.stalenessLocked(now); d > v.StaleAfter {
-		for p, m := range v.behind {
-			if v.pos[p] < m.target && now.Sub(m.since) == d {
-				return fmt.Errorf("view of %s: %w for %v (the bound is %v): partition %d read to offset %d, the topic held %d",
-					v.topic, ErrStale, d.Round(time.Millisecond), v.StaleAfter, p, v.pos[p], m.target)
-			}
+	if p, m, ok := v.oldestLocked(); ok {
+		if d := time.Since(m.since); d > v.StaleAfter {
+			return fmt.Errorf("view of %s: %w for %v (the bound is %v): partition %d read to offset %d, the topic held %d",
+				v.topic, ErrStale, d.Round(time.Millisecond), v.StaleAfter, p, v.pos[p], m.target)
 		}
+	}
+	return nil
+}
+
+// readableLocked returns why the view cannot answer a read now: it is not
+// running, or it has a bound (StaleAfter) it is past; nil if it can.
+func (v *View) readableLocked() error {
+	if v.db == nil || v.closing {
+		return fmt.Errorf("view of %s: %w", v.topic, errNotRunning)
+	}
+	if v.StaleAfter > 0 {
+		return v.freshLocked()
 	}
 	return nil
 }
@@ -405,13 +422,8 @@ func (v *View) close() {
 func (v *View) Get(key string) (any, error) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	if v.db == nil || v.closing {
-		return nil, fmt.Errorf("view of %s: %w", v.topic, errNotRunning)
-	}
-	if v.StaleAfter > 0 {
-		if err := v.freshLocked(); err != nil {
-			return nil, err
-		}
+	if err := v.readableLocked(); err != nil {
+		return nil, err
 	}
 	if internalKey([]byte(key)) {
 		return nil, nil
@@ -465,13 +477,8 @@ func (v *View) Iterator() (*ViewIterator, error) { return v.IteratorWithRange(""
 func (v *View) IteratorWithRange(start, limit string) (*ViewIterator, error) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	if v.db == nil || v.closing {
-		return nil, fmt.Errorf("view of %s: %w", v.topic, errNotRunning)
-	}
-	if v.StaleAfter > 0 {
-		if err := v.freshLocked(); err != nil {
-			return nil, err
-		}
+	if err := v.readableLocked(); err != nil {
+		return nil, err
 	}
 	opts := &pebble.IterOptions{}
 	if start != "" {
