@@ -40,9 +40,7 @@ func TestKill9WithItsBroker(t *testing.T) {
 		p.kills++
 		p.start()
 	}
-	// Every writer answered again after the last restart.
-	answers := w.answered()
-	testkit.Eventually(t, 3*time.Minute, "writes answered after the last restart", func() bool { return w.answered() > answers+12 })
+	w.answeredAgain(t)
 	stop()
 	v.check(t)
 	settleAll(t, brokers)
@@ -106,8 +104,10 @@ func (w *writers) run(ctx context.Context, seller string, rng *rand.Rand) {
 				version = o.Version
 				w.tell(id, version, false)
 			case s == http.StatusConflict:
-				if v, ok := w.get(ctx, id, b); ok {
-					version = v
+				// An offer its writer was told of is never answered 404 (a
+				// view catching up after a restart answers 503, tried again).
+				if callUntil(ctx, w.v, w.p.url("/v1/offers/"+id), "GET", "", http.StatusOK, &o) {
+					version = o.Version
 				}
 			default:
 				w.v.add("edit %s at %d: %d %s", id, version, s, b)
@@ -147,28 +147,6 @@ func (w *writers) tell(id string, version int64, deleted bool) {
 	}
 }
 
-// get reads offer id after a conflict (answered b): an offer its writer
-// was told of is never answered 404 (a view still catching up after a
-// restart answers 503, which is tried again).
-func (w *writers) get(ctx context.Context, id string, conflict []byte) (int64, bool) {
-	for ctx.Err() == nil {
-		s, b, err := request(ctx, "GET", w.p.url("/v1/offers/"+id), "")
-		switch {
-		case err == nil && s == http.StatusOK:
-			var o offerapi.OfferVersion
-			if json.Unmarshal(b, &o) != nil {
-				return 0, false
-			}
-			return o.Version, true
-		case err == nil && s < 500:
-			w.v.add("GET %s after the conflict %s: %d %s", id, conflict, s, b)
-			return 0, false
-		}
-		retry(ctx)
-	}
-	return 0, false
-}
-
 func newWriters(p *chaosPlatform, v *violations) *writers {
 	return &writers{p: p, v: v, told: map[string]told{}, deleted: map[string]bool{}}
 }
@@ -189,6 +167,14 @@ func (w *writers) answered() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.answers
+}
+
+// answeredAgain waits until the writers are answered again after the last
+// fault: more answers than there are writers.
+func (w *writers) answeredAgain(t *testing.T) {
+	t.Helper()
+	answers := w.answered()
+	testkit.Eventually(t, 3*time.Minute, "writes answered after the last fault", func() bool { return w.answered() > answers+12 })
 }
 
 // check checks what the writers were told against offers-table (table):

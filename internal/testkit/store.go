@@ -25,24 +25,34 @@ func LocalTable(t testing.TB, stateDir, group, topic string) map[string][]byte {
 	}
 	out := map[string][]byte{}
 	for _, dir := range dirs {
-		db, err := table.OpenPebble(dir, 1<<20, 0, false, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		it, err := db.NewIter(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for ok := it.First(); ok; ok = it.Next() {
-			if k := it.Key(); string(k) != "__offset" && k[0] != 0 { // the store's own keys
-				out[string(it.Key())] = bytes.Clone(it.Value())
+		eachStored(t, dir, func(k string, v []byte) {
+			if k != "__offset" && k[0] != 0 { // the store's own keys
+				out[k] = bytes.Clone(v)
 			}
-		}
-		if err := errors.Join(it.Close(), table.ClosePebble(db)); err != nil {
-			t.Fatal(err)
-		}
+		})
 	}
 	return out
+}
+
+// eachStored calls fn with every key and value of the local store in dir,
+// in key order; the store must not be open elsewhere. v is valid only
+// during the call.
+func eachStored(t testing.TB, dir string, fn func(k string, v []byte)) {
+	t.Helper()
+	db, err := table.OpenPebble(dir, 1<<20, 0, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := db.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		fn(string(it.Key()), it.Value())
+	}
+	if err := errors.Join(it.Close(), table.ClosePebble(db)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A ViewStore is what a table.View's local store holds: the topic it
@@ -57,34 +67,22 @@ type ViewStore struct {
 // has open.
 func ReadViewStore(t testing.TB, dir string) ViewStore {
 	t.Helper()
-	db, err := table.OpenPebble(dir, 1<<20, 0, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	it, err := db.NewIter(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	vs := ViewStore{Next: map[int32]int64{}, Values: map[string][]byte{}}
-	for ok := it.First(); ok; ok = it.Next() {
-		k := string(it.Key())
+	eachStored(t, dir, func(k string, v []byte) {
 		switch {
 		case k == "\x00view/topic":
-			vs.Topic = string(it.Value())
+			vs.Topic = string(v)
 		case strings.HasPrefix(k, "\x00view/next/"):
 			p, err1 := strconv.ParseInt(strings.TrimPrefix(k, "\x00view/next/"), 10, 32)
-			n, err2 := strconv.ParseInt(string(it.Value()), 10, 64)
+			n, err2 := strconv.ParseInt(string(v), 10, 64)
 			if err := errors.Join(err1, err2); err != nil {
-				t.Fatalf("%s: %q = %q: %v", dir, k, it.Value(), err)
+				t.Fatalf("%s: %q = %q: %v", dir, k, v, err)
 			}
 			vs.Next[int32(p)] = n
 		case k[0] != 0 && k != "__offset":
-			vs.Values[k] = bytes.Clone(it.Value())
+			vs.Values[k] = bytes.Clone(v)
 		}
-	}
-	if err := errors.Join(it.Close(), table.ClosePebble(db)); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return vs
 }
 
