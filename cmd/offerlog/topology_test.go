@@ -59,6 +59,7 @@ type cluster struct {
 	brokers  *streams.Cluster  // the broker, as the test's clients reach it (with the credentials deploy init made)
 	settings map[string]string // the ConfigMap's settings
 	local    map[string]string // those of them rewritten to local ones
+	extra    map[string]string // settings the run adds to every offerlog process (its stages file)
 	static   bool
 
 	mu   sync.Mutex
@@ -120,6 +121,7 @@ func TestTopology(t *testing.T) {
 	}
 	t.Cleanup(c.brokers.Close)
 	zk := testkit.ZooKeeperOn(t, c.net.hostIP)
+	timers := c.serveTimerStage(t)
 	for name, cm := range c.m.configMaps {
 		if strings.HasPrefix(name, "offerlog-settings") { // with kustomize's hash
 			c.settings = maps.Clone(cm.Data)
@@ -170,6 +172,7 @@ func TestTopology(t *testing.T) {
 	n.killPod(ctx, "offers")
 	n.killPod(ctx, "numerator")               // one of the two masters, seals going on
 	n.killPod(ctx, "cache")                   // a shard's replica, reads going on
+	n.killPod(ctx, "scheduler")               // timers pending and firing
 	n.stopPod(ctx, "indexer", 12*time.Second) // past the 10 s sessions
 	if c.net.netns {
 		n.isolate(ctx, "registry", 12*time.Second)
@@ -205,6 +208,7 @@ func TestTopology(t *testing.T) {
 	parts, _ := strconv.Atoi(partitions)
 	l.checkNumerator(t, int32(parts))
 	c.checkCaches(t, l)
+	timers.check(t, l)
 	c.checkLagOnce(t)
 	n.report(t)
 	c.checkReplay(t, brokerAddr)
@@ -245,7 +249,7 @@ func (c *cluster) checkReplay(t *testing.T, brokerAddr string) {
 	for _, r := range replayTables {
 		cmd := exec.Command(c.bin, "replay", r.group)
 		cmd.Env = append(os.Environ(), "OFFERLOG_BROKERS="+brokerAddr, "OFFERLOG_KAFKA_CONFIG="+props, "OFFERLOG_DATA="+t.TempDir(),
-			"OFFERLOG_PARTITIONS="+c.local["OFFERLOG_PARTITIONS"], "OFFERLOG_REPLICATION=1")
+			"OFFERLOG_PARTITIONS="+c.local["OFFERLOG_PARTITIONS"], "OFFERLOG_REPLICATION=1", "OFFERLOG_STAGES="+c.extra["OFFERLOG_STAGES"])
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("offerlog replay %s: %v\n%s", r.group, err, out)
 		}
@@ -444,6 +448,7 @@ func (c *cluster) rewrite(t *testing.T, w workload, p *pod, ct corev1.Container)
 			env[k] = v
 		}
 	}
+	maps.Copy(env, c.extra)
 	if !c.static {
 		delete(env, "OFFERLOG_INSTANCE_ID")
 	}

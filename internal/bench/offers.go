@@ -83,6 +83,19 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	}
 	writes.Name = "writes"
 	writes.Note += hops()
+	// Hot offers: the same number of writes to 1 000 offers, each written
+	// 20 times (a seller's prices), naming no version.
+	hotN := min(n, 1000)
+	hot, err := hammer(ctx, min(n, 20_000), func(i int) error {
+		body := fmt.Sprintf(`{"seller_id":"seller-%d","expected_version":-1,"offer":{"category":"cars","title":"hot %d","price":%d,"currency":"RUB"}}`,
+			i%hotN%1000, i, 3000+i)
+		return call(ctx, "PUT", base+"/v1/offers/"+ids[i%hotN], body, http.StatusOK)
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("hot writes: %w", err)
+	}
+	hot.Name = "hot-writes"
+	hot.Note = fmt.Sprintf("the writes' load on %d offers, each written many times (expected_version -1)", hotN)
 	// 100 000 reads (fewer for a small run: the bench's own test).
 	nReads := min(100_000, 10*n)
 	reads, err := hammer(ctx, nReads, func(i int) error {
@@ -124,7 +137,7 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	}
 	replay := Result{Name: "replay", Records: int(total), Duration: time.Since(start),
 		Note: "wall time of `offerlog replay offers`, group join and table recreation included"}
-	load.Also = []Result{writes, reads, health, trivial, cached, replay}
+	load.Also = []Result{writes, hot, reads, health, trivial, cached, replay}
 	load.Note = fmt.Sprintf("%d offers of 1000 sellers created by commands written straight to offers.commands, timed from the first "+
 		"command to the last answer (each command also writes the table, offers.events, cabinet.changes, cabinet.presets); "+
 		"writes and reads through the HTTP API by %d concurrent clients, latency per request (a write returns once the aggregate "+

@@ -77,6 +77,9 @@ func (c chaosChild) config() platform.Config {
 	cfg.ZooKeeper, cfg.ZooKeeperSession = c.ZooKeeper, 2*time.Second
 	cfg.Stages = chaosStages(c.Stage)
 	cfg.Numerator.RetryEvery = 100 * time.Millisecond
+	// OFFERLOG_CHAOS_PPROF serves the platform's profiles there, to see
+	// what a soak's process holds while it runs.
+	cfg.PprofAddr = os.Getenv("OFFERLOG_CHAOS_PPROF")
 	return cfg
 }
 

@@ -334,12 +334,13 @@ func Reassert[T any](ctx Context, v *T) {
 	}
 }
 
-// RememberWindow is how far back in its input partition a table value
-// remembers answers (Remember, RememberIn): a record handled again after a
-// crash came after its input's last mark (a table group's lost batch is at
-// most a poll, 10 000 records), far less than this many offsets back. What
-// a value keeps is a function of the log alone, so a replay writes the
-// same value.
+// RememberWindow is how far back in its input partition a value of a
+// group with RepeatKeys remembers answers (RememberIn; the registry's
+// verdicts): a record handled again after a crash came after its input's
+// last mark (a table group's lost batch is at most a poll, 10 000
+// records), far less than this many offsets back, and such a batch may
+// hold several records of a key. What a value keeps is a function of the
+// log alone, so a replay writes the same value.
 const RememberWindow = 40_000
 
 // Remembered bounds the answers a value keeps, should one key get more
@@ -349,7 +350,8 @@ const Remembered = 256
 // RememberIn returns recent with next appended, without the entries
 // stale reports (answers to records of next's partition more than
 // RememberWindow offsets before it), at most Remembered, the last. recent
-// is not changed. The rule of Remember and of the registry's verdicts.
+// is not changed. The rule of a group with RepeatKeys (the registry's
+// verdicts); the others keep one answer (Remember).
 func RememberIn[T any](recent []T, next T, stale func(T) bool) []T {
 	out := make([]T, 0, min(len(recent)+1, Remembered))
 	for _, x := range recent {
@@ -369,15 +371,25 @@ func RememberIn[T any](recent []T, next T, stale func(T) bool) []T {
 // same partition.
 func Stale(offset, newest int64) bool { return offset <= newest-RememberWindow }
 
-// Remember returns recent with the answer r to the record at (r.Topic,
-// r.Partition, r.Offset) appended, by the rule of RememberIn. A callback
-// that writes a value remembers in it the answer it gives, so that the
-// answer to a record handled again after a crash (Recall) comes from, and
-// is persisted with, the value: it is the answer given the first time.
-func Remember(recent []schemas.RecentResult, r schemas.RecentResult) []schemas.RecentResult {
-	return RememberIn(recent, r, func(x schemas.RecentResult) bool {
-		return x.Topic == r.Topic && x.Partition == r.Partition && Stale(x.Offset, r.Offset)
-	})
+// Remember returns what a value of a group that ends its batches at a
+// repeated key (every group but one with RepeatKeys) remembers of its
+// answers: the answer r to the record at (r.Topic, r.Partition, r.Offset),
+// alone. A callback that writes a value remembers in it the answer it
+// gives, so that the answer to a record handled again after a crash
+// (Recall) comes from, and is persisted with, the value: it is the answer
+// given the first time.
+//
+// One answer is all such a value ever needs. The input handled again after
+// a crash is the records after the changelog's last mark; of them, only
+// one batch can have its values in the changelog (each batch's changelog
+// records carry the mark of the batch before, Batch.commit), and that
+// batch holds one record of each key (distinctKeys). So a record recalled
+// is its key's last one, or none of the value's. The window of answers
+// kept until 2026-11-28 (up to 256, RememberIn's rule) made a hot offer's
+// value 7 KB after 300 writes, each rewritten into the store, the
+// changelog, the views and the cache at every write.
+func Remember(r schemas.RecentResult) []schemas.RecentResult {
+	return []schemas.RecentResult{r}
 }
 
 // Recall returns the answer recent remembers for the record at (partition,

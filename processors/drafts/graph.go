@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -108,7 +107,7 @@ func (h *handler) command(ctx table.Context, data []byte) {
 	case schemas.DraftSave:
 		next, outcome, reason := Save(cur, c.Draft, ctx.Key(), at)
 		if next != nil {
-			h.write(ctx, &schemas.DraftRecord{Draft: *next}, rec, outcome, reason)
+			h.write(ctx, &schemas.DraftRecord{Draft: *next}, outcome, reason)
 		}
 		h.reply(ctx, &c, outcome, reason, next)
 	case schemas.DraftDiscard:
@@ -147,7 +146,7 @@ func (h *handler) publish(ctx table.Context, c *schemas.DraftCommand, rec *schem
 		h.reply(ctx, c, schemas.OutcomeInvalid, fe.Field+": "+fe.Reason, &rec.Draft)
 		return
 	}
-	h.write(ctx, &schemas.DraftRecord{Draft: rec.Draft, Published: true}, rec, schemas.OutcomeOK, "published")
+	h.write(ctx, &schemas.DraftRecord{Draft: rec.Draft, Published: true}, schemas.OutcomeOK, "published")
 	h.emitCreate(ctx, &rec.Draft)
 	h.reply(ctx, c, schemas.OutcomeOK, "published", &rec.Draft)
 }
@@ -178,12 +177,9 @@ func (h *handler) emitCreate(ctx table.Context, d *schemas.Draft) {
 }
 
 // write sets next as the key's record, remembering the answer given to the
-// command (prev is the record before, whose answers are kept).
-func (h *handler) write(ctx table.Context, next, prev *schemas.DraftRecord, outcome schemas.Outcome, reason string) {
-	if prev != nil {
-		next.Recent = slices.Clone(prev.Recent)
-	}
-	next.Recent = table.Remember(next.Recent, schemas.RecentResult{Topic: ctx.Topic(), Partition: ctx.Partition(),
+// command (table.Remember).
+func (h *handler) write(ctx table.Context, next *schemas.DraftRecord, outcome schemas.Outcome, reason string) {
+	next.Recent = table.Remember(schemas.RecentResult{Topic: ctx.Topic(), Partition: ctx.Partition(),
 		Offset: ctx.Offset(), Outcome: string(outcome), Reason: reason, Version: next.Draft.Version})
 	ctx.SetValue(next)
 }
@@ -209,7 +205,7 @@ func (h *handler) current(ctx table.Context, c *schemas.DraftCommand, anon, user
 	}
 	d := Resolve(anon, user, c.Category, ctx.Key(), c.NewID, ctx.Timestamp())
 	if own == nil || d.ID != own.ID || d.Version != own.Version {
-		h.write(ctx, &schemas.DraftRecord{Draft: *d}, rec, schemas.OutcomeOK, "")
+		h.write(ctx, &schemas.DraftRecord{Draft: *d}, schemas.OutcomeOK, "")
 	}
 	h.reply(ctx, c, schemas.OutcomeOK, "", d)
 }

@@ -475,7 +475,7 @@ func clone(r *schemas.OfferRecord) *schemas.OfferRecord {
 
 // Remember notes d as the result of the command at (partition, offset) in r.
 func Remember(r *schemas.OfferRecord, partition int32, offset int64, d Decision) {
-	r.Recent = table.Remember(r.Recent, schemas.RecentResult{Topic: topics.OffersCommands, Partition: partition, Offset: offset,
+	r.Recent = table.Remember(schemas.RecentResult{Topic: topics.OffersCommands, Partition: partition, Offset: offset,
 		Outcome: string(d.Outcome), Reason: d.Reason, Field: d.Field, Version: d.Version})
 }
 
