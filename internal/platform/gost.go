@@ -56,11 +56,8 @@ func (g *process) view(ctx context.Context, topic string, codec streams.Codec, n
 // partition behind its topic that stands still for --view-staleness ends
 // the view (table.View.StuckAfter), to be restarted so.
 func (g *process) goView(ctx context.Context, name string, v *table.View, run func(context.Context) error) {
-	v.StuckAfter = g.cfg.ViewStaleness
+	g.watchView(name, v) // for as long as the process runs
 	vctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	g.viewsMu.Lock()
-	g.views = append(g.views, namedView{name, v})
-	g.viewsMu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -70,6 +67,23 @@ func (g *process) goView(ctx context.Context, name string, v *table.View, run fu
 		cancel()
 		<-done
 	})
+}
+
+// watchView is table.Config.OnView: a view a component runs itself
+// (table.RunView: the scheduler's and the numerator's) is watched as the
+// process's own are (its staleness metric, /readyz) and ends when its
+// partition stands still behind its topic for --view-staleness, which
+// ends the component for its supervisor to restart.
+func (g *process) watchView(name string, v *table.View) (remove func()) {
+	v.StuckAfter = g.cfg.ViewStaleness
+	g.viewsMu.Lock()
+	g.views = append(g.views, namedView{name, v})
+	g.viewsMu.Unlock()
+	return func() {
+		g.viewsMu.Lock()
+		defer g.viewsMu.Unlock()
+		g.views = slices.DeleteFunc(g.views, func(nv namedView) bool { return nv.v == v })
+	}
 }
 
 // allViews returns the views of the process.

@@ -430,7 +430,8 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 	}
 	p.reg = metrics.New()
 	p.viewMetrics()
-	p.scfg = table.Config{Cluster: p.kafka, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Standby: cfg.Standby, Logger: log}
+	p.scfg = table.Config{Cluster: p.kafka, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Standby: cfg.Standby, Logger: log,
+		OnView: p.watchView}
 	if cfg.Replication > 0 {
 		p.scfg.Replication = int(cfg.Replication)
 	}

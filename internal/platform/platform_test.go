@@ -160,6 +160,8 @@ func TestAPIEndToEndAndRestart(t *testing.T) {
 	expect(t, "read a missing document", s, b, http.StatusNotFound, "no document")
 	s, b = call(t, "GET", p.url("/metrics"), "")
 	expect(t, "metrics", s, b, http.StatusOK, `offerlog_registry_verdicts_total{verdict="ACCEPTED"}`)
+	// The views a component runs itself are watched as the process's own.
+	expect(t, "the scheduler's view's staleness", s, b, http.StatusOK, `offerlog_view_staleness_seconds{view="scheduler-offers"}`)
 	// The lag, computed in the background by the lag component, is one
 	// series per group, topic and partition, and concurrent scrapes are
 	// served.

@@ -54,6 +54,11 @@ type Config struct {
 	// member the disk of the whole table and the reading of every
 	// partition's changelog.
 	Standby bool
+	// OnView, if set, is given every view RunView runs before it starts
+	// (the platform sets its StuckAfter and watches its staleness for
+	// /readyz and its metric); RunView calls what it returns once the view
+	// has stopped.
+	OnView func(name string, v *View) (remove func())
 	// Logger receives the stores' log lines.
 	Logger *slog.Logger
 }

@@ -540,6 +540,9 @@ func (i *ViewIterator) Release() {
 // RunView runs view for as long as readers runs; readers' context ends with
 // ctx, or when the view fails. It returns both errors.
 func RunView(ctx context.Context, view *View, readers func(context.Context) error) error {
+	if on := view.cfg.OnView; on != nil {
+		defer on(view.name, view)()
+	}
 	vctx, stopView := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopView()
 	rctx, cancel := context.WithCancel(ctx)
