@@ -448,7 +448,6 @@ func (c *cluster) rewrite(t *testing.T, w workload, p *pod, ct corev1.Container)
 			env[k] = v
 		}
 	}
-	maps.Copy(env, c.extra)
 	if !c.static {
 		delete(env, "OFFERLOG_INSTANCE_ID")
 	}
@@ -495,6 +494,7 @@ func (c *cluster) rewrite(t *testing.T, w workload, p *pod, ct corev1.Container)
 	for k, v := range env {
 		env[k] = local(v)
 	}
+	maps.Copy(env, c.extra) // the host's paths, not the pod's
 	args := make([]string, len(ct.Args))
 	for i, a := range ct.Args {
 		args[i] = local(a)

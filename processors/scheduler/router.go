@@ -156,30 +156,32 @@ func inheritOffsets(ctx context.Context, adm *kadm.Client, from, group string) e
 	return nil
 }
 
-// batch routes a batch of a partition's changes: the last change of each offer
-// stands for all of them (stages look at the offer as it is).
+// batch routes a batch of a partition's changes, each offer once: its
+// stages look at the offer as its last change left it, and are asked about
+// every change of the batch that concerns them (Merge).
 func (r *router) batch(ctx context.Context, b *streams.Batch) error {
-	last := map[string]*kgo.Record{}
+	byOffer := map[string][]schemas.OfferEvent{}
+	var order []string
 	for _, rec := range b.Records {
-		last[string(rec.Key)] = rec
-	}
-	evs := make([]schemas.OfferEvent, 0, len(last))
-	for _, rec := range last {
-		evs = append(evs, schemas.OfferEvent{})
-		if err := schemas.OfferEvents.Decode(rec.Value, &evs[len(evs)-1]); err != nil {
+		var ev schemas.OfferEvent
+		if err := schemas.OfferEvents.Decode(rec.Value, &ev); err != nil {
 			b.Dead(rec, fmt.Sprintf("undecodable offer event: %v", err))
-			evs = evs[:len(evs)-1]
+			continue
 		}
+		if _, ok := byOffer[string(rec.Key)]; !ok {
+			order = append(order, string(rec.Key))
+		}
+		byOffer[string(rec.Key)] = append(byOffer[string(rec.Key)], ev)
 	}
-	// routeConcurrency goroutines take the events in turn: one per event
+	// routeConcurrency goroutines take the offers in turn: one per offer
 	// grew a new stack for each.
-	outs := make([][]*schemas.OfferCommand, len(evs))
+	outs := make([][]*schemas.OfferCommand, len(order))
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(routeConcurrency, len(evs)) {
+	for range min(routeConcurrency, len(order)) {
 		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(evs); i = int(next.Add(1) - 1) {
-				outs[i] = r.route(ctx, &evs[i])
+			for i := int(next.Add(1) - 1); i < len(order); i = int(next.Add(1) - 1) {
+				outs[i] = r.route(ctx, byOffer[order[i]])
 			}
 		})
 	}
@@ -187,24 +189,57 @@ func (r *router) batch(ctx context.Context, b *streams.Batch) error {
 	return offers.SendCommands(ctx, r.prod, slices.Concat(outs...))
 }
 
-// routeConcurrency is how many changes a router decides on at once (their
+// routeConcurrency is how many offers a router decides on at once (their
 // ShouldProcess calls in flight).
 const routeConcurrency = 16
 
-// route returns the commands of every stage of r for ev.
-func (r *router) route(ctx context.Context, ev *schemas.OfferEvent) []*schemas.OfferCommand {
-	if Cut(ev) {
-		for _, sc := range r.stages {
-			r.m.ChainCut.With(sc.Name).Inc()
-		}
-		return nil
+// Merge returns what a stage is asked about for evs, the changes of one
+// offer in a batch, in log order: the offer as the last change left it,
+// with the fields changed by every change that may be routed to the stage
+// (neither the stage's own result nor past the chain bound, Cut), as an
+// outside change; false if none may be. Routing the last change alone
+// (until 0.5.0) lost the others': a CREATE and a moderation opinion in one
+// batch asked a stage of fields [status] nothing.
+func Merge(evs []schemas.OfferEvent, stage string) (schemas.OfferEvent, bool) {
+	if len(evs) == 0 {
+		return schemas.OfferEvent{}, false
 	}
+	out := evs[len(evs)-1]
+	out.Changed, out.ByStage = nil, ""
+	depth, ok := int32(MaxChain), false
+	for i := range evs {
+		ev := &evs[i]
+		if ev.ByStage == stage || Cut(ev) {
+			continue
+		}
+		ok = true
+		depth = min(depth, ev.StageDepth)
+		for _, f := range ev.Changed {
+			if !slices.Contains(out.Changed, f) {
+				out.Changed = append(out.Changed, f)
+			}
+		}
+	}
+	out.StageDepth = depth
+	return out, ok
+}
+
+// route returns the commands of every stage of r for evs, the changes of
+// one offer in a batch.
+func (r *router) route(ctx context.Context, evs []schemas.OfferEvent) []*schemas.OfferCommand {
 	var cmds []*schemas.OfferCommand
 	for _, sc := range r.stages {
-		out := Route(sc, ev, func() (Should, error) {
+		ev, ok := Merge(evs, sc.Name)
+		if !ok {
+			if slices.ContainsFunc(evs, func(e schemas.OfferEvent) bool { return Cut(&e) }) {
+				r.m.ChainCut.With(sc.Name).Inc()
+			}
+			continue
+		}
+		out := Route(sc, &ev, func() (Should, error) {
 			cctx, cancel := context.WithTimeout(ctx, sc.Timeout)
 			defer cancel()
-			st, err := r.state(cctx, ev, sc.Name)
+			st, err := r.state(cctx, &ev, sc.Name)
 			if err != nil {
 				return Should{}, err
 			}

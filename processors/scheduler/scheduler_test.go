@@ -301,6 +301,44 @@ func TestConfig(t *testing.T) {
 // change made by MaxChain results in a row goes to no stage, so two stages
 // that keep changing an offer for each other stop (gost-scheduler.md,
 // "Проблемы").
+// TestABatchAsksAboutEveryChange: the changes of one offer in a router's
+// batch ask a stage about each field any of them changed (a CREATE then a
+// price update: a stage of [status] is asked), not the last change's
+// alone, and never about the stage's own result or a change past the
+// chain bound.
+func TestABatchAsksAboutEveryChange(t *testing.T) {
+	o := record().Offer
+	created := schemas.OfferEvent{Offer: o, Version: 1, Changed: offers.Fields}
+	price := schemas.OfferEvent{Offer: o, Version: 2, Changed: []string{"price"}}
+	byA := schemas.OfferEvent{Offer: o, Version: 3, Changed: []string{"photos"}, ByStage: "a", StageDepth: 1}
+	yes := func() (Should, error) { return Should{Process: true}, nil }
+	status := StageConfig{Name: "s", Fields: []string{"status"}}
+
+	ev, ok := Merge([]schemas.OfferEvent{created, price}, status.Name)
+	if !ok || ev.Version != 2 || len(Route(status, &ev, yes)) != 1 {
+		t.Errorf("a creation followed by an update in one batch: %v %+v", ok, ev)
+	}
+	if ev, ok := Merge([]schemas.OfferEvent{price}, status.Name); ok && len(Route(status, &ev, yes)) != 0 {
+		t.Errorf("a price change asked a stage of [status]")
+	}
+	// a's own result is not a's change; b sees it, as an outside one.
+	photos := StageConfig{Name: "a", Fields: []string{"photos"}}
+	if ev, ok := Merge([]schemas.OfferEvent{price, byA}, "a"); !ok || slices.Contains(ev.Changed, "photos") || len(Route(photos, &ev, yes)) != 0 {
+		t.Errorf("a asked about its own result: %+v", ev)
+	}
+	if ev, ok := Merge([]schemas.OfferEvent{price, byA}, "b"); !ok || !slices.Equal(ev.Changed, []string{"price", "photos"}) || ev.StageDepth != 0 || ev.Version != 3 {
+		t.Errorf("b's change: %+v", ev)
+	}
+	if _, ok := Merge([]schemas.OfferEvent{byA}, "a"); ok {
+		t.Error("a batch of a's own result alone routed to a")
+	}
+	cut := byA
+	cut.StageDepth = MaxChain
+	if _, ok := Merge([]schemas.OfferEvent{cut}, "b"); ok {
+		t.Error("a change past the chain bound routed")
+	}
+}
+
 func TestChainReactionsAreBounded(t *testing.T) {
 	r := record(schemas.StageState{Stage: "a"}, schemas.StageState{Stage: "b"})
 	off := int64(1)
