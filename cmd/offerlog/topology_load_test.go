@@ -684,8 +684,8 @@ func (n *nemesis) act(ctx context.Context, action, target string, fault func() [
 	if r.caughtUp < 0 {
 		t.Logf("nemesis: %s %s: groups not caught up in 2 min: %s", action, target, r.behind)
 	}
-	t.Logf("nemesis: %s %s: fault %v, ready %v after it; writes slow until %v, groups caught up at %v after its start (baseline %.0f/s); client errors %v",
-		action, target, took.Round(time.Millisecond), r.ready.Round(time.Millisecond), r.recovered.Round(time.Millisecond),
+	t.Logf("nemesis: %s %s at %s: fault %v, ready %v after it; writes slow until %v, groups caught up at %v after its start (baseline %.0f/s); client errors %v",
+		action, target, start.Format("15:04:05.000"), took.Round(time.Millisecond), r.ready.Round(time.Millisecond), r.recovered.Round(time.Millisecond),
 		r.caughtUp.Round(time.Millisecond), baseline, r.errors)
 	n.reports = append(n.reports, r)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,6 +39,12 @@ type timerStage struct {
 	fired map[string]time.Time // offer id → when its timer's Process came
 	due   map[string]time.Time // offer id → its due moment
 	early int                  // Process calls before the due moment
+	calls map[string][]string  // offer id → the calls of its stage, to tell what went wrong
+}
+
+// note remembers a call of the stage for offer id (under s.mu).
+func (s *timerStage) note(id, format string, args ...any) {
+	s.calls[id] = append(s.calls[id], time.Now().Format("15:04:05.000 ")+fmt.Sprintf(format, args...))
 }
 
 func (s *timerStage) dueOf(o *schemas.Offer) int64 {
@@ -46,24 +53,27 @@ func (s *timerStage) dueOf(o *schemas.Offer) int64 {
 
 func (s *timerStage) ShouldProcess(_ context.Context, o *schemas.Offer, _ int64, st schemas.StageState) (scheduler.Should, error) {
 	due := s.dueOf(o)
-	s.mu.Lock()
-	s.due[o.ID] = time.UnixMilli(due)
-	s.mu.Unlock()
+	var out scheduler.Should
 	switch {
 	case string(st.Value) == "fired":
-		return scheduler.Should{}, nil
 	case due <= time.Now().UnixMilli():
-		return scheduler.Should{Process: true}, nil
-	case st.TimerAt == due:
-		return scheduler.Should{}, nil // already set
+		out.Process = true
+	case st.TimerAt == due: // already set
+	default:
+		out.TimerAt = due
 	}
-	return scheduler.Should{TimerAt: due}, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.due[o.ID] = time.UnixMilli(due)
+	s.note(o.ID, "ShouldProcess(state %q v%d, timer %d) = %+v", st.Value, st.Version, st.TimerAt, out)
+	return out, nil
 }
 
 func (s *timerStage) Process(_ context.Context, o *schemas.Offer, _ int64, st schemas.StageState) (scheduler.Result, error) {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.note(o.ID, "Process(state %q v%d, timer %d)", st.Value, st.Version, st.TimerAt)
 	if now.UnixMilli() < s.dueOf(o) {
 		s.early++
 		return scheduler.Result{}, nil
@@ -84,7 +94,7 @@ func (c *cluster) serveTimerStage(t *testing.T) *timerStage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &timerStage{fired: map[string]time.Time{}, due: map[string]time.Time{}}
+	s := &timerStage{fired: map[string]time.Time{}, due: map[string]time.Time{}, calls: map[string][]string{}}
 	g := grpc.NewServer()
 	stagev1.RegisterStageServer(g, scheduler.Serve(s))
 	done := make(chan struct{})
@@ -126,7 +136,10 @@ func (s *timerStage) check(t *testing.T, l *topologyLoad) {
 	defer s.mu.Unlock()
 	for _, id := range missing[:min(5, len(missing))] {
 		due, asked := s.due[id]
-		t.Errorf("offer %s: its timer never fired (due %v, the stage asked: %v)", id, due.Format(time.StampMilli), asked)
+		_, body, _ := l.call(context.Background(), "GET", "/v1/offers/"+id, "")
+		t.Logf("offer %s as the API reads it: %s", id, body)
+		t.Errorf("offer %s: its timer never fired (due %v, the stage asked: %v); its calls:\n%s", id, due.Format("15:04:05.000"), asked,
+			strings.Join(s.calls[id], "\n"))
 	}
 	if len(missing) > 0 {
 		t.Errorf("%d of %d offers' timers never fired", len(missing), len(ids))
