@@ -56,7 +56,7 @@ type Server struct {
 	mu    sync.RWMutex
 	shard *servingv1.Shard // nil while no shard is held
 	ready bool             // the shard is caught up with the topic
-	store map[string][]byte
+	store *slabStore
 	// next is, per partition of the shard, the offset after the last
 	// record applied.
 	next map[int32]int64
@@ -226,7 +226,7 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 			records += o.Offset - first.Offset
 		}
 	}
-	store := make(map[string][]byte, storeHint(int64(float64(records)*share)))
+	store := newSlabStore(storeHint(int64(float64(records)*share)), 0)
 	s.mu.Lock()
 	s.shard, s.ready, s.store, s.next = shard, false, store, map[int32]int64{}
 	s.mu.Unlock()
@@ -261,9 +261,9 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 				continue // another shard's key, in a partition this one reads too
 			}
 			if r.Value == nil {
-				delete(s.store, string(r.Key))
+				s.store.Delete(string(r.Key))
 			} else {
-				s.store[string(r.Key)] = r.Value
+				s.store.Set(string(r.Key), r.Value) // a copy: r.Value holds its whole fetch
 			}
 		}
 		s.loaded.Add(uint64(len(recs)))
@@ -280,7 +280,7 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 				s.next[p] = max(s.next[p], end)
 			}
 			s.ready = true
-			s.cfg.Logger.Info("serving: shard loaded", "table", s.cfg.Table, "shard", i, "keys", len(s.store))
+			s.cfg.Logger.Info("serving: shard loaded", "table", s.cfg.Table, "shard", i, "keys", s.store.Len())
 		}
 		s.mu.Unlock()
 		err = streams.RunLoop(ctx, streams.LoopConfig{Name: "cache-" + s.cfg.Host, Cluster: s.cfg.Cluster, Partitions: follow,
@@ -300,8 +300,8 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 	}
 }
 
-// maxStoreHint caps storeHint: 4 Mi entries are about 190 MB of map before
-// any key or value.
+// maxStoreHint caps storeHint: 4 Mi keys are an index of 128 MiB before
+// any record.
 const maxStoreHint = 1 << 22
 
 // storeHint returns how many keys to size a shard's store for, from the
@@ -318,7 +318,10 @@ func storeHint(records int64) int {
 func (s *Server) Keys() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.store)
+	if s.store == nil {
+		return 0
+	}
+	return s.store.Len()
 }
 
 // Ready reports whether the server holds a shard caught up with the topic.
@@ -357,7 +360,7 @@ func (s *Server) Get(_ context.Context, req *servingv1.GetRequest) (*servingv1.G
 	}
 	resp.Entries = make([]*servingv1.Entry, len(req.Keys))
 	for i, k := range req.Keys {
-		v, ok := s.store[k]
+		v, ok := s.store.Get(k)
 		resp.Entries[i] = &servingv1.Entry{Key: k, Found: ok, Value: v}
 	}
 	s.gets.With("ok").Inc()
