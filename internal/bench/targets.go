@@ -29,6 +29,16 @@ var targets = []target{
 		x := p.Rate() / g.Rate()
 		return fmt.Sprintf("%.2f× goka (%s docs/s; goka %s/s)", x, thousands(p.Rate()), thousands(g.Rate())), x >= 0.9, true
 	}},
+	{"hot offer writes (HTTP)", "≥ 0.8× the cold writes' rate, p99 ≤ 1.5× theirs", func(r map[string]Result) (string, bool, bool) {
+		h, ok1 := r["offers/hot-writes"]
+		w, ok2 := r["offers/writes"]
+		if !ok1 || !ok2 || w.Rate() == 0 || w.Percentile(99) == 0 {
+			return "", false, false
+		}
+		x, p := h.Rate()/w.Rate(), float64(h.Percentile(99))/float64(w.Percentile(99))
+		return fmt.Sprintf("%.2f× the cold writes' rate (%s/s), p99 %s (%.2f× theirs)", x, thousands(h.Rate()), ms(h.Percentile(99)), p),
+			x >= 0.8 && p <= 1.5, true
+	}},
 	{"offer writes (HTTP)", "≥ 10 000/s, p99 < 25 ms, max < 200 ms", func(r map[string]Result) (string, bool, bool) {
 		w, ok := r["offers/writes"]
 		if !ok {
