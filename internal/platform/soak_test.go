@@ -26,7 +26,8 @@ import (
 // all of its input once the load stops, and on a process whose memory
 // grows without bound (its RSS sampled every 5 s, each minute's highest
 // compared across the run and with its --memory). `make test-soak DURATION=1h` runs it; make
-// test does not.
+// test does not. OFFERLOG_CHAOS_PPROF=127.0.0.1:6061 serves the platform
+// process's profiles there, to see what it holds while it runs.
 func TestSoak(t *testing.T) {
 	raw := os.Getenv("OFFERLOG_SOAK_DURATION")
 	if raw == "" {
