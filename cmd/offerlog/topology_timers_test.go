@@ -138,6 +138,14 @@ func (s *timerStage) check(t *testing.T, l *topologyLoad) {
 		due, asked := s.due[id]
 		_, body, _ := l.call(context.Background(), "GET", "/v1/offers/"+id, "")
 		t.Logf("offer %s as the API reads it: %s", id, body)
+		for _, p := range l.c.podsOf("scheduler") {
+			raw, _ := os.ReadFile(filepath.Join(p.dir, "offerlog.log"))
+			for line := range strings.SplitSeq(string(raw), "\n") {
+				if strings.Contains(line, id) {
+					t.Logf("%s: %s", p.name, line)
+				}
+			}
+		}
 		t.Errorf("offer %s: its timer never fired (due %v, the stage asked: %v); its calls:\n%s", id, due.Format("15:04:05.000"), asked,
 			strings.Join(s.calls[id], "\n"))
 	}
