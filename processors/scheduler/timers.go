@@ -87,6 +87,13 @@ type Timers struct {
 	// holds the timer keys apply wrote meanwhile: forget leaves those
 	// alone. Under mu.
 	changed map[string]struct{}
+	// inserted, while a firing is in flight, holds each stage's lowest
+	// index key apply wrote meanwhile: forget starts the stage's next
+	// firing there if it is before the last timer fired. A timer applied
+	// late (already due: a restarted service reading its backlog while it
+	// fires, a router behind) falls inside the range being fired, and
+	// moving from past that range skipped it for good. Under mu.
+	inserted map[string][]byte
 }
 
 // DefaultTimerMemory is the timer store's memory when Timers names none.
@@ -357,8 +364,12 @@ func (t *Timers) apply(recs []*kgo.Record) error {
 				earliest = c.due
 			}
 			dk := dueKey(c.due, key)
-			if f, ok := t.from[stageOfKey(key)]; !ok || bytes.Compare(dk, f) < 0 {
-				t.from[stageOfKey(key)] = dk
+			stage := stageOfKey(key)
+			if f, ok := t.from[stage]; !ok || bytes.Compare(dk, f) < 0 {
+				t.from[stage] = dk
+			}
+			if low, ok := t.inserted[stage]; t.inserted != nil && (!ok || bytes.Compare(dk, low) < 0) {
+				t.inserted[stage] = dk
 			}
 			_ = b.Set(dk, []byte(strconv.Itoa(int(c.partition))), nil)
 			_ = b.Set([]byte("k/"+key), []byte(strconv.FormatInt(c.due, 10)), nil)
@@ -484,7 +495,7 @@ func (t *Timers) fire(ctx context.Context) (int64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err != nil {
-		t.changed = nil
+		t.changed, t.inserted = nil, nil
 		return 0, err
 	}
 	removed, err := t.forget(keys, starts)
@@ -536,7 +547,7 @@ func (t *Timers) due(now int64) (cmds []*schemas.OfferCommand, taken []firing, s
 		}
 	}
 	if len(cmds) > 0 {
-		t.changed = map[string]struct{}{}
+		t.changed, t.inserted = map[string]struct{}{}, map[string][]byte{}
 	}
 	return cmds, taken, starts, more, it.Close()
 }
@@ -546,8 +557,8 @@ func (t *Timers) due(now int64) (cmds []*schemas.OfferCommand, taken []firing, s
 // starts are where due began each stage's firing. The caller holds the
 // lock.
 func (t *Timers) forget(fired []firing, starts map[string][]byte) (int, error) {
-	changed := t.changed
-	t.changed = nil
+	changed, inserted := t.changed, t.inserted
+	t.changed, t.inserted = nil, nil
 	b := t.db.NewBatch()
 	defer b.Close()
 	removed := 0
@@ -569,6 +580,12 @@ func (t *Timers) forget(fired []firing, starts map[string][]byte) (int, error) {
 		if after := append(f.idx, 0); bytes.Equal(t.from[stage], starts[stage]) && bytes.Compare(after, t.from[stage]) > 0 {
 			t.from[stage] = after
 			starts[stage] = after
+		}
+	}
+	// Unless apply wrote one meanwhile inside the range fired.
+	for stage, low := range inserted {
+		if bytes.Compare(low, t.from[stage]) < 0 {
+			t.from[stage] = low
 		}
 	}
 	return removed, nil

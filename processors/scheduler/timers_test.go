@@ -201,3 +201,64 @@ func TestABurstOfOneStageLeavesRoomForAnother(t *testing.T) {
 		t.Fatalf("after a restart, due: %v; want the moved burst timer and the last probe", got)
 	}
 }
+
+// TestATimerAppliedLateInsideAFiringFires applies, while a firing is in
+// flight, a timer already due whose place in the stage's index falls
+// between the timers fired: the next round fires it. Before, the firing's
+// start moved past the last timer fired and the late one never fired (the
+// topology test's due timers, three offers of 258 after a scheduler pod's
+// kill -9: the restarted timer service fired while it read its backlog).
+func TestATimerAppliedLateInsideAFiringFires(t *testing.T) {
+	tm := &Timers{Dir: t.TempDir(), Metrics: NewMetrics(metrics.New()), Logger: testkit.Logger()}
+	if err := tm.open(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { tm.db.Close() }()
+	offset := int64(0)
+	put := func(id string, due int64) {
+		data, _ := schemas.StageTimers.Encode(&schemas.StageTimer{OfferID: id, Stage: "s", DueAt: due})
+		if err := tm.apply([]*kgo.Record{{Key: []byte(id + "/s"), Value: data, Offset: offset}}); err != nil {
+			t.Fatal(err)
+		}
+		offset++
+	}
+	put("a", 1000)
+	put("c", 3000)
+	for round, restart := range []bool{false, true} {
+		if restart {
+			// A restarted service starts each stage at its prefix.
+			if err := tm.db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := tm.open(); err != nil {
+				t.Fatal(err)
+			}
+			put("a", 1000)
+			put("c", 3000)
+		}
+		cmds, taken, starts, _, err := tm.due(5000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cmds) != 2 {
+			t.Fatalf("round %d: %d timers due, want a and c", round, len(cmds))
+		}
+		put("b", 2000) // applied while a and c are being sent
+		if _, err := tm.forget(taken, starts); err != nil {
+			t.Fatal(err)
+		}
+		cmds, taken, starts, _, err = tm.due(5000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cmds) != 1 || cmds[0].OfferID != "b" {
+			t.Fatalf("round %d: the next firing took %d timers, want the late b", round, len(cmds))
+		}
+		if _, err := tm.forget(taken, starts); err != nil {
+			t.Fatal(err)
+		}
+		if next := tm.nextDueLocked(); next != 0 {
+			t.Fatalf("round %d: next due %d, want none", round, next)
+		}
+	}
+}
