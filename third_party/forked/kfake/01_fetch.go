@@ -247,7 +247,7 @@ func (c *Cluster) handleFetch(creq *clientReq, w *watchFetch) (kmsg.Response, er
 				returnEarly = true // FencedLeaderEpoch or UnknownLeaderEpoch
 				break out
 			}
-			segIdx, metaIdx, ok, atEnd := pd.searchOffset(fp.fetchOffset)
+			segIdx, metaIdx, ok, atEnd := c.searchOffset(pd, fp.fetchOffset)
 			if atEnd {
 				continue
 			}
@@ -259,6 +259,7 @@ func (c *Cluster) handleFetch(creq *clientReq, w *watchFetch) (kmsg.Response, er
 			// Walk batches starting from the found position (segIdx, metaIdx).
 			// The first segment starts at metaIdx; subsequent segments start at 0.
 			for si := segIdx; si < len(pd.segments); si++ {
+				c.ensureIndex(pd, si) // offerlog patch 13
 				seg := &pd.segments[si]
 				startIdx := 0
 				if si == segIdx {
@@ -420,7 +421,7 @@ full:
 		sp.HighWatermark = pd.highWatermark
 		sp.LastStableOffset = pd.lastStableOffset
 		sp.LogStartOffset = pd.logStartOffset
-		segIdx, metaIdx, ok, atEnd := pd.searchOffset(fp.fetchOffset)
+		segIdx, metaIdx, ok, atEnd := c.searchOffset(pd, fp.fetchOffset)
 		if atEnd {
 			continue
 		}
@@ -445,6 +446,7 @@ full:
 		// The first segment starts at metaIdx; subsequent segments start at 0.
 	segments:
 		for si := segIdx; si < len(pd.segments); si++ {
+			c.ensureIndex(pd, si) // offerlog patch 13
 			seg := &pd.segments[si]
 			startIdx := 0
 			if si == segIdx {

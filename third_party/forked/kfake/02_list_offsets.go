@@ -160,7 +160,7 @@ func (c *Cluster) handleListOffsets(creq *clientReq) (kmsg.Response, error) {
 				// current epoch: a freshly reset consumer must not
 				// believe it consumed an epoch above the historical
 				// records it is about to read.
-				if segIdx, metaIdx, ok, atEnd := pd.searchOffset(pd.logStartOffset); ok && !atEnd {
+				if segIdx, metaIdx, ok, atEnd := c.searchOffset(pd, pd.logStartOffset); ok && !atEnd {
 					sp.LeaderEpoch = pd.segments[segIdx].index[metaIdx].epoch
 				}
 			case -1:
@@ -263,6 +263,7 @@ func (c *Cluster) offsetForTimestamp(pd *partData, ts int64) (offset, timestamp 
 	if si == len(pd.segments) {
 		return 0, 0, 0, false, nil
 	}
+	c.ensureIndex(pd, si) // offerlog patch 13
 	seg := &pd.segments[si]
 	mi := sort.Search(len(seg.index), func(i int) bool {
 		return seg.index[i].maxEarlierTimestamp >= ts

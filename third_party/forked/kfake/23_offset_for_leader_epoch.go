@@ -113,7 +113,7 @@ func (c *Cluster) handleOffsetForLeaderEpoch(creq *clientReq) (kmsg.Response, er
 
 			// Two-level binary search for the first batch with epoch > requested.
 			nextEpoch := rp.LeaderEpoch + 1
-			si, mi, cur := pd.findBatchMeta(int64(nextEpoch), func(m *batchMeta) int64 { return int64(m.epoch) })
+			si, mi, cur := c.findEpochBatch(pd, nextEpoch)
 
 			// Requested epoch is not yet known: keep -1 returns.
 			if cur == nil {

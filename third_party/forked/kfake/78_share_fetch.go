@@ -331,6 +331,7 @@ func (c *Cluster) handleShareFetch(creq *clientReq, w *watchShareFetch) (kmsg.Re
 			continue
 		}
 		shp := sg.getSharePartition(tgt.topic, tgt.partition, tgt.pd)
+		c.ensureAllIndexes(tgt.pd) // offerlog patch 13: share groups walk every segment
 		hwm := tgt.pd.highWatermark
 		if readCommitted {
 			hwm = tgt.pd.lastStableOffset
@@ -369,6 +370,7 @@ func (c *Cluster) handleShareFetch(creq *clientReq, w *watchShareFetch) (kmsg.Re
 		lastAcq := ap.ranges[len(ap.ranges)-1].LastOffset
 
 		var rawBytes []byte
+		c.ensureAllIndexes(ap.pd) // offerlog patch 13
 		segIdx, metaIdx, ok, atEnd := ap.pd.searchOffset(firstAcq)
 		if ok && !atEnd {
 		readBatches:

@@ -21,6 +21,12 @@ type (
 	Cluster struct {
 		cfg cfg
 
+		// offerlog patch 13: idxLoaded are the sealed segments whose
+		// indexes were loaded, oldest first, and idxLoadedN their
+		// batches. Owned by run().
+		idxLoaded  []idxRef
+		idxLoadedN int
+
 		controller *broker
 		bs         []*broker
 
@@ -328,6 +334,8 @@ func NewCluster(opts ...Opt) (*Cluster, error) {
 	// offerlog patch 2: compaction and retention resume after a reload
 	// (the ticker was only started by topic creation or config changes).
 	c.refreshCompactTicker()
+	// offerlog patch 13: a load read every index; keep the bound.
+	c.sealedAll()
 
 	go c.run()
 
@@ -473,6 +481,11 @@ func (c *Cluster) run() {
 	c.shareGroups.refreshSweepTicker()
 outer:
 	for {
+		// offerlog patch 13: between requests, no handler holds a
+		// *batchMeta.
+		if c.cfg.indexCacheBatches > 0 && c.idxLoadedN > c.cfg.indexCacheBatches {
+			c.evictIndexes()
+		}
 		var (
 			creq    *clientReq
 			w       *watchFetch

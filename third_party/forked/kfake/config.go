@@ -54,6 +54,10 @@ type cfg struct {
 	dataDir    string
 	syncWrites bool
 
+	// indexCacheBatches bounds the batches of sealed segments whose
+	// indexes stay in memory (offerlog patch 13; 0: all).
+	indexCacheBatches int
+
 	// compactionHook, if set, is called off the cluster's loop before a
 	// ticker's compaction of a partition runs and once it is committed
 	// (offerlog patches 8 and 10, tests).

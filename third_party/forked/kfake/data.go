@@ -63,6 +63,10 @@ type (
 		maxEpoch int32       // max epoch across all batches
 		size     int64       // file size in bytes
 		index    []batchMeta // per-batch metadata, nil = evicted
+		// evicted: the index was dropped (offerlog patch 13,
+		// index_cache.go); sum is what the segment keeps of it.
+		evicted bool
+		sum     indexSummary
 		readFile file        // cached read handle for sealed segments, nil = not yet opened
 
 		// maxTimestamp and maxBatch are a real segment's
@@ -417,20 +421,31 @@ func (pd *partData) rebuildMaxTimestampMeta() {
 	}
 	pd.maxTimestampSeen = 0
 	first := true
-	pd.eachBatchMeta(func(_, _ int, m *batchMeta) bool {
-		if first || m.maxTimestamp > pd.maxTimestampSeen {
-			pd.maxTimestampSeen = m.maxTimestamp
+	for si := range pd.segments {
+		seg := &pd.segments[si]
+		if seg.evicted { // offerlog patch 13: ensureIndex continues the running max
+			if first || seg.sum.maxMaxTimestamp > pd.maxTimestampSeen {
+				pd.maxTimestampSeen = seg.sum.maxMaxTimestamp
+			}
+			first = false
+			seg.sum.lastMaxEarlier = pd.maxTimestampSeen
+			continue
 		}
-		first = false
-		m.maxEarlierTimestamp = pd.maxTimestampSeen
-		return true
-	})
+		for mi := range seg.index {
+			m := &seg.index[mi]
+			if first || m.maxTimestamp > pd.maxTimestampSeen {
+				pd.maxTimestampSeen = m.maxTimestamp
+			}
+			first = false
+			m.maxEarlierTimestamp = pd.maxTimestampSeen
+		}
+	}
 }
 
 // hasBatches returns true if there is at least one batch in any segment.
 func (pd *partData) hasBatches() bool {
 	for i := range pd.segments {
-		if len(pd.segments[i].index) > 0 {
+		if pd.segments[i].batches() > 0 {
 			return true
 		}
 	}
@@ -441,7 +456,7 @@ func (pd *partData) hasBatches() bool {
 func (pd *partData) hasNBatches(n int) bool {
 	count := 0
 	for i := range pd.segments {
-		count += len(pd.segments[i].index)
+		count += pd.segments[i].batches()
 		if count >= n {
 			return true
 		}
@@ -453,7 +468,7 @@ func (pd *partData) hasNBatches(n int) bool {
 func (pd *partData) totalBatches() int {
 	n := 0
 	for i := range pd.segments {
-		n += len(pd.segments[i].index)
+		n += pd.segments[i].batches()
 	}
 	return n
 }
@@ -464,7 +479,7 @@ func (pd *partData) totalBatches() int {
 func (pd *partData) pruneEmptySegments() {
 	n := 0
 	for i := range pd.segments {
-		if len(pd.segments[i].index) > 0 {
+		if pd.segments[i].batches() > 0 {
 			pd.segments[n] = pd.segments[i]
 			n++
 		}
@@ -472,40 +487,21 @@ func (pd *partData) pruneEmptySegments() {
 	pd.segments = pd.segments[:n]
 }
 
-// eachBatchMeta calls fn for each batchMeta across all segments.
+// eachBatchMeta calls fn for each batchMeta across all segments. Their
+// indexes must be loaded (offerlog patch 13: Cluster.ensureAllIndexes);
+// an evicted one panics rather than be skipped.
 func (pd *partData) eachBatchMeta(fn func(segIdx, metaIdx int, m *batchMeta) bool) {
 	for si := range pd.segments {
 		seg := &pd.segments[si]
+		if seg.evicted {
+			panic(fmt.Sprintf("kfake: %s-%d: segment %d's index walked while evicted", pd.t, pd.p, seg.base))
+		}
 		for mi := range seg.index {
 			if !fn(si, mi, &seg.index[mi]) {
 				return
 			}
 		}
 	}
-}
-
-// findBatchMeta does a two-level binary search for the first batch where
-// field(batch) >= target. The field must be monotonically non-decreasing
-// across batches (e.g. epoch). Returns (-1, -1, nil) if no batch
-// satisfies the condition.
-func (pd *partData) findBatchMeta(target int64, field func(*batchMeta) int64) (segIdx, metaIdx int, meta *batchMeta) {
-	// Level 1: find first segment whose last batch has field >= target.
-	si := sort.Search(len(pd.segments), func(i int) bool {
-		seg := &pd.segments[i]
-		return len(seg.index) > 0 && field(&seg.index[len(seg.index)-1]) >= target
-	})
-	if si >= len(pd.segments) {
-		return -1, -1, nil
-	}
-	// Level 2: find first batch in that segment with field >= target.
-	seg := &pd.segments[si]
-	mi := sort.Search(len(seg.index), func(i int) bool {
-		return field(&seg.index[i]) >= target
-	})
-	if mi >= len(seg.index) {
-		return -1, -1, nil
-	}
-	return si, mi, &seg.index[mi]
 }
 
 // searchOffset finds the batch containing offset o in the batchMeta index.
@@ -560,7 +556,7 @@ func (pd *partData) searchOffset(o int64) (segIdx, metaIdx int, found, atEnd boo
 		}
 		// Past end of this segment's index - try next segment.
 		for si++; si < len(pd.segments); si++ {
-			if len(pd.segments[si].index) > 0 {
+			if pd.segments[si].batches() > 0 {
 				return si, 0, true, false
 			}
 		}
@@ -576,6 +572,14 @@ func (c *Cluster) trimLeft(pd *partData) {
 outer:
 	for len(pd.segments) > 0 {
 		seg := &pd.segments[0]
+		// offerlog patch 13: an evicted segment wholly before the log
+		// start goes without being read; one it cuts is read first.
+		if seg.evicted && seg.sum.end-1 < pd.logStartOffset {
+			pd.nbytes -= seg.sum.bytes
+			seg.sum = indexSummary{}
+		} else if c.ensureIndex(pd, 0); seg.evicted {
+			break // not read: its files stay
+		}
 		for len(seg.index) > 0 {
 			m := &seg.index[0]
 			finRec := m.firstOffset + int64(m.lastOffsetDelta)
@@ -1094,6 +1098,24 @@ func (c *Cluster) connectionsMaxReauthMs() int64 {
 	return 0
 }
 
+// segmentMs returns a topic's segment.ms (log.roll.ms), 0 if unset or
+// not a number (offerlog patch 13).
+func (c *Cluster) segmentMs(topic string) int64 {
+	if tcfg, ok := c.data.tcfgs[topic]; ok {
+		if v, ok := tcfg["segment.ms"]; ok && v != nil {
+			if n, err := strconv.ParseInt(*v, 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	if v, ok := c.bcfgs["log.roll.ms"]; ok && v != nil {
+		if n, err := strconv.ParseInt(*v, 10, 64); err == nil {
+			return n
+		}
+	}
+	return 0
+}
+
 // segmentBytes returns the max segment size for a topic.
 func (c *Cluster) segmentBytes(topic string) int64 {
 	if tcfg, ok := c.data.tcfgs[topic]; ok {
@@ -1441,6 +1463,7 @@ func (c *Cluster) prepareCompaction(pd *partData, topic, suffix string) *compact
 	pdir := partDir(c.storageDir, pd.t, pd.p)
 	job := &compaction{pd: pd, pdir: pdir, suffix: suffix, aborted: slices.Clone(pd.abortedTxns),
 		deleteRetentionMs: deleteRetentionMs, segMaxBytes: c.segmentBytes(pd.t), now: time.Now().UnixMilli()}
+	c.ensureAllIndexes(pd) // offerlog patch 13
 	job.batches = make([]compactionBatch, 0, pd.totalBatches())
 	lastSeg, path := -1, ""
 	pd.eachBatchMeta(func(si, _ int, m *batchMeta) bool {
@@ -1665,14 +1688,16 @@ func (c *Cluster) swapCompaction(job *compaction) {
 	job.swapped = true
 	pd.segments = append(slices.Clone(job.segments), after...)
 	pd.rebuildMaxTimestampMeta()
+	for si := range min(len(job.segments), len(pd.segments)-1) {
+		c.sealed(pd, si) // offerlog patch 13: the new segments' indexes may be evicted
+	}
 
 	// Rebuild partition metadata.
 	pd.nbytes = 0
-	pd.eachBatchMeta(func(_, _ int, m *batchMeta) bool {
-		pd.nbytes += int64(m.nbytes)
-		return true
-	})
-	if len(pd.segments) > 0 && len(pd.segments[0].index) > 0 {
+	for si := range pd.segments {
+		pd.nbytes += pd.segments[si].batchBytes()
+	}
+	if c.ensureIndex(pd, 0); len(pd.segments) > 0 && len(pd.segments[0].index) > 0 {
 		pd.logStartOffset = pd.segments[0].index[0].firstOffset
 	}
 
@@ -1758,34 +1783,59 @@ func (c *Cluster) applyRetention(pd *partData, topic string) {
 	newLogStart := pd.logStartOffset
 
 	// Time-based retention: drop batches whose max timestamp is older
-	// than retention.ms.
+	// than retention.ms. offerlog patch 13: an evicted segment none of
+	// whose batches is that old is passed over, one whose batches all are
+	// is taken whole, without reading it.
 	if retMs >= 0 {
-		pd.eachBatchMeta(func(_, _ int, m *batchMeta) bool {
-			if now-m.maxTimestamp >= retMs {
-				end := m.firstOffset + int64(m.lastOffsetDelta) + 1
-				if end > newLogStart {
-					newLogStart = end
+		for si := range pd.segments {
+			if seg := &pd.segments[si]; seg.evicted {
+				if now-seg.sum.minMaxTimestamp < retMs {
+					continue
+				}
+				if now-seg.sum.maxMaxTimestamp >= retMs {
+					newLogStart = max(newLogStart, seg.sum.end)
+					continue
+				}
+				if c.ensureIndex(pd, si); seg.evicted {
+					continue
 				}
 			}
-			return true
-		})
+			for _, m := range pd.segments[si].index {
+				if now-m.maxTimestamp >= retMs {
+					newLogStart = max(newLogStart, m.firstOffset+int64(m.lastOffsetDelta)+1)
+				}
+			}
+		}
 	}
 
 	// Size-based retention: drop oldest batches until total size is
-	// within retention.bytes.
+	// within retention.bytes (an evicted segment that fits in the excess
+	// whole is taken without reading it).
 	if retBytes >= 0 && pd.nbytes > retBytes {
 		excess := pd.nbytes - retBytes
-		pd.eachBatchMeta(func(_, _ int, m *batchMeta) bool {
+	segments:
+		for si := range pd.segments {
 			if excess <= 0 {
-				return false
+				break
 			}
-			end := m.firstOffset + int64(m.lastOffsetDelta) + 1
-			if end > newLogStart {
-				newLogStart = end
+			if seg := &pd.segments[si]; seg.evicted {
+				if excess >= seg.sum.bytes {
+					newLogStart = max(newLogStart, seg.sum.end)
+					excess -= seg.sum.bytes
+					continue
+				}
+				if c.ensureIndex(pd, si); seg.evicted {
+					break
+				}
 			}
-			excess -= int64(m.nbytes)
-			return true
-		})
+			for _, m := range pd.segments[si].index {
+				if excess <= 0 {
+					break segments
+				}
+				newLogStart = max(newLogStart, m.firstOffset+int64(m.lastOffsetDelta)+1)
+				excess -= int64(m.nbytes)
+			}
+		}
 	}
 
 	if newLogStart > pd.logStartOffset {

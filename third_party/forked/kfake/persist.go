@@ -1310,7 +1310,15 @@ func (c *Cluster) loadTopics(fsys fs, dir string) error {
 
 func (c *Cluster) loadPartitions(fsys fs, dir string, crashAbortedMu *sync.Mutex, crashAbortedPIDs map[int64]struct{}) error {
 	return c.forEachPartition(func(topic string, part int32, pd *partData) error {
-		return c.loadPartition(fsys, dir, topic, part, pd, crashAbortedMu, crashAbortedPIDs)
+		err := c.loadPartition(fsys, dir, topic, part, pd, crashAbortedMu, crashAbortedPIDs)
+		if err == nil && c.cfg.indexCacheBatches > 0 {
+			// offerlog patch 13: partition by partition, so that a load
+			// never holds every index of the log at once.
+			for si := range len(pd.segments) - 1 {
+				pd.segments[si].evict()
+			}
+		}
+		return err
 	})
 }
 
@@ -2087,9 +2095,16 @@ func (c *Cluster) persistBatchToSegment(pd *partData, b *partBatch) int64 {
 	active := &pd.segments[len(pd.segments)-1]
 	rollNext := pd.rollNext
 	pd.rollNext = false
-	if active.size >= c.segmentBytes(pd.t) || rollNext && active.size > 0 {
+	// offerlog patch 13: and once its batches' timestamps span segment.ms
+	// (Kafka's log.roll.ms, by the first batch's max timestamp), so that a
+	// slow log's indexes, too, end up in sealed segments that may be
+	// evicted.
+	rollMs := c.segmentMs(pd.t)
+	aged := rollMs > 0 && len(active.index) > 0 && b.MaxTimestamp-active.index[0].maxTimestamp >= rollMs
+	if active.size >= c.segmentBytes(pd.t) || (rollNext || aged) && active.size > 0 {
 		active.endOff = b.FirstOffset
 		pd.closeActiveFiles(c.cfg.syncWrites)
+		c.sealed(pd, len(pd.segments)-1)
 		pd.segments = append(pd.segments, segmentInfo{base: b.FirstOffset})
 		if err := c.openSegmentFiles(pd, pdir); err != nil {
 			c.cfg.logger.Logf(LogLevelWarn, "persist batch open %s-%d: %v", pd.t, pd.p, err)
