@@ -63,11 +63,11 @@ type (
 		maxEpoch int32       // max epoch across all batches
 		size     int64       // file size in bytes
 		index    []batchMeta // per-batch metadata, nil = evicted
+		readFile file        // cached read handle for sealed segments, nil = not yet opened
 		// evicted: the index was dropped (offerlog patch 13,
 		// index_cache.go); sum is what the segment keeps of it.
 		evicted bool
 		sum     indexSummary
-		readFile file        // cached read handle for sealed segments, nil = not yet opened
 
 		// maxTimestamp and maxBatch are a real segment's
 		// maxTimestampSoFar and maxTimestampAndOffsetSoFar: the max

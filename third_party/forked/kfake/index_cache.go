@@ -25,13 +25,13 @@ import (
 
 // indexSummary is what an evicted segment keeps of its index.
 type indexSummary struct {
-	n                int   // batches
-	bytes            int64 // their nbytes
-	minMaxTimestamp  int64 // the least of their maxTimestamps
-	maxMaxTimestamp  int64 // the greatest
-	end              int64 // the offset after the last batch
-	lastMaxEarlier   int64 // the last batch's maxEarlierTimestamp
-	firstPos         int64 // the first batch's segPos: those before were trimmed
+	n               int   // batches
+	bytes           int64 // their nbytes
+	minMaxTimestamp int64 // the least of their maxTimestamps
+	maxMaxTimestamp int64 // the greatest
+	end             int64 // the offset after the last batch
+	lastMaxEarlier  int64 // the last batch's maxEarlierTimestamp
+	firstPos        int64 // the first batch's segPos: those before were trimmed
 }
 
 // idxRef names a sealed segment whose index was loaded, with its batch
@@ -137,12 +137,12 @@ func (si *segmentInfo) evict() {
 	}
 	last := &si.index[len(si.index)-1]
 	s := indexSummary{
-		n:                len(si.index),
-		minMaxTimestamp:  si.index[0].maxTimestamp,
-		maxMaxTimestamp:  si.index[0].maxTimestamp,
-		end:              last.firstOffset + int64(last.lastOffsetDelta) + 1,
-		lastMaxEarlier:   last.maxEarlierTimestamp,
-		firstPos:         si.index[0].segPos,
+		n:               len(si.index),
+		minMaxTimestamp: si.index[0].maxTimestamp,
+		maxMaxTimestamp: si.index[0].maxTimestamp,
+		end:             last.firstOffset + int64(last.lastOffsetDelta) + 1,
+		lastMaxEarlier:  last.maxEarlierTimestamp,
+		firstPos:        si.index[0].segPos,
 	}
 	for i := range si.index {
 		m := &si.index[i]
