@@ -71,9 +71,14 @@ var (
 	PresetsTable = Table{Name: "user_offer_presets",
 		Columns: []Column{{"seller_id", "Utf8"}, {"preset_id", "Int32"}, {"create_time", "Utf8"}, {"offer_id", "Utf8"}},
 		Key:     []string{"seller_id", "preset_id", "create_time", "offer_id"}}
+	// PresetCountsTable has the seed's columns and seq_no, as
+	// user_total_counters has: a seller's cabinet is spread over
+	// offers.CabinetSpread keys, each a row; a seller's count of a preset
+	// is the sum of its rows (the seed's key, seller and preset, cannot
+	// hold parts that change independently).
 	PresetCountsTable = Table{Name: "user_offer_presets_count",
-		Columns: []Column{{"seller_id", "Utf8"}, {"preset_id", "Int32"}, {"counter", "Int64"}, {"version", "Int64"}},
-		Key:     []string{"seller_id", "preset_id"}, Version: []string{"version"}}
+		Columns: []Column{{"seller_id", "Utf8"}, {"preset_id", "Int32"}, {"seq_no", "Int32"}, {"counter", "Int64"}, {"version", "Int64"}},
+		Key:     []string{"seller_id", "preset_id", "seq_no"}, Version: []string{"version"}}
 	TotalCountersTable = Table{Name: "user_total_counters",
 		Columns: []Column{{"shard_id", "Uint32"}, {"seller_id", "Utf8"}, {"counter_id", "Utf8"}, {"seq_no", "Int32"},
 			{"counter_value", "Int64"}, {"version", "Int64"}},
@@ -245,19 +250,43 @@ func cabinetRows(key string, value []byte) ([]Row, error) {
 	for _, a := range c.Applied {
 		version += a.Count
 	}
+	seller, seq, err := cabinetPart(key, &c)
+	if err != nil {
+		return nil, err
+	}
 	var rows []Row
 	for _, p := range offers.Presets {
 		id, _ := PresetID(p)
 		rows = append(rows, Row{Table: PresetCountsTable.Name, Values: map[string]any{
-			"seller_id": key, "preset_id": id, "counter": c.Presets.Get(p), "version": version}})
+			"seller_id": seller, "preset_id": id, "seq_no": seq, "counter": c.Presets.Get(p), "version": version}})
 	}
-	shard := uint32(KeyHash(key) % CounterShards)
+	shard := uint32(KeyHash(seller) % CounterShards) // every row of a seller in one shard
 	for i, v := range []int64{c.Active, c.Expired, c.Banned, c.Sold, c.MoneyEarned} {
 		rows = append(rows, Row{Table: TotalCountersTable.Name, Values: map[string]any{
-			"shard_id": shard, "seller_id": key, "counter_id": counterIDs[i], "seq_no": int32(0),
+			"shard_id": shard, "seller_id": seller, "counter_id": counterIDs[i], "seq_no": seq,
 			"counter_value": v, "version": version}})
 	}
 	return rows, nil
+}
+
+// UnspreadSeqNo is the seq_no of the counter rows of a cabinet written
+// before it was spread, under the bare seller id (before 0.5.0): the
+// spread ones are 0 to offers.CabinetSpread-1, as the seed's.
+const UnspreadSeqNo = int32(-1)
+
+// cabinetPart returns the seller and the seq_no of the cabinet-table key
+// of cabinet c: seller/n (offers.CabinetKey) is seq_no n, the bare seller
+// id UnspreadSeqNo. The seller is the cabinet's own.
+func cabinetPart(key string, c *schemas.SellerCabinet) (string, int32, error) {
+	if key == c.SellerID {
+		return c.SellerID, UnspreadSeqNo, nil
+	}
+	if rest, ok := strings.CutPrefix(key, c.SellerID+"/"); ok {
+		if n, err := strconv.Atoi(rest); err == nil && n >= 0 && n < offers.CabinetSpread {
+			return c.SellerID, int32(n), nil
+		}
+	}
+	return "", 0, fmt.Errorf("cabinet key %q is not seller %q's (seller/n, n < %d)", key, c.SellerID, offers.CabinetSpread)
 }
 
 func feedRows(key string, value []byte) ([]Row, error) {

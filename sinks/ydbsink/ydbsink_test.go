@@ -126,14 +126,24 @@ func TestPresetCabinetAndFeedRows(t *testing.T) {
 
 	cab := &schemas.SellerCabinet{SellerID: "s", Presets: schemas.Counts{{Name: "all", Count: 3}, {Name: "active", Count: 2}},
 		Active: 2, Banned: 1, Sold: 4, MoneyEarned: 900, Applied: schemas.Counts{{Name: "offers.commands/0", Count: 10}, {Name: "offers.commands/1", Count: 5}}}
-	rows, err = Sources[topics.CabinetTable].Map("s", encode(t, schemas.SellerCabinets, cab))
+	// A part of a spread cabinet (offers.CabinetKey): the seller's id and
+	// the part's seq_no, as the seed's user_total_counters has them, so
+	// that a query for the seller finds its rows.
+	rows, err = Sources[topics.CabinetTable].Map("s/3", encode(t, schemas.SellerCabinets, cab))
 	if err != nil || len(rows) != len(offers.Presets)+5 {
 		t.Fatalf("%d rows %v", len(rows), err)
 	}
+	shard := uint32(KeyHash("s") % CounterShards)
 	got := map[string]int64{}
 	for _, r := range rows {
 		if r.Values["version"] != int64(15) {
 			t.Errorf("version %v, want the sum of applied offsets 15", r.Values["version"])
+		}
+		if r.Values["seller_id"] != "s" || r.Values["seq_no"] != int32(3) {
+			t.Errorf("%s row of cabinet-table's s/3: seller_id %v, seq_no %v; want s and 3", r.Table, r.Values["seller_id"], r.Values["seq_no"])
+		}
+		if r.Table == TotalCountersTable.Name && r.Values["shard_id"] != shard {
+			t.Errorf("counter row's shard %v, want the seller's %d", r.Values["shard_id"], shard)
 		}
 		if r.Table == PresetCountsTable.Name {
 			got[fmt.Sprint("preset", r.Values["preset_id"])] = r.Values["counter"].(int64)
@@ -146,6 +156,17 @@ func TestPresetCabinetAndFeedRows(t *testing.T) {
 	for k, w := range want {
 		if got[k] != w {
 			t.Errorf("%s = %d, want %d", k, got[k], w)
+		}
+	}
+	// A cabinet written before the spread, under the bare seller id.
+	rows, err = Sources[topics.CabinetTable].Map("s", encode(t, schemas.SellerCabinets, cab))
+	if err != nil || rows[0].Values["seller_id"] != "s" || rows[0].Values["seq_no"] != UnspreadSeqNo {
+		t.Errorf("the unspread cabinet's row %v (%v), want seller s, seq_no %d", rows[0].Values, err, UnspreadSeqNo)
+	}
+	// A key that is not the cabinet's seller's is a poison record.
+	for _, key := range []string{"t/3", "s/10", "s/x", "s3"} {
+		if _, err := Sources[topics.CabinetTable].Map(key, encode(t, schemas.SellerCabinets, cab)); err == nil {
+			t.Errorf("cabinet of seller s under key %q accepted", key)
 		}
 	}
 
