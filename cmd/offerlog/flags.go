@@ -308,7 +308,7 @@ func (f *flags) platform() *platform.Config {
 	f.IntVar(&cfg.Cache.Shards, "shards", cfg.Cache.Shards, "how many shards the cache's table is cut into (more than 1 needs --zookeeper); "+
 		"a data centre grows by starting the servers of a larger count beside the old ones, then stopping those")
 	f.IntVar(&cfg.Cache.Virtual, "virtual-shards", cfg.Cache.Virtual, "the cache cuts its tables by hash ranges of this many virtual shards "+
-		"(each server reads every partition and keeps its range's keys; up to that many shards); 0 cuts by ranges of partitions, as before 0.5.0")
+		"(each server reads every partition and keeps its range's keys; a data centre grows up to that many shards); 0 cuts by ranges of partitions, as before 0.5.0")
 	f.BoolVar(&cfg.Standby, "standby", false, "keep warm copies of the table partitions other members of this process's groups own "+
 		"(standby replicas: taking one over reads the changelog's tail, not the whole partition; costs the disk of every partition)")
 	f.StringVar(&cfg.Reads, "reads", platform.ReadsView, "where the API reads offers and documents: view (a copy of the whole offers-table and registry-table in this process) "+

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/serving"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -601,6 +603,30 @@ func TestComponentFlagsAreFlags(t *testing.T) {
 	for name, components := range platform.FlagComponents() {
 		if f.Lookup(name) == nil {
 			t.Errorf("%v name a flag --%s that offerlog run does not have", components, name)
+		}
+	}
+}
+
+// TestTheCacheCutsByVirtualShardsByDefault: --virtual-shards is 1024
+// unless given, as the documents say (it was 0: partition ranges, resharded
+// by stopping a data centre), and the shipped manifests name it.
+func TestTheCacheCutsByVirtualShardsByDefault(t *testing.T) {
+	f := newFlags("run", io.Discard).produces()
+	cfg := f.platform()
+	if err := f.parse([]string{"cache"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Cache.Virtual != serving.DefaultVirtual {
+		t.Errorf("--virtual-shards is %d by default, want %d", cfg.Cache.Virtual, serving.DefaultVirtual)
+	}
+	for _, file := range []string{"../../deploy/k8s/base/50-offerlog.yaml", "../../deploy/compose.yaml"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		caches := len(regexp.MustCompile(`- run\n\s*- cache\n`).FindAllIndex(data, -1))
+		if named := strings.Count(string(data), "- --virtual-shards\n"); named == 0 || named != caches {
+			t.Errorf("%s: %d cache servers, %d of them with --virtual-shards", file, caches, named)
 		}
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/processors/scheduler"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/serving"
 	"github.com/offerlog/offerlog/sinks/ydbsink"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
@@ -182,7 +183,7 @@ func DefaultConfig() Config {
 		EpochGrace: registry.DefaultEpochGrace, SweepInterval: time.Minute, WaitTimeout: 30 * time.Second, ViewStaleness: DefaultViewStaleness,
 		ArchiveAfter: offers.DefaultArchiveAfter,
 		Numerator:    numerator.DefaultConfig(),
-		Cache:        CacheConfig{Table: topics.OffersTable, Addr: "127.0.0.1:9091", DC: "dc1", Shards: 1},
+		Cache:        CacheConfig{Table: topics.OffersTable, Addr: "127.0.0.1:9091", DC: "dc1", Shards: 1, Virtual: serving.DefaultVirtual},
 		Stages:       scheduler.DefaultConfig(),
 	}
 }
