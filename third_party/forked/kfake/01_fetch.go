@@ -259,7 +259,9 @@ func (c *Cluster) handleFetch(creq *clientReq, w *watchFetch) (kmsg.Response, er
 			// Walk batches starting from the found position (segIdx, metaIdx).
 			// The first segment starts at metaIdx; subsequent segments start at 0.
 			for si := segIdx; si < len(pd.segments); si++ {
-				c.ensureIndex(pd, si) // offerlog patch 13
+				if c.ensureIndex(pd, si); pd.segments[si].evicted { // offerlog patch 13
+					break // not read: nothing from it on
+				}
 				seg := &pd.segments[si]
 				startIdx := 0
 				if si == segIdx {
@@ -446,7 +448,9 @@ full:
 		// The first segment starts at metaIdx; subsequent segments start at 0.
 	segments:
 		for si := segIdx; si < len(pd.segments); si++ {
-			c.ensureIndex(pd, si) // offerlog patch 13
+			if c.ensureIndex(pd, si); pd.segments[si].evicted { // offerlog patch 13
+				break // not read: nothing from it on
+			}
 			seg := &pd.segments[si]
 			startIdx := 0
 			if si == segIdx {

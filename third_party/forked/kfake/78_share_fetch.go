@@ -331,7 +331,9 @@ func (c *Cluster) handleShareFetch(creq *clientReq, w *watchShareFetch) (kmsg.Re
 			continue
 		}
 		shp := sg.getSharePartition(tgt.topic, tgt.partition, tgt.pd)
-		c.ensureAllIndexes(tgt.pd) // offerlog patch 13: share groups walk every segment
+		if !c.ensureAllIndexes(tgt.pd) { // offerlog patch 13: share groups walk every segment
+			continue // a segment not read: nothing acquired
+		}
 		hwm := tgt.pd.highWatermark
 		if readCommitted {
 			hwm = tgt.pd.lastStableOffset
@@ -370,8 +372,9 @@ func (c *Cluster) handleShareFetch(creq *clientReq, w *watchShareFetch) (kmsg.Re
 		lastAcq := ap.ranges[len(ap.ranges)-1].LastOffset
 
 		var rawBytes []byte
-		c.ensureAllIndexes(ap.pd) // offerlog patch 13
+		all := c.ensureAllIndexes(ap.pd) // offerlog patch 13
 		segIdx, metaIdx, ok, atEnd := ap.pd.searchOffset(firstAcq)
+		ok = ok && all
 		if ok && !atEnd {
 		readBatches:
 			for si := segIdx; si < len(ap.pd.segments); si++ {

@@ -1463,7 +1463,9 @@ func (c *Cluster) prepareCompaction(pd *partData, topic, suffix string) *compact
 	pdir := partDir(c.storageDir, pd.t, pd.p)
 	job := &compaction{pd: pd, pdir: pdir, suffix: suffix, aborted: slices.Clone(pd.abortedTxns),
 		deleteRetentionMs: deleteRetentionMs, segMaxBytes: c.segmentBytes(pd.t), now: time.Now().UnixMilli()}
-	c.ensureAllIndexes(pd) // offerlog patch 13
+	if !c.ensureAllIndexes(pd) { // offerlog patch 13
+		return nil // a segment not read: not compacted
+	}
 	job.batches = make([]compactionBatch, 0, pd.totalBatches())
 	lastSeg, path := -1, ""
 	pd.eachBatchMeta(func(si, _ int, m *batchMeta) bool {

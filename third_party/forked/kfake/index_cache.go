@@ -192,11 +192,16 @@ func (c *Cluster) ensureIndex(pd *partData, segIdx int) {
 }
 
 // ensureAllIndexes loads every evicted index of pd (for the requests that
-// walk a partition's every batch: compaction, share groups).
-func (c *Cluster) ensureAllIndexes(pd *partData) {
+// walk a partition's every batch: compaction, share groups), and reports
+// whether every one is loaded.
+func (c *Cluster) ensureAllIndexes(pd *partData) bool {
+	all := true
 	for si := range pd.segments {
-		c.ensureIndex(pd, si)
+		if c.ensureIndex(pd, si); pd.segments[si].evicted {
+			all = false
+		}
 	}
+	return all
 }
 
 // readSegmentIndex reads the index of a sealed segment of pd from its
@@ -214,18 +219,25 @@ func (c *Cluster) readSegmentIndex(pd *partData, segIdx int) ([]batchMeta, error
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
+	// The file's size: a load's full replay leaves seg.size 0 for
+	// sealed segments.
+	info, err := c.fs.Stat(filepath.Join(pdir, segmentFileName(seg.base)))
+	if err != nil {
+		return nil, err
+	}
+	size := info.Size()
 	idxRaw, _ := c.fs.ReadFile(filepath.Join(pdir, indexFileName(seg.base)))
 	r := bufio.NewReaderSize(f, 256<<10)
 	idx := make([]batchMeta, 0, seg.sum.n)
 	const header = 61 // a v2 RecordBatch's fields before its records
 	var h [header]byte
-	for pos, batchIdx := int64(0), 0; pos < seg.size; batchIdx++ {
+	for pos, batchIdx := int64(0), 0; pos < size; batchIdx++ {
 		if _, err := io.ReadFull(r, h[:]); err != nil {
 			return nil, fmt.Errorf("batch header at %d: %w", pos, err)
 		}
 		batchSize := 12 + int64(binary.BigEndian.Uint32(h[8:12]))
-		if batchSize < header || pos+batchSize > seg.size {
-			return nil, fmt.Errorf("batch at %d of %d bytes past the segment's %d", pos, batchSize, seg.size)
+		if batchSize < header || pos+batchSize > size {
+			return nil, fmt.Errorf("batch at %d of %d bytes past the segment's %d", pos, batchSize, size)
 		}
 		if _, err := r.Discard(int(batchSize - header)); err != nil {
 			return nil, fmt.Errorf("batch at %d: %w", pos, err)
@@ -265,7 +277,9 @@ func (c *Cluster) searchOffset(pd *partData, o int64) (segIdx, metaIdx int, foun
 	}
 	segIdx, metaIdx, found, atEnd = pd.searchOffset(o)
 	if found {
-		c.ensureIndex(pd, segIdx)
+		if c.ensureIndex(pd, segIdx); pd.segments[segIdx].evicted {
+			return 0, 0, false, false // not read: not served
+		}
 	}
 	return segIdx, metaIdx, found, atEnd
 }
@@ -296,8 +310,8 @@ func (c *Cluster) findEpochBatch(pd *partData, epoch int32) (segIdx, metaIdx int
 	c.ensureIndex(pd, si-1)
 	seg := &pd.segments[si]
 	mi := sort.Search(len(seg.index), func(i int) bool { return seg.index[i].epoch >= epoch })
-	if mi >= len(seg.index) {
-		return -1, -1, nil
+	if mi >= len(seg.index) || mi == 0 && si > 0 && pd.segments[si-1].evicted {
+		return -1, -1, nil // not read: not answered
 	}
 	return si, mi, &seg.index[mi]
 }

@@ -3,6 +3,8 @@ package kfake
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -197,6 +199,45 @@ func TestEvictedIndexesAreReadAgain(t *testing.T) {
 	check(c, "after the restart")
 	verify(c, "after the restart", cut)
 	compacted(c, "after the restart")
+
+	cl.Close()
+	c.Close()
+
+	// A restart after a crash (no snapshot: every segment replayed) reads
+	// every index too, then keeps the bound.
+	snapshots, err := filepath.Glob(filepath.Join(dir, "*", "*", "snapshot.json"))
+	if err != nil || len(snapshots) == 0 {
+		t.Fatalf("no snapshot to remove under %s: %v", dir, err)
+	}
+	for _, f := range snapshots {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err = NewCluster(opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl, err = kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm = kadm.NewClient(cl)
+	check(c, "after a crash")
+	// The full replay's log start is its first segment's first batch (the
+	// snapshot held DeleteRecords' offset), as upstream's.
+	starts, err := adm.ListStartOffsets(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, _ := starts.Lookup("t", 0)
+	if start.Offset > cut {
+		t.Fatalf("after a crash, t starts at %d, past %d", start.Offset, cut)
+	}
+	verify(c, "after a crash", int(start.Offset))
+	compacted(c, "after a crash")
 
 	// Epoch 0 ends where epoch 1 began: found by the segments' epochs,
 	// the evicted ones before it not read.
