@@ -179,7 +179,7 @@ func (s *sealer) handle(ctx context.Context, r *kgo.Record) error {
 			s.cfg.Metrics.LockRefused.Inc()
 		}
 		s.cfg.Logger.Info("sealer: the write lock is held, waiting", "err", err, "retry every", s.cfg.RetryEvery)
-		lock, err = coordinator.AcquireRetry(ctx, s.cfg.Coordinator, s.cfg.Holder, s.cfg.LockTimeout, s.cfg.RetryEvery)
+		lock, err = coordinator.AcquireRetry(ctx, s.cfg.Coordinator, s.cfg.Holder, s.cfg.LockTimeout, s.cfg.RetryEvery, s.cfg.CoordinatorWait)
 	}
 	if err != nil {
 		return fmt.Errorf("take the write lock: %w", err)

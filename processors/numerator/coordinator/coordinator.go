@@ -83,10 +83,12 @@ type Coordinator interface {
 }
 
 // AcquireRetry calls Acquire every interval until it grants the lock, ctx
-// ends, or it fails with an error other than ErrLocked.
-func AcquireRetry(ctx context.Context, c Coordinator, holder string, timeout, interval time.Duration) (Lock, error) {
+// ends, or it fails with an error other than ErrLocked. Each call has wait
+// to answer (0: as long as ctx): an ensemble that does not answer fails
+// the call instead of holding the caller until ctx ends.
+func AcquireRetry(ctx context.Context, c Coordinator, holder string, timeout, interval, wait time.Duration) (Lock, error) {
 	for {
-		l, err := c.Acquire(ctx, holder, timeout)
+		l, err := acquireWithin(ctx, c, holder, timeout, wait)
 		if !errors.Is(err, ErrLocked) {
 			return l, err
 		}
@@ -96,4 +98,13 @@ func AcquireRetry(ctx context.Context, c Coordinator, holder string, timeout, in
 		case <-time.After(interval):
 		}
 	}
+}
+
+func acquireWithin(ctx context.Context, c Coordinator, holder string, timeout, wait time.Duration) (Lock, error) {
+	if wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
+	return c.Acquire(ctx, holder, timeout)
 }

@@ -2,6 +2,7 @@ package coordinator_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -40,4 +41,34 @@ func TestZooKeeper(t *testing.T) {
 			return c
 		}
 	})
+}
+
+// silent refuses the lock once, then answers nothing until its caller's
+// context ends: an ensemble that stopped answering while a master waited
+// for the lock.
+type silent struct {
+	coordinator.Local
+	calls int
+}
+
+func (s *silent) Acquire(ctx context.Context, holder string, timeout time.Duration) (coordinator.Lock, error) {
+	if s.calls++; s.calls == 1 {
+		return coordinator.Lock{}, coordinator.ErrLocked
+	}
+	<-ctx.Done()
+	return coordinator.Lock{}, ctx.Err()
+}
+
+// TestAcquireRetryBoundsEachCall: a call of the lock's retry that gets no
+// answer fails after the wait given, while the caller's context lives on
+// (the sealer's retry ran on its loop's context, without the
+// coordinator's wait, and could hang until the process stopped).
+func TestAcquireRetryBoundsEachCall(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := &silent{}
+	_, err := coordinator.AcquireRetry(ctx, c, "dc-a", time.Minute, time.Millisecond, 50*time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || c.calls != 2 {
+		t.Fatalf("AcquireRetry: %v after %d calls (caller's context: %v), want the second call's deadline", err, c.calls, ctx.Err())
+	}
 }

@@ -189,7 +189,7 @@ func Run(t *testing.T, factory Factory) {
 		rctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		go func() {
-			l, err := coordinator.AcquireRetry(rctx, b, "dc-b", time.Minute, 10*time.Millisecond)
+			l, err := coordinator.AcquireRetry(rctx, b, "dc-b", time.Minute, 10*time.Millisecond, 0)
 			if err != nil {
 				t.Error(err)
 			}
