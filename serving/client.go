@@ -48,7 +48,8 @@ type ClientConfig struct {
 	// its own data centre first and those of the others only after Hedge,
 	// or at once when a local replica fails or none holds some keys: read
 	// load does not grow with the number of data centres. Without it (or
-	// with Hedge 0), Get asks every replica at once, as the seed does.
+	// with a negative Hedge), Get asks every replica at once, as the seed
+	// does.
 	DC string
 	// Hedge is how long Get waits for its own data centre before asking
 	// the others (default 50 ms; negative: at once, the seed's fan-out).
