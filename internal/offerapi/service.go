@@ -193,15 +193,20 @@ func answerErr(err error) error {
 // minVersion > 0 (read-your-writes: the version a write answered) it waits
 // up to the timeout for the table's copy to show that version or a later
 // one, and answers Timeout if it does not.
+//
+// An offer the caller may not read answers NotFound, as a free id does
+// (an admin reads any): which ids exist is not told to those who do not
+// own them (the seed wants ids that cannot be enumerated; a 403 for another
+// seller's id and a 404 for a free one told it).
 func (s *Service) Offer(ctx context.Context, id string, minVersion int64) (*OfferVersion, error) {
 	r, err := s.record(ctx, id)
+	if err == nil && mayActFor(ctx, r.Offer.SellerID) != nil {
+		return nil, errorf(NotFound, "id", "no offer %s", id)
+	}
 	if err == nil && minVersion > 0 && r.Version < minVersion {
 		r, err = s.awaitRecord(ctx, id, minVersion)
 	}
 	if err != nil {
-		return nil, err
-	}
-	if err := mayActFor(ctx, r.Offer.SellerID); err != nil {
 		return nil, err
 	}
 	return versionOf(r), nil

@@ -22,6 +22,7 @@ import (
 	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/platform/platformtest"
+	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/schemas/proto/documentv1"
 	"github.com/offerlog/offerlog/schemas/proto/offerv1"
@@ -230,10 +231,16 @@ func TestEveryRouteAuthenticatesAndKeepsCallersToTheirScope(t *testing.T) {
 	}
 	for _, r := range routes {
 		name := r.method + " " + r.path
+		// Another seller's offer is not found, as a free id is not:
+		// which ids exist is not told (checked below).
+		other := 403
+		if r.method == "GET" && strings.HasPrefix(r.path, "/v1/offers/") {
+			other = 404
+		}
 		for _, c := range []struct {
 			what, token string
 			want        int
-		}{{"no token", "", 401}, {"a malformed token", "olt_nope", 401}, {"a revoked token", r.revoked, 401}, {"a token of another scope", r.other, 403}} {
+		}{{"no token", "", 401}, {"a malformed token", "olt_nope", 401}, {"a revoked token", r.revoked, 401}, {"a token of another scope", r.other, other}} {
 			if c.token == "" && c.what != "no token" {
 				continue
 			}
@@ -249,6 +256,24 @@ func TestEveryRouteAuthenticatesAndKeepsCallersToTheirScope(t *testing.T) {
 				t.Errorf("%s with the right token: %d %s", name, code, b)
 			}
 		}
+	}
+
+	// Offer ids cannot be probed: another seller's offer and a free id
+	// answer alike.
+	free := offers.IDFrom(1)
+	if free == d.ID {
+		free = offers.IDFrom(2)
+	}
+	codeTaken, taken := s.call("GET", "/v1/offers/"+d.ID, "", otherSeller)
+	codeFree, freeBody := s.call("GET", "/v1/offers/"+free, "", otherSeller)
+	if codeTaken != codeFree || strings.ReplaceAll(taken, d.ID, free) != freeBody {
+		t.Errorf("another seller's offer: %d %s; a free id: %d %s; want the same answer", codeTaken, taken, codeFree, freeBody)
+	}
+	update := `{"seller_id":"s2","expected_version":-1,"offer":` + strings.Replace(secOffer, `"s1"`, `"s2"`, 1) + `}`
+	codeTaken, taken = s.call("PUT", "/v1/offers/"+d.ID, update, otherSeller)
+	codeFree, freeBody = s.call("PUT", "/v1/offers/"+free, update, otherSeller)
+	if codeTaken != 404 || codeTaken != codeFree || strings.ReplaceAll(taken, d.ID, free) != freeBody {
+		t.Errorf("another seller updating an offer not theirs: %d %s; a free id: %d %s; want the same 404", codeTaken, taken, codeFree, freeBody)
 	}
 
 	// A body naming another seller is refused, never believed.
@@ -424,6 +449,9 @@ func TestEveryRouteAuthenticatesAndKeepsCallersToTheirScope(t *testing.T) {
 			{"another seller's token", auth.Bearer(otherSeller), codes.PermissionDenied},
 			{"a client's token", auth.Bearer(client), codes.PermissionDenied},
 		} {
+			if name == "GetOffer" && c.want == codes.PermissionDenied {
+				c.want = codes.NotFound // as a free id: ids cannot be probed
+			}
 			if got := status.Code(call(c.opt)); got != c.want {
 				t.Errorf("OfferService.%s with %s: %v, want %v", name, c.what, got, c.want)
 			}

@@ -305,7 +305,7 @@ func update(cur *schemas.OfferRecord, in Input) Decision {
 	case !live(cur):
 		return refuse(schemas.OutcomeNotFound, cur, "offer_id", "no offer %s", c.OfferID)
 	case cur.Offer.SellerID != c.SellerID:
-		return refuse(schemas.OutcomeNotFound, nil, "offer_id", "no offer %s of seller %s", c.OfferID, c.SellerID)
+		return refuse(schemas.OutcomeNotFound, nil, "offer_id", "no offer %s", c.OfferID) // as a free id: ids cannot be probed
 	case feed && cur.FeedTask > c.TaskID:
 		return refuse(schemas.OutcomeIgnored, cur, "task_id", "offer was last loaded by task %d, after %d", cur.FeedTask, c.TaskID)
 	case !feed && c.ExpectedVersion >= 0 && c.ExpectedVersion != cur.Version:
@@ -352,7 +352,7 @@ func remove(cur *schemas.OfferRecord, in Input) Decision {
 	case !live(cur):
 		return refuse(schemas.OutcomeNotFound, cur, "offer_id", "no offer %s", c.OfferID)
 	case cur.Offer.SellerID != c.SellerID:
-		return refuse(schemas.OutcomeNotFound, nil, "offer_id", "no offer %s of seller %s", c.OfferID, c.SellerID)
+		return refuse(schemas.OutcomeNotFound, nil, "offer_id", "no offer %s", c.OfferID) // as a free id: ids cannot be probed
 	case feed && cur.FeedTask >= c.TaskID:
 		return refuse(schemas.OutcomeIgnored, cur, "task_id", "offer was loaded by task %d, not before %d", cur.FeedTask, c.TaskID)
 	case !feed && c.ExpectedVersion >= 0 && c.ExpectedVersion != cur.Version:
