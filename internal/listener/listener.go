@@ -23,8 +23,10 @@ import (
 
 // Limits bound a listener. The zero value of a field takes its default.
 type Limits struct {
-	// MaxConns is how many connections are served at once; more wait in
-	// the kernel's accept queue (default 1024).
+	// MaxConns is how many connections are served at once (default
+	// 1024). Over it, HTTP closes the connection idle the longest; gRPC,
+	// and HTTP when every connection is in a request, leave more waiting
+	// in the kernel's accept queue.
 	MaxConns int
 	// ReadTimeout bounds reading a whole request, body included: a client
 	// that sends slowly is cut off after it (default 30 s).
@@ -93,13 +95,15 @@ func (l Limits) HTTPServer(h http.Handler) *http.Server {
 		IdleTimeout:       l.IdleTimeout,
 		MaxHeaderBytes:    l.MaxHeaderBytes,
 		ConnContext:       connContext,
+		ConnState:         connState,
 	}
 }
 
-// HTTPListener returns ln bounded to l.MaxConns connections, whose
-// connections watch for requests framed twice (see HTTPServer).
+// HTTPListener returns ln bounded to l.MaxConns connections, the idlest
+// closed to make room for a new one (shedListener), whose connections
+// watch for requests framed twice (see HTTPServer).
 func (l Limits) HTTPListener(ln net.Listener) net.Listener {
-	ln = l.Bound(ln)
+	ln = newShedListener(ln, l.withDefaults().MaxConns)
 	if l.TLS != nil {
 		// The watch reads what the TLS connection decrypts.
 		ln = tls.NewListener(ln, l.TLS)

@@ -180,3 +180,35 @@ func TestWatchedConnSeesHeaderBlocksWhateverCameBefore(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleConnectionsMakeRoomForANewOne: with every connection the limit
+// allows open and idle (sockets that sent nothing, and one kept alive
+// after a request), a new client is served once they have been idle a
+// second, not after the 10 s header timeout of the idle ones ahead of it
+// (2 000 idle sockets made a /healthz wait 10 s); the idlest are closed.
+func TestIdleConnectionsMakeRoomForANewOne(t *testing.T) {
+	const max = 4
+	addr := serve(t, Limits{MaxConns: max}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	kept := dial(t, addr)
+	io.WriteString(kept, "GET /first HTTP/1.1\r\nHost: a\r\n\r\n")
+	if resp, err := http.ReadResponse(bufio.NewReader(kept), nil); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("the kept-alive connection's request: %v %v", resp, err)
+	}
+	var idle []net.Conn
+	for range 3 * max {
+		idle = append(idle, dial(t, addr))
+	}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatalf("a new client with %d idle connections open (limit %d): %v", len(idle)+1, max, err)
+	}
+	resp.Body.Close()
+	// The kept-alive one, idle longest, was closed.
+	kept.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := kept.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the connection idle longest: %v, want it closed (EOF)", err)
+	}
+}

@@ -43,6 +43,9 @@ type watchedConn struct {
 	sawCL, sawTE bool
 }
 
+// NetConn returns the connection c wraps.
+func (c *watchedConn) NetConn() net.Conn { return c.Conn }
+
 func (c *watchedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	for _, ch := range b[:n] {
