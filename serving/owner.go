@@ -98,7 +98,7 @@ func dialOwner(ctx context.Context, servers, table, dc, host, addr string, shard
 		connected: true, change: make(chan struct{})}
 	go z.watch(events)
 	for _, p := range []string{"/offerlog", "/offerlog/serving", Root(table), z.root, z.root + "/shards", z.root + "/hosts", z.root + "/members", z.root + "/running"} {
-		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, err := conn.Create(p, nil, 0, zkconn.ACL()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			conn.Close()
 			return nil, fmt.Errorf("serving: create %s: %w", p, err)
 		}
@@ -116,7 +116,7 @@ func dialOwner(ctx context.Context, servers, table, dc, host, addr string, shard
 // the new count (the other data centres answer meanwhile); a server with
 // another count than the running ones' is refused.
 func (z *ZooKeeper) count(dc string) error {
-	if _, err := z.conn.Create(z.root+"/running/"+z.host, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	if _, err := z.conn.Create(z.root+"/running/"+z.host, nil, zk.FlagEphemeral, zkconn.ACL()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("serving: register %s as running: %w", z.host, err)
 	}
 	for {
@@ -278,7 +278,7 @@ func (z *ZooKeeper) index(name string) (int, bool) {
 // take creates shard i's node, or finds it already the session's own.
 func (z *ZooKeeper) take(i int) (int64, bool, error) {
 	p := z.root + "/shards/" + z.node(i)
-	_, err := z.conn.Create(p, []byte(z.host+"\n"+z.addr), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	_, err := z.conn.Create(p, []byte(z.host+"\n"+z.addr), zk.FlagEphemeral, zkconn.ACL())
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return 0, false, err
 	}
@@ -291,7 +291,7 @@ func (z *ZooKeeper) take(i int) (int64, bool, error) {
 	}
 	hp := z.root + "/hosts/" + z.host
 	if _, err := z.conn.Set(hp, []byte(z.node(i)), -1); errors.Is(err, zk.ErrNoNode) {
-		_, err = z.conn.Create(hp, []byte(z.node(i)), 0, zk.WorldACL(zk.PermAll))
+		_, err = z.conn.Create(hp, []byte(z.node(i)), 0, zkconn.ACL())
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return 0, false, err
 		}
@@ -300,7 +300,7 @@ func (z *ZooKeeper) take(i int) (int64, bool, error) {
 }
 
 func (z *ZooKeeper) member() error {
-	_, err := z.conn.Create(z.root+"/members/"+z.host, []byte(z.addr), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	_, err := z.conn.Create(z.root+"/members/"+z.host, []byte(z.addr), zk.FlagEphemeral, zkconn.ACL())
 	if errors.Is(err, zk.ErrNodeExists) {
 		return nil
 	}

@@ -35,7 +35,11 @@ const (
 	// secretTokens holds the first admin token (admin) and the admin token
 	// the API's reads send to the cache (cache).
 	secretTokens = "offerlog-tokens"
-	kafkaUser    = "offerlog"
+	// secretZooKeeper holds the credentials (auth, "user:password") every
+	// component's ZooKeeper session authenticates with, so that offerlog's
+	// znodes are its own (zkconn.AuthFileEnv names the file).
+	secretZooKeeper = "offerlog-zookeeper"
+	kafkaUser       = "offerlog"
 )
 
 // runDeploy is offerlog deploy init: what a cluster needs before its
@@ -45,7 +49,8 @@ const (
 //
 //  1. the Kafka user's credentials (Secret offerlog-kafka): Kafka's pods
 //     wait for it and create the user from it; every component reads its
-//     kafka.properties;
+//     kafka.properties; and the ZooKeeper credentials (Secret
+//     offerlog-zookeeper) every component's session authenticates with;
 //  2. with the cluster up (SASL with those credentials): the topic
 //     catalogue, as offerlog topics ensure;
 //  3. the first admin token and the cache's token (Secret offerlog-tokens),
@@ -99,6 +104,17 @@ func runDeploy(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return err
 	}
 	fmt.Fprintf(stdout, "secret %s: %s\n", secretKafka, madeOrKept(made))
+	_, made, err = ensureSecret(ctx, store, secretZooKeeper, func() (map[string][]byte, error) {
+		pw, err := randomText(24)
+		if err != nil {
+			return nil, err
+		}
+		return map[string][]byte{"auth": []byte(kafkaUser + ":" + pw)}, nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "secret %s: %s\n", secretZooKeeper, madeOrKept(made))
 	if *credentialsOnly {
 		return nil
 	}

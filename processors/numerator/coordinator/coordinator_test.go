@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/internal/zkconn"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator/coordinatortest"
 )
@@ -24,6 +25,8 @@ func TestZooKeeper(t *testing.T) {
 		t.Skip("integration")
 	}
 	addr := testkit.ZooKeeper(t)
+	// As shipped: every master authenticated, the znodes theirs alone.
+	t.Setenv(zkconn.AuthEnv, "offerlog:test")
 	n := 0
 	coordinatortest.Run(t, func(t *testing.T, clock *coordinatortest.Clock) func() coordinator.Coordinator {
 		n++

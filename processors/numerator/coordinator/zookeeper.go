@@ -93,7 +93,7 @@ func (c *ZooKeeper) create(ctx context.Context, p string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err := c.conn.Create(p, data, 0, zk.WorldACL(zk.PermAll))
+	_, err := c.conn.Create(p, data, 0, zkconn.ACL())
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("coordinator: create %s: %w", p, err)
 	}
@@ -156,7 +156,7 @@ func (c *ZooKeeper) acquire(ctx context.Context, holder string, timeout time.Dur
 			&zk.SetDataRequest{Path: c.ticketsPath(), Data: []byte(strconv.FormatInt(l.Ticket, 10)), Version: tstat.Version},
 			// Ephemeral: the lock of a master that died goes with its
 			// session, after the session timeout, not after the lock's.
-			&zk.CreateRequest{Path: c.lockPath(), Data: data, Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral})
+			&zk.CreateRequest{Path: c.lockPath(), Data: data, Acl: zkconn.ACL(), Flags: zk.FlagEphemeral})
 		_, err = c.conn.Multi(ops...)
 		switch {
 		case err == nil:
@@ -205,7 +205,7 @@ func (c *ZooKeeper) report(ctx context.Context, ticket int64, p *Pointer) error 
 			_, sstat, err := c.conn.Get(c.statePath())
 			switch {
 			case errors.Is(err, zk.ErrNoNode):
-				ops = append(ops, &zk.CreateRequest{Path: c.statePath(), Data: data, Acl: zk.WorldACL(zk.PermAll)})
+				ops = append(ops, &zk.CreateRequest{Path: c.statePath(), Data: data, Acl: zkconn.ACL()})
 			case err != nil:
 				return fmt.Errorf("coordinator: read state: %w", err)
 			default:
