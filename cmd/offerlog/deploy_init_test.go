@@ -17,6 +17,7 @@ import (
 	"github.com/offerlog/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/internal/zkconn"
 	"github.com/offerlog/offerlog/streams"
 )
 
@@ -46,6 +47,11 @@ func TestDeployInitMakesWhatAClusterNeeds(t *testing.T) {
 		if !strings.Contains(string(props), want) {
 			t.Errorf("kafka.properties lacks %q:\n%s", want, props)
 		}
+	}
+	// The ZooKeeper credentials, as zkconn reads them from the file.
+	t.Setenv(zkconn.AuthFileEnv, filepath.Join(secrets, secretZooKeeper, "auth"))
+	if user, pw, ok, err := zkconn.Credentials(); err != nil || !ok || user != "offerlog" || len(pw) < 20 {
+		t.Errorf("the ZooKeeper credentials init made: %q %q %v %v", user, pw, ok, err)
 	}
 	// The broker is given the user init made (as Kafka's pods are).
 	data := t.TempDir()
@@ -160,7 +166,14 @@ func TestDeployInitKeepsSecretsInKubernetes(t *testing.T) {
 	if err := json.Unmarshal(secrets[secretKafka], &s); err != nil {
 		t.Fatal(err)
 	}
-	if posts != 1 || string(s.Data["username"]) != "offerlog" || len(s.Data["password"]) < 20 ||
+	var zk kubeSecret
+	if err := json.Unmarshal(secrets[secretZooKeeper], &zk); err != nil {
+		t.Fatal(err)
+	}
+	if user, pw, ok := strings.Cut(string(zk.Data["auth"]), ":"); !ok || user != "offerlog" || len(pw) < 20 {
+		t.Errorf("secret %s: auth %q, want offerlog:PASSWORD", secretZooKeeper, zk.Data["auth"])
+	}
+	if posts != 2 || string(s.Data["username"]) != "offerlog" || len(s.Data["password"]) < 20 ||
 		!strings.Contains(string(s.Data["kafka.properties"]), "sasl.password="+string(s.Data["password"])) {
 		t.Errorf("posts %d, secret %+v", posts, s)
 	}
