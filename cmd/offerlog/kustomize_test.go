@@ -84,6 +84,7 @@ type podMonitor struct {
 	Kind       string            `json:"kind"`
 	Metadata   metav1.ObjectMeta `json:"metadata"`
 	Spec       struct {
+		JobLabel            string               `json:"jobLabel"`
 		Selector            metav1.LabelSelector `json:"selector"`
 		PodMetricsEndpoints []struct {
 			Port     string `json:"port"`
@@ -125,6 +126,13 @@ func TestKubernetesManifestsAreValid(t *testing.T) {
 		var sel map[string]string
 		var tmpl *corev1.PodTemplateSpec
 		switch o := obj.(type) {
+		case *podMonitor:
+			// The Operator names a target's job by the pod label jobLabel
+			// names (default: namespace/name): the alerts read job
+			// "offerlog", as deploy/prometheus/prometheus.yml names it.
+			if o.Spec.JobLabel == "" || o.Spec.Selector.MatchLabels[o.Spec.JobLabel] != "offerlog" {
+				t.Errorf("%s %s: jobLabel %q: its targets' job is not the \"offerlog\" OfferlogDown reads", kind, name, o.Spec.JobLabel)
+			}
 		case *appsv1.Deployment:
 			sel, tmpl = o.Spec.Selector.MatchLabels, &o.Spec.Template
 		case *appsv1.StatefulSet:
