@@ -22,11 +22,13 @@ import (
 	"testing"
 	"time"
 
+	gozk "github.com/go-zookeeper/zk"
 	corev1 "k8s.io/api/core/v1"
 
 	"golang.org/x/time/rate"
 
 	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/internal/zkconn"
 	"github.com/offerlog/offerlog/streams"
 )
 
@@ -52,6 +54,7 @@ const topologyPartitions = "4"
 type cluster struct {
 	t        *testing.T
 	bin      string
+	zk       string // the ensemble's address
 	net      *hostNet
 	m        *manifests
 	secrets  string
@@ -121,6 +124,7 @@ func TestTopology(t *testing.T) {
 	}
 	t.Cleanup(c.brokers.Close)
 	zk := testkit.ZooKeeperOn(t, c.net.hostIP)
+	c.zk = zk
 	timers := c.serveTimerStage(t)
 	for name, cm := range c.m.configMaps {
 		if strings.HasPrefix(name, "offerlog-settings") { // with kustomize's hash
@@ -265,6 +269,28 @@ func (c *cluster) checkReplay(t *testing.T, brokerAddr string) {
 		records += len(after)
 	}
 	t.Logf("topology: replays of %d groups rebuilt %d records, each as it was", len(replayTables), records)
+
+	// offerlog's znodes are its own, as shipped (the Secret
+	// offerlog-zookeeper): a session without the credentials can neither
+	// list nor add to them.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	t.Setenv(zkconn.AuthEnv, "")
+	t.Setenv(zkconn.AuthFileEnv, "")
+	anon, _, err := zkconn.Dial(ctx, c.zk, 10*time.Second, testkit.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anon.Close()
+	if roots, _, err := anon.Children("/"); err != nil || !slices.Contains(roots, "offerlog") {
+		t.Fatalf("ZooKeeper's root: %v %v, want offerlog's", roots, err)
+	}
+	if _, _, err := anon.Children("/offerlog"); !errors.Is(err, gozk.ErrNoAuth) {
+		t.Errorf("a session without credentials listed /offerlog: %v, want ErrNoAuth", err)
+	}
+	if _, err := anon.Create("/offerlog/intruder", nil, 0, gozk.WorldACL(gozk.PermAll)); !errors.Is(err, gozk.ErrNoAuth) {
+		t.Errorf("a session without credentials created under /offerlog: %v, want ErrNoAuth", err)
+	}
 }
 
 // runOnce runs the binary to its end on the host, as a one-shot.
