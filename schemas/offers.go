@@ -160,6 +160,9 @@ type StageState struct {
 	Version int64  `avro:"version" json:"version"`
 	Queued  bool   `avro:"queued" json:"queued,omitempty"`
 	TimerAt int64  `avro:"timer_at" json:"timer_at,omitempty"`
+	// Again: while the stage (with patches) was queued, an outside change
+	// it is interested in came: its result queues it once more.
+	Again bool `avro:"again" json:"again,omitempty"`
 }
 
 // RecentResult is the result given to one input, remembered so that a

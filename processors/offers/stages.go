@@ -44,12 +44,15 @@ func setStage(r *schemas.OfferRecord, st schemas.StageState) {
 
 // stageCommand decides the scheduler's commands:
 //   - ENQUEUE puts the offer in the stage's queue unless it is there (an
-//     offer is queued at most once per stage); one that fires a timer
-//     (FiredAt) counts only if it is the stage's pending timer, which it
-//     consumes;
+//     offer is queued at most once per stage; one with Patch, the router's
+//     for a stage with patches, marks a queued stage Again instead); one
+//     that fires a timer (FiredAt) counts only if it is the stage's pending
+//     timer, which it consumes;
 //   - STAGE_RESULT saves a stage's result if the offer is still at the
 //     version the stage read (offer update, new state and timer together),
-//     and otherwise queues the stage again on the new version (CONFLICT);
+//     or its patch applies to the newer one, and otherwise queues the stage
+//     again on the new version (CONFLICT); a saved result of a stage marked
+//     Again queues it once more, on the version it wrote;
 //   - SET_TIMER sets (or with -1 clears) the stage's timer;
 //   - STATE_CAS replaces the stage's state if it is at the version given.
 //
@@ -76,9 +79,13 @@ func stageCommand(cur *schemas.OfferRecord, in Input) Decision {
 			d.Timer = &schemas.StageTimer{OfferID: cur.Offer.ID, Stage: c.Stage}
 		}
 		if st.Queued {
-			if !timer {
+			if !timer && (!c.Patch || st.Again) {
 				return refuse(schemas.OutcomeIgnored, cur, "stage", "already in the queue of %s", c.Stage)
 			}
+			// A stage with patches queued already: its result, which may
+			// apply to this newer version without seeing it, queues it
+			// once more (Again).
+			st.Again = st.Again || c.Patch && !timer
 		} else {
 			st.Queued = true
 			d.Queue = &schemas.QueueItem{OfferID: cur.Offer.ID, Stage: c.Stage, Version: cur.Version, StateVersion: st.Version, Low: c.Low, At: in.At}
@@ -129,6 +136,8 @@ func stageCommand(cur *schemas.OfferRecord, in Input) Decision {
 			return d
 		}
 		st.Queued = false
+		requeue := st.Again && c.Failed == ""
+		st.Again = false
 		if c.Failed != "" {
 			// Given up, or refused: out of the queue (a redrive or the next
 			// change asks the stage again), nothing else touched.
@@ -147,6 +156,7 @@ func stageCommand(cur *schemas.OfferRecord, in Input) Decision {
 			st.TimerAt = 0
 			d.Timer = &schemas.StageTimer{OfferID: cur.Offer.ID, Stage: c.Stage}
 		}
+		st.Queued = requeue // an outside change came while it worked: again
 		setStage(next, st)
 		if c.Offer == nil {
 			d = stateWritten(next, in, d, cur.Version)
@@ -171,6 +181,9 @@ func stageCommand(cur *schemas.OfferRecord, in Input) Decision {
 			timer := d.Timer
 			d = written(next, cur, in, "")
 			d.Timer = timer
+		}
+		if requeue {
+			d.Queue = &schemas.QueueItem{OfferID: cur.Offer.ID, Stage: c.Stage, Version: next.Version, StateVersion: st.Version, At: in.At}
 		}
 		d.Effect = &schemas.StageEffect{Stage: c.Stage, Offer: next.Offer, Version: next.Version, State: st,
 			Changed: c.Offer != nil, At: in.At}

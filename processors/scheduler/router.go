@@ -32,11 +32,11 @@ const MaxChain = 4
 func Cut(ev *schemas.OfferEvent) bool { return ev.StageDepth >= MaxChain }
 
 // Route returns the commands a change of an offer makes for one stage: none
-// if the offer is deleted, already in the stage's queue, the change does
-// not concern the stage, is the stage's own result, or is past the chain
-// bound (Cut); otherwise ENQUEUE if should says so or fails (the seed
-// queues an offer whose ShouldProcess failed), and SET_TIMER for a new
-// timer.
+// if the offer is deleted, already in the stage's queue (a stage with
+// patches: already marked to run again), the change does not concern the
+// stage, is the stage's own result, or is past the chain bound (Cut);
+// otherwise ENQUEUE if should says so or fails (the seed queues an offer
+// whose ShouldProcess failed), and SET_TIMER for a new timer.
 func Route(cfg StageConfig, ev *schemas.OfferEvent, should func() (Should, error)) []*schemas.OfferCommand {
 	if ev.Offer.Status == schemas.OfferDeleted || !cfg.Interested(ev.Changed) || ev.ByStage == cfg.Name || Cut(ev) {
 		return nil
@@ -47,7 +47,7 @@ func Route(cfg StageConfig, ev *schemas.OfferEvent, should func() (Should, error
 			st = s
 		}
 	}
-	if st.Queued {
+	if st.Queued && (!cfg.Patches || st.Again) {
 		return nil
 	}
 	d, err := should()
@@ -57,7 +57,12 @@ func Route(cfg StageConfig, ev *schemas.OfferEvent, should func() (Should, error
 	}
 	var out []*schemas.OfferCommand
 	if err != nil || d.Process {
-		out = append(out, cmd(schemas.CommandEnqueue))
+		c := cmd(schemas.CommandEnqueue)
+		// A stage with patches is asked even while queued: its result may
+		// apply to this change's version without having seen it (issue 52
+		// defect 4), so the aggregate marks it to run once more (Again).
+		c.Patch = cfg.Patches
+		out = append(out, c)
 	}
 	if err == nil && d.TimerAt > 0 && d.TimerAt != st.TimerAt {
 		c := cmd(schemas.CommandSetTimer)

@@ -440,3 +440,62 @@ func TestPatchesConflictOnlyOnTheirFields(t *testing.T) {
 		t.Errorf("a patch of moderation: %+v", d)
 	}
 }
+
+// TestAPatchStageSeesAnOutsideChangeMadeWhileItWorked is issue 52's
+// defect 4: stage a (patches) works from version 1; the seller changes
+// the title meanwhile (version 2); a's patch of the price applies to
+// version 2 without a having seen the title. The router, which skipped a
+// queued stage, now asks it, and the aggregate marks it Again, so the
+// saved result queues a once more, on the version it wrote; a whole-result
+// stage is still skipped while queued (its result conflicts instead).
+func TestAPatchStageSeesAnOutsideChangeMadeWhileItWorked(t *testing.T) {
+	id := offers.IDFrom(1)
+	create := offers.Decide(nil, cmd(&schemas.OfferCommand{Kind: schemas.CommandCreate, SellerID: "s", DraftOwner: "user:s", DraftID: id,
+		Offer: &schemas.Offer{Category: "cars", Title: "t", Price: new(int64(10)), Currency: "RUB"}}, 1)).Record
+	queued := offers.Decide(create, cmd(&schemas.OfferCommand{Kind: schemas.CommandEnqueue, Stage: "a"}, 2)).Record
+	read := *queued
+	upd := queued.Offer
+	upd.Title = "the seller's title"
+	moved := offers.Decide(queued, cmd(&schemas.OfferCommand{Kind: schemas.CommandUpdate, SellerID: "s", Offer: &upd}, 3)).Record
+
+	// The router sees the seller's change while a is queued.
+	ev := &schemas.OfferEvent{Offer: moved.Offer, Version: moved.Version, Changed: []string{"title"}, Stages: moved.Stages}
+	yes := func() (Should, error) { return Should{Process: true}, nil }
+	if got := Route(StageConfig{Name: "a"}, ev, yes); got != nil {
+		t.Fatalf("a whole-result stage in the queue asked again: %+v", got)
+	}
+	got := Route(StageConfig{Name: "a", Patches: true}, ev, yes)
+	if len(got) != 1 || got[0].Kind != schemas.CommandEnqueue || !got[0].Patch {
+		t.Fatalf("a patch stage in the queue, asked about an outside change: %+v, want an ENQUEUE with Patch", got)
+	}
+	got[0].OfferID, got[0].SellerID = id, "s"
+	d := offers.Decide(moved, cmd(got[0], 4))
+	marked := d.Record
+	if st, _ := offers.StageOf(marked, "a"); d.Outcome != schemas.OutcomeOK || !st.Queued || !st.Again || d.Queue != nil || marked.Version != moved.Version {
+		t.Fatalf("the ENQUEUE of a queued patch stage: %+v, state %+v; want it marked Again, no second item, the offer's version kept", d, st)
+	}
+	// Asked again before its result: nothing more.
+	ev.Stages = marked.Stages
+	if got := Route(StageConfig{Name: "a", Patches: true}, ev, yes); got != nil {
+		t.Errorf("a stage marked Again asked again: %+v", got)
+	}
+
+	// a's patch of the price applies to version 2, and queues a again on
+	// the version it wrote.
+	result := read.Offer
+	result.Price = new(int64(99))
+	d = offers.Decide(marked, cmd(&schemas.OfferCommand{Kind: schemas.CommandResult, Stage: "a", ReadVersion: read.Version, Offer: &result,
+		Patch: true, PatchFields: PatchOf(&read, &result)}, 5))
+	st, _ := offers.StageOf(d.Record, "a")
+	if d.Outcome != schemas.OutcomeOK || *d.Record.Offer.Price != 99 || !st.Queued || st.Again || d.Queue == nil ||
+		d.Queue.Version != d.Record.Version || d.Queue.StateVersion != st.Version {
+		t.Fatalf("the patch of a stage marked Again: %+v, state %+v, queue %+v; want it saved and a queued once more at version %d",
+			d, st, d.Queue, d.Record.Version)
+	}
+	// Its next result, with nothing new, leaves the queue.
+	again := d.Record
+	d = offers.Decide(again, cmd(&schemas.OfferCommand{Kind: schemas.CommandResult, Stage: "a", ReadVersion: again.Version}, 6))
+	if st, _ := offers.StageOf(d.Record, "a"); d.Outcome != schemas.OutcomeOK || st.Queued || st.Again || d.Queue != nil {
+		t.Errorf("the second result: %+v, state %+v; want a out of the queue", d, st)
+	}
+}
