@@ -225,6 +225,24 @@ func TestKubernetesManifestsAreSecure(t *testing.T) {
 	secretsUsed := map[string]bool{}
 	for _, w := range m.workloads {
 		ps := w.pod.Spec
+		// Replicas on different nodes where the cluster has them, and
+		// every long-running container restarted when it stops answering
+		// (offerlog's only after its start, which may restore a store).
+		if w.kind != "Job" && w.replicas > 1 && w.pod.Labels["app"] == "offerlog" && !slices.ContainsFunc(ps.TopologySpreadConstraints, func(c corev1.TopologySpreadConstraint) bool {
+			return c.TopologyKey == "kubernetes.io/hostname" && slices.Contains(c.MatchLabelKeys, "component")
+		}) {
+			t.Errorf("%s: %d replicas and no spread over nodes by component", w, w.replicas)
+		}
+		if w.kind != "Job" {
+			for _, c := range ps.Containers {
+				if c.LivenessProbe == nil {
+					t.Errorf("%s container %s: no liveness probe", w, c.Name)
+				}
+				if strings.HasPrefix(c.Image, "offerlog") && c.StartupProbe == nil {
+					t.Errorf("%s container %s: no startup probe (a restore may outlast the liveness probe)", w, c.Name)
+				}
+			}
+		}
 		psc := ps.SecurityContext
 		if psc == nil {
 			psc = &corev1.PodSecurityContext{}
