@@ -126,6 +126,24 @@ func TestKubernetesManifestsAreValid(t *testing.T) {
 		var sel map[string]string
 		var tmpl *corev1.PodTemplateSpec
 		switch o := obj.(type) {
+		case *networkingv1.Ingress:
+			// The API's routes from outside, with a class, a host and
+			// TLS; never /metrics, /debug/pprof or the probes.
+			if o.Spec.IngressClassName == nil || len(o.Spec.TLS) == 0 || len(o.Spec.Rules) == 0 || o.Spec.Rules[0].Host == "" {
+				t.Errorf("%s %s: want an ingress class, a host and TLS", kind, name)
+			}
+			for _, r := range o.Spec.Rules {
+				if r.HTTP == nil {
+					continue
+				}
+				for _, p := range r.HTTP.Paths {
+					for _, inside := range []string{"/metrics", "/debug/pprof/", "/healthz", "/readyz"} {
+						if strings.HasPrefix(inside, p.Path) && (p.PathType == nil || *p.PathType != networkingv1.PathTypeExact || p.Path == inside) {
+							t.Errorf("%s %s: path %s routes %s from outside", kind, name, p.Path, inside)
+						}
+					}
+				}
+			}
 		case *podMonitor:
 			// The Operator names a target's job by the pod label jobLabel
 			// names (default: namespace/name): the alerts read job
