@@ -64,6 +64,7 @@ deploy-version:
 	sed -i -E 's/(image: offerlog):[0-9A-Za-z._-]+$$/\1:$(VERSION)/' deploy/k8s/base/*.yaml
 	sed -i -E 's/offerlog-init-[0-9A-Za-z-]+$$/offerlog-init-$(subst .,-,$(VERSION))/' deploy/k8s/base/50-offerlog.yaml
 	sed -i -E 's/OFFERLOG_VERSION:-[^}]+/OFFERLOG_VERSION:-$(VERSION)/; s/^( *VERSION: *).*/\1$(VERSION)/' deploy/compose.yaml
+	sed -i -E '0,/^  version: /s/^(  version: ).*/\1$(VERSION)/' internal/api/openapi.yaml
 
 ## test: vet, then every test with the race detector against real parts
 test: deps tools vet

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/offerlog/offerlog/internal/broker"
@@ -116,6 +117,9 @@ func runComponent(ctx context.Context, args []string, _ io.Reader, stdout, stder
 		return fmt.Errorf("%w: which component? one of %v", errUsage, platform.AllComponents)
 	}
 	component := args[0]
+	if !slices.Contains(platform.AllComponents, component) && !isHelp(component) {
+		return fmt.Errorf("%w: unknown component %q: one of %v", errUsage, component, platform.AllComponents)
+	}
 	f := newFlags("run "+component, stderr).produces()
 	f.component = component
 	cfg := f.platform()

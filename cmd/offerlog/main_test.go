@@ -49,6 +49,11 @@ func TestUsage(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "--brokers") {
 		t.Fatalf("missing brokers: %d %s", code, stderr)
 	}
+	// An unknown component is a usage error like the others (it exited 1).
+	code, _, stderr = offerlog(t, "", "run", "foo", "--brokers", "127.0.0.1:1")
+	if code != 2 || !strings.Contains(stderr, `unknown component "foo"`) {
+		t.Fatalf("run foo: %d %s", code, stderr)
+	}
 	for _, args := range [][]string{{"--help"}, {"help"}, {"-h"}} {
 		if code, out, _ := offerlog(t, "", args...); code != 0 || !strings.Contains(out, "usage: offerlog COMMAND") {
 			t.Fatalf("%v: %d %s", args, code, out)

@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +23,16 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	}
 	if !doc.IsOpenAPI31OrLater() {
 		t.Fatalf("openapi %s, want 3.1", doc.OpenAPI)
+	}
+	// The description's version is the release's, which make
+	// deploy-version writes here and in the manifests (it said 0.4.0 in
+	// 0.5.0).
+	kust, err := os.ReadFile("../../deploy/k8s/base/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag := regexp.MustCompile(`(?m)^ *newTag: *(\S+)`).FindSubmatch(kust); tag == nil || doc.Info.Version != string(tag[1]) {
+		t.Errorf("the OpenAPI description's version %s, the manifests' %s", doc.Info.Version, tag)
 	}
 	brokers := testkit.Broker(t, "").Addrs()
 	srv, err := api.New(api.Config{Auth: auth.Off(testkit.Logger()), Producer: testkit.Client(t, brokers), Cluster: testkit.Cluster(t, brokers),
