@@ -105,6 +105,10 @@ func runDeadLetters(ctx context.Context, args []string, _ io.Reader, stdout, std
 		}
 	}
 	switch {
+	case len(chosen) == 0 && *all:
+		// Nothing to redrive is not a failure (it said "offset -1").
+		fmt.Fprintf(stdout, "redriven 0 of 0 dead letters of %s: it holds none\n", topic)
+		return nil
 	case len(chosen) == 0:
 		return fmt.Errorf("no dead letter at offset %d of %s", *offset, topic)
 	case !*all && len(chosen) > 1:

@@ -326,7 +326,7 @@ func TestDeadLettersListAndRedrive(t *testing.T) {
 	}
 	b := testkit.Broker(t, "")
 	addr := strings.Join(b.Addrs(), ",")
-	testkit.EnsureTopics(t, b.Addrs(), []topics.Topic{{Name: "in", Partitions: 3}, {Name: "in.dead", Partitions: 1}})
+	testkit.EnsureTopics(t, b.Addrs(), []topics.Topic{{Name: "in", Partitions: 3}, {Name: "in.dead", Partitions: 1}, {Name: "empty.dead", Partitions: 2}})
 	small := &kgo.Record{Topic: "in", Partition: 2, Offset: 5, Key: []byte("k1"), Value: []byte("garbage"),
 		Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("t1")}}}
 	big := &kgo.Record{Topic: "in", Partition: 1, Offset: 9, Key: []byte("k2"), Value: bytes.Repeat([]byte("x"), 1<<20)}
@@ -349,6 +349,12 @@ func TestDeadLettersListAndRedrive(t *testing.T) {
 	code, _, stderr = offerlog(t, "", "deadletters", "redrive", "--brokers", addr, "in.dead")
 	if code != 2 {
 		t.Fatalf("redrive without --offset or --all: %d %s", code, stderr)
+	}
+	// An empty dead letter topic has nothing to redrive: not a failure (it
+	// exited 1 with "offset -1").
+	code, out, stderr = offerlog(t, "", "deadletters", "redrive", "--brokers", addr, "empty.dead", "--all")
+	if code != 0 || !strings.Contains(out, "redriven 0 of 0") {
+		t.Fatalf("redrive --all of an empty topic: %d\n%s%s", code, out, stderr)
 	}
 	code, out, stderr = offerlog(t, "", "deadletters", "redrive", "--brokers", addr, "in.dead", "--all")
 	if code != 1 || !strings.Contains(out, "redriven 1 of 2") || !strings.Contains(stderr, "cannot be put back") {
