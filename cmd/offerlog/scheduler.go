@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/offerlog/offerlog/processors/scheduler"
 )
@@ -60,18 +61,31 @@ func runScheduler(ctx context.Context, args []string, stdin io.Reader, stdout, s
 // runRedrive queues again the offers of a stage's dead letters.
 func runRedrive(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	f := newFlags("scheduler redrive", stderr).produces()
+	cfg := f.platform()
 	f.brokers()
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if f.NArg() != 1 {
+		return fmt.Errorf("%w: want one STAGE", errUsage)
+	}
+	// Only a configured stage: the aggregate refuses a command of any
+	// other, so its dead letters would be queued to be refused.
+	stages := cfg.Stages
+	if cfg.StagesFile != "" {
+		var err error
+		if stages, err = scheduler.LoadConfig(cfg.StagesFile); err != nil {
+			return err
+		}
+	}
+	if !slices.Contains(stages.Names(), f.Arg(0)) {
+		return fmt.Errorf("%w: no stage %q configured (have %v; --stages names the stages file)", errUsage, f.Arg(0), stages.Names())
 	}
 	kafka, err := f.cluster()
 	if err != nil {
 		return err
 	}
 	defer kafka.Close()
-	if f.NArg() != 1 {
-		return fmt.Errorf("%w: want one STAGE", errUsage)
-	}
 	queued, letters, err := scheduler.Redrive(ctx, kafka, f.Arg(0))
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +43,15 @@ func TestSchedulerRedrive(t *testing.T) {
 	if code, _, stderr := offerlog(t, "", "scheduler", "redrive", "--brokers", addr); code != 2 || !strings.Contains(stderr, "STAGE") {
 		t.Fatalf("without a stage: %d %s", code, stderr)
 	}
+	// A stage that is not configured is refused (its commands would be).
+	if code, _, stderr := offerlog(t, "", "scheduler", "redrive", "price", "--brokers", addr); code != 2 || !strings.Contains(stderr, `no stage "price"`) {
+		t.Fatalf("a stage not configured: %d %s", code, stderr)
+	}
+	stages := filepath.Join(t.TempDir(), "stages.yaml")
+	if err := os.WriteFile(stages, []byte("stages:\n- name: price\n  address: price:9000\n- name: photos\n  address: photos:9000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OFFERLOG_STAGES", stages)
 	code, out, stderr := offerlog(t, "", "scheduler", "redrive", "price", "--brokers", addr)
 	if code != 0 || !strings.Contains(out, "queued 2 offers again for price (2 dead letters)") {
 		t.Fatalf("redrive: %d %s%s", code, out, stderr)
