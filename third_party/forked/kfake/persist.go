@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -758,11 +759,18 @@ func (c *Cluster) forEachPartition(fn func(topic string, part int32, pd *partDat
 		mu.Unlock()
 	}
 
+	// offerlog patch 14: a few partitions at a time, not all at once. A
+	// load holds a partition's segment read whole while it indexes it, so
+	// upstream's goroutine per partition held a segment of every partition
+	// at once (hundreds on offerlog's catalogue), on a machine with as
+	// many cores as it has.
+	sem := make(chan struct{}, max(4, 2*runtime.GOMAXPROCS(0)))
 	var wg sync.WaitGroup
 	for _, j := range jobs {
 		wg.Add(1)
+		sem <- struct{}{}
 		go func(j partJob) {
-			defer wg.Done()
+			defer func() { <-sem; wg.Done() }()
 			if err := fn(j.topic, j.part, j.pd); err != nil {
 				setErr(fmt.Errorf("partition %s-%d: %w", j.topic, j.part, err))
 			}
