@@ -119,19 +119,7 @@ func TestTimersReplaceAStoreOfAnEarlierRelease(t *testing.T) {
 // writes while a round is in flight (an earlier timer, a replacement) is
 // neither skipped nor lost.
 func TestABurstOfOneStageLeavesRoomForAnother(t *testing.T) {
-	tm := &Timers{Dir: t.TempDir(), Metrics: NewMetrics(metrics.New()), Logger: testkit.Logger()}
-	if err := tm.open(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { tm.db.Close() }()
-	offset := int64(0)
-	put := func(id, stage string, due int64) {
-		data, _ := schemas.StageTimers.Encode(&schemas.StageTimer{OfferID: id, Stage: stage, DueAt: due})
-		if err := tm.apply([]*kgo.Record{{Key: []byte(id + "/" + stage), Value: data, Offset: offset}}); err != nil {
-			t.Fatal(err)
-		}
-		offset++
-	}
+	tm, put := timersOnDisk(t)
 	burst := fireQuota + 500
 	for i := range burst {
 		put(fmt.Sprint("o", i), "burst", 1000)
@@ -209,21 +197,9 @@ func TestABurstOfOneStageLeavesRoomForAnother(t *testing.T) {
 // topology test's due timers, three offers of 258 after a scheduler pod's
 // kill -9: the restarted timer service fired while it read its backlog).
 func TestATimerAppliedLateInsideAFiringFires(t *testing.T) {
-	tm := &Timers{Dir: t.TempDir(), Metrics: NewMetrics(metrics.New()), Logger: testkit.Logger()}
-	if err := tm.open(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { tm.db.Close() }()
-	offset := int64(0)
-	put := func(id string, due int64) {
-		data, _ := schemas.StageTimers.Encode(&schemas.StageTimer{OfferID: id, Stage: "s", DueAt: due})
-		if err := tm.apply([]*kgo.Record{{Key: []byte(id + "/s"), Value: data, Offset: offset}}); err != nil {
-			t.Fatal(err)
-		}
-		offset++
-	}
-	put("a", 1000)
-	put("c", 3000)
+	tm, put := timersOnDisk(t)
+	put("a", "s", 1000)
+	put("c", "s", 3000)
 	for round, restart := range []bool{false, true} {
 		if restart {
 			// A restarted service starts each stage at its prefix.
@@ -233,8 +209,8 @@ func TestATimerAppliedLateInsideAFiringFires(t *testing.T) {
 			if err := tm.open(); err != nil {
 				t.Fatal(err)
 			}
-			put("a", 1000)
-			put("c", 3000)
+			put("a", "s", 1000)
+			put("c", "s", 3000)
 		}
 		cmds, taken, starts, _, err := tm.due(5000)
 		if err != nil {
@@ -243,7 +219,7 @@ func TestATimerAppliedLateInsideAFiringFires(t *testing.T) {
 		if len(cmds) != 2 {
 			t.Fatalf("round %d: %d timers due, want a and c", round, len(cmds))
 		}
-		put("b", 2000) // applied while a and c are being sent
+		put("b", "s", 2000) // applied while a and c are being sent
 		if _, err := tm.forget(taken, starts); err != nil {
 			t.Fatal(err)
 		}
@@ -261,4 +237,26 @@ func TestATimerAppliedLateInsideAFiringFires(t *testing.T) {
 			t.Fatalf("round %d: next due %d, want none", round, next)
 		}
 	}
+}
+
+// timersOnDisk opens a timer service's store alone (no broker), closed
+// when the test ends, and returns it with put, which applies a timer
+// record of the offer's stage, due at due (Unix ms), at the next offset.
+func timersOnDisk(t *testing.T) (*Timers, func(id, stage string, due int64)) {
+	t.Helper()
+	tm := &Timers{Dir: t.TempDir(), Metrics: NewMetrics(metrics.New()), Logger: testkit.Logger()}
+	if err := tm.open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tm.db.Close() })
+	offset := int64(0)
+	put := func(id, stage string, due int64) {
+		t.Helper()
+		data, _ := schemas.StageTimers.Encode(&schemas.StageTimer{OfferID: id, Stage: stage, DueAt: due})
+		if err := tm.apply([]*kgo.Record{{Key: []byte(id + "/" + stage), Value: data, Offset: offset}}); err != nil {
+			t.Fatal(err)
+		}
+		offset++
+	}
+	return tm, put
 }
