@@ -334,8 +334,6 @@ func NewCluster(opts ...Opt) (*Cluster, error) {
 	// offerlog patch 2: compaction and retention resume after a reload
 	// (the ticker was only started by topic creation or config changes).
 	c.refreshCompactTicker()
-	// offerlog patch 13: a load read every index; keep the bound.
-	c.sealedAll()
 
 	go c.run()
 

@@ -91,19 +91,6 @@ func (c *Cluster) sealed(pd *partData, segIdx int) {
 	c.idxLoadedN += len(seg.index)
 }
 
-// sealedAll notes every sealed segment of every partition as loaded
-// (after a load from disk, which reads every index).
-func (c *Cluster) sealedAll() {
-	c.data.tps.each(func(_ string, _ int32, pd *partData) {
-		for si := range len(pd.segments) - 1 {
-			if !pd.segments[si].evicted {
-				c.sealed(pd, si)
-			}
-		}
-	})
-	c.evictIndexes()
-}
-
 // evictIndexes evicts the indexes of sealed segments, oldest loaded first,
 // until at most IndexCacheBatches batches are loaded. Called between
 // requests.
@@ -229,7 +216,7 @@ func (c *Cluster) readSegmentIndex(pd *partData, segIdx int) ([]batchMeta, error
 	idxRaw, _ := c.fs.ReadFile(filepath.Join(pdir, indexFileName(seg.base)))
 	r := bufio.NewReaderSize(f, 256<<10)
 	idx := make([]batchMeta, 0, seg.sum.n)
-	const header = 61 // a v2 RecordBatch's fields before its records
+	const header = batchHeaderSize
 	var h [header]byte
 	for pos, batchIdx := int64(0), 0; pos < size; batchIdx++ {
 		if _, err := io.ReadFull(r, h[:]); err != nil {
@@ -242,23 +229,7 @@ func (c *Cluster) readSegmentIndex(pd *partData, segIdx int) ([]batchMeta, error
 		if _, err := r.Discard(int(batchSize - header)); err != nil {
 			return nil, fmt.Errorf("batch at %d: %w", pos, err)
 		}
-		var epoch int32
-		var inTx bool
-		if off := batchIdx * indexEntrySize; off+indexEntrySize <= len(idxRaw) {
-			epoch, _, inTx, _ = decodeIndexEntry(idxRaw[off : off+indexEntrySize])
-		}
-		m := batchMeta{
-			firstOffset:     int64(binary.BigEndian.Uint64(h[0:8])),
-			segPos:          pos,
-			lastOffsetDelta: int32(binary.BigEndian.Uint32(h[23:27])),
-			firstTimestamp:  int64(binary.BigEndian.Uint64(h[27:35])),
-			maxTimestamp:    int64(binary.BigEndian.Uint64(h[35:43])),
-			producerID:      int64(binary.BigEndian.Uint64(h[43:51])),
-			numRecords:      int32(binary.BigEndian.Uint32(h[57:61])),
-			nbytes:          int32(batchSize),
-			epoch:           epoch,
-			inTx:            inTx,
-		}
+		m := headerMeta(h[:], pos, batchSize, idxRaw, batchIdx)
 		pos += batchSize
 		if m.segPos < seg.sum.firstPos {
 			continue // trimmed
@@ -282,16 +253,6 @@ func (c *Cluster) searchOffset(pd *partData, o int64) (segIdx, metaIdx int, foun
 		}
 	}
 	return segIdx, metaIdx, found, atEnd
-}
-
-// segmentEnd returns the offset after the last batch of pd's segment at
-// segIdx, which has one.
-func (si *segmentInfo) segmentEnd() int64 {
-	if si.evicted {
-		return si.sum.end
-	}
-	last := &si.index[len(si.index)-1]
-	return last.firstOffset + int64(last.lastOffsetDelta) + 1
 }
 
 // findEpochBatch returns the first batch of pd whose epoch is at least

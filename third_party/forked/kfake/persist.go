@@ -1789,7 +1789,7 @@ func (c *Cluster) indexSegment(pd *partData, fsys fs, pdir string, base int64) e
 	}
 	// The headers alone, each read where the last batch ended (pread when
 	// the file has it).
-	const header = 61 // a v2 RecordBatch's fields before its records
+	const header = batchHeaderSize
 	var h [header]byte
 	readAt := func(pos int64) error {
 		if ra, ok := f.(io.ReaderAt); ok {
@@ -1812,29 +1812,37 @@ func (c *Cluster) indexSegment(pd *partData, fsys fs, pdir string, base int64) e
 			_, err := c.loadSegmentBatches(pd, fsys, pdir, base)
 			return err
 		}
-		var epoch int32
-		var inTx bool
-		if off := batchIdx * indexEntrySize; off+indexEntrySize <= len(idxRaw) {
-			epoch, _, inTx, _ = decodeIndexEntry(idxRaw[off : off+indexEntrySize])
-		}
-		meta := batchMeta{
-			firstOffset:     int64(binary.BigEndian.Uint64(h[0:8])),
-			segPos:          pos,
-			lastOffsetDelta: int32(binary.BigEndian.Uint32(h[23:27])),
-			firstTimestamp:  int64(binary.BigEndian.Uint64(h[27:35])),
-			maxTimestamp:    int64(binary.BigEndian.Uint64(h[35:43])),
-			producerID:      int64(binary.BigEndian.Uint64(h[43:51])),
-			numRecords:      int32(binary.BigEndian.Uint32(h[57:61])),
-			nbytes:          int32(batchSize),
-			epoch:           epoch,
-			inTx:            inTx,
-		}
+		meta := headerMeta(h[:], pos, batchSize, idxRaw, batchIdx)
 		seg.index = append(seg.index, meta)
-		seg.updateEpochRange(epoch)
+		seg.updateEpochRange(meta.epoch)
 		seg.updateMaxBatch(meta, pos == 0)
 		pos += batchSize
 	}
 	return nil
+}
+
+// headerMeta returns the index entry of the batch whose header h was read
+// at pos of its segment file, of batchSize bytes, the batchIdx-th of the
+// file, with its epoch and transaction flag from the segment's .idx file
+// (idxRaw; zero where it has no entry).
+func headerMeta(h []byte, pos, batchSize int64, idxRaw []byte, batchIdx int) batchMeta {
+	var epoch int32
+	var inTx bool
+	if off := batchIdx * indexEntrySize; off+indexEntrySize <= len(idxRaw) {
+		epoch, _, inTx, _ = decodeIndexEntry(idxRaw[off : off+indexEntrySize])
+	}
+	return batchMeta{
+		firstOffset:     int64(binary.BigEndian.Uint64(h[0:8])),
+		segPos:          pos,
+		lastOffsetDelta: int32(binary.BigEndian.Uint32(h[23:27])),
+		firstTimestamp:  int64(binary.BigEndian.Uint64(h[27:35])),
+		maxTimestamp:    int64(binary.BigEndian.Uint64(h[35:43])),
+		producerID:      int64(binary.BigEndian.Uint64(h[43:51])),
+		numRecords:      int32(binary.BigEndian.Uint32(h[57:61])),
+		nbytes:          int32(batchSize),
+		epoch:           epoch,
+		inTx:            inTx,
+	}
 }
 
 func (c *Cluster) loadPIDsLog(fsys fs, dir string) error {
