@@ -64,7 +64,7 @@ deploy-version:
 	sed -i -E 's/(image: offerlog):[0-9A-Za-z._-]+$$/\1:$(VERSION)/' deploy/k8s/base/*.yaml
 	sed -i -E 's/offerlog-init-[0-9A-Za-z-]+$$/offerlog-init-$(subst .,-,$(VERSION))/' deploy/k8s/base/50-offerlog.yaml
 	sed -i -E 's/OFFERLOG_VERSION:-[^}]+/OFFERLOG_VERSION:-$(VERSION)/; s/^( *VERSION: *).*/\1$(VERSION)/' deploy/compose.yaml
-	sed -i -E '0,/^  version: /s/^(  version: ).*/\1$(VERSION)/' internal/api/openapi.yaml
+	sed -i -E '0,/^  version: /s/^(  version: ).*/\1$(VERSION)/' cmd/offerlog/internal/api/openapi.yaml
 
 ## test: vet, then every test with the race detector against real parts
 test: deps tools vet
@@ -75,7 +75,7 @@ test: deps tools vet
 ## repeats a run's moments); figures in docs/RELIABILITY.md
 test-chaos: deps tools
 	OFFERLOG_CHAOS_KILLS=$${OFFERLOG_CHAOS_KILLS:-20} OFFERLOG_REQUIRE_ZOOKEEPER=1 \
-		$(GO) test -race -count=1 -timeout 90m -v -run '^TestKill9AnywhereUnderLoad$$' ./internal/platform/
+		$(GO) test -race -count=1 -timeout 90m -v -run '^TestKill9AnywhereUnderLoad$$' ./cmd/offerlog/internal/platform/
 
 ## test-soak: DURATION=1h make test-soak: offerlog dev's form (the broker
 ## inside the process) under a steady load with a fault every minute (a
@@ -87,7 +87,7 @@ DURATION ?= 1h
 # Built without cgo, as every shipped binary is (make build, the image): the
 # stores' memory is then Go heap, under the runtime's soft limit.
 test-soak: deps tools
-	CGO_ENABLED=0 OFFERLOG_SOAK_DURATION=$(DURATION) $(GO) test -count=1 -timeout 0 -v -run '^TestSoak$$' ./internal/platform/
+	CGO_ENABLED=0 OFFERLOG_SOAK_DURATION=$(DURATION) $(GO) test -count=1 -timeout 0 -v -run '^TestSoak$$' ./cmd/offerlog/internal/platform/
 
 ## test-topology: the production topology at full length: every process the
 ## rendered manifests define, under load, every fault of the nemesis
@@ -130,7 +130,7 @@ proto:
 deps:
 	@$(GO) mod download
 
-KAFKAJS = internal/platform/testdata/kafkajs
+KAFKAJS = cmd/offerlog/internal/platform/testdata/kafkajs
 
 ## tools: Debian's kcat (the tests prove our topics are ordinary Kafka with it),
 ## prometheus (promtool: the alert rules' unit tests and the scrape config),

@@ -129,7 +129,7 @@ func TestTheBuildContextKeepsSecretsOut(t *testing.T) {
 	for _, rel := range []string{
 		"data/admin.token", "data/kafka.properties", "data/tls/server.key", "data/broker/offers-table/0/0.dat",
 		".git/config", ".git/objects/ab/cdef", "bin/offerlog", "dist/offerlog-1.0.0-linux-amd64",
-		"internal/platform/testdata/kafkajs/node_modules/kafkajs/package.json",
+		"cmd/offerlog/internal/platform/testdata/kafkajs/node_modules/kafkajs/package.json",
 		"cabinet.token", "deploy/secrets/kafka.properties", "tls.key", "ca.pem", "server.crt", "cpu.pprof", "offerlog.test",
 	} {
 		if !ignored(t, pm, rel) {

@@ -3,6 +3,7 @@ package streams
 import (
 	"bufio"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -12,8 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
-
-	"github.com/offerlog/offerlog/internal/listener"
 )
 
 // Credentials are how the clients of a cluster connect: SASL, TLS or
@@ -115,7 +114,7 @@ func LoadKafkaConfig(path string) (KafkaConfig, error) {
 			if !filepath.IsAbs(ca) {
 				ca = filepath.Join(filepath.Dir(path), ca)
 			}
-			t, err := listener.ClientTLS(ca)
+			t, err := ClientTLS(ca)
 			if err != nil {
 				return KafkaConfig{}, fmt.Errorf("%s: ssl.ca.location: %w", path, err)
 			}
@@ -160,4 +159,19 @@ func WriteKafkaConfig(path string, brokers []string, c Credentials) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// ClientTLS returns the TLS configuration of a client that trusts the
+// certificates of the PEM file ca (a CA, or a self-signed server
+// certificate).
+func ClientTLS(ca string) (*tls.Config, error) {
+	b, err := os.ReadFile(ca)
+	if err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("tls: %s holds no PEM certificate", ca)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }

@@ -19,10 +19,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/offerlog/offerlog/internal/metrics"
-	"github.com/offerlog/offerlog/internal/replay"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/streams/replay"
 	"github.com/offerlog/offerlog/topics"
 )
 

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/offerlog/offerlog/internal/bench/gokaceiling"
+	"github.com/offerlog/offerlog/cmd/goka-ceiling/internal/gokaceiling"
 )
 
 func main() {

@@ -7,7 +7,7 @@ import (
 	"os"
 	"runtime/pprof"
 
-	"github.com/offerlog/offerlog/internal/bench"
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/bench"
 )
 
 func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offerlog/offerlog/internal/auth"
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/internal/zkconn"

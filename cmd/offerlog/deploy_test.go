@@ -18,7 +18,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/cli"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/offerlog/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
 )
 
 // listenFlags name the flags that make a process listen on a port.

@@ -11,9 +11,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/listener"
-	"github.com/offerlog/offerlog/internal/platform"
 )
 
 func runDev(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/listener"
-	"github.com/offerlog/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 )

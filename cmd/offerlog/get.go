@@ -13,11 +13,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/offerlog/offerlog/internal/auth"
-	"github.com/offerlog/offerlog/internal/listener"
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/internal/zkconn"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/serving"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -51,7 +51,7 @@ func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 		}
 	}
 	if ca != "" {
-		t, err := listener.ClientTLS(ca)
+		t, err := streams.ClientTLS(ca)
 		if err != nil {
 			return err
 		}

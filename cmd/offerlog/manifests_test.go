@@ -18,7 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/offerlog/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
 )
 
 // manifests is the example overlay rendered and decoded into the API's

@@ -6,8 +6,8 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/offerlog/offerlog/internal/platform"
-	"github.com/offerlog/offerlog/internal/table"
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/streams/table"
 )
 
 func runRepartition(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {

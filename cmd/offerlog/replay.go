@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/offerlog/offerlog/internal/platform"
-	"github.com/offerlog/offerlog/internal/replay"
-	"github.com/offerlog/offerlog/internal/table"
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/streams/replay"
+	"github.com/offerlog/offerlog/streams/table"
 )
 
 func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/offerlog/offerlog/internal/auth"
-	"github.com/offerlog/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/auth"
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"

@@ -25,8 +25,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/time/rate"
 
-	"github.com/offerlog/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/processors/numerator/numeratortest"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
@@ -317,7 +318,7 @@ func (l *topologyLoad) numerator(ctx context.Context) {
 	for g := int64(1); ctx.Err() == nil; g++ {
 		// The broker is not faulted: a generation is sent whole.
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		err := testkit.SendGeneration(pctx, cl, g)
+		err := numeratortest.SendGeneration(pctx, cl, g)
 		cancel()
 		if err != nil {
 			l.t.Errorf("numerator load: generation %d: %v", g, err)
@@ -326,7 +327,7 @@ func (l *topologyLoad) numerator(ctx context.Context) {
 		l.mu.Lock()
 		l.marked = g
 		l.mu.Unlock()
-		if testkit.WaitSealed(ctx, l.c.brokers, g) != nil {
+		if numeratortest.WaitSealed(ctx, l.c.brokers, g) != nil {
 			return
 		}
 		select {
@@ -347,7 +348,7 @@ func (l *topologyLoad) checkNumerator(t *testing.T, partitions int32) {
 		t.Fatal("no numerator generation was sent")
 	}
 	brokers := l.c.brokers
-	if err := testkit.WaitSealed(testkit.Context(t, 2*time.Minute), brokers, marked); err != nil {
+	if err := numeratortest.WaitSealed(testkit.Context(t, 2*time.Minute), brokers, marked); err != nil {
 		t.Fatal(err)
 	}
 	states := map[int64]string{}
@@ -363,8 +364,8 @@ func (l *topologyLoad) checkNumerator(t *testing.T, partitions int32) {
 		states[st.Generation] = string(shards)
 	}
 	table := testkit.Table(t, brokers, topics.NumeratorTable)
-	got := testkit.Assignments(t, brokers)
-	want, wantTable := testkit.StraightNumerator(t, platform.DefaultConfig().Numerator, partitions, marked, len(table))
+	got := numeratortest.Assignments(t, brokers)
+	want, wantTable := numeratortest.StraightNumerator(t, platform.DefaultConfig().Numerator, partitions, marked, len(table))
 	if len(got) != len(want) {
 		t.Errorf("the numerator gave %d ids under the faults, %d uninterrupted", len(got), len(want))
 	}

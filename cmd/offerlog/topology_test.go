@@ -29,6 +29,7 @@ import (
 
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/internal/zkconn"
+	"github.com/offerlog/offerlog/processors/cabinet/cabinettest"
 	"github.com/offerlog/offerlog/streams"
 )
 
@@ -247,7 +248,7 @@ func (c *cluster) checkReplay(t *testing.T, brokerAddr string) {
 	for _, r := range replayTables {
 		live[r.table] = testkit.Table(t, brokers, r.table)
 	}
-	sellers := testkit.Recount(t, live["offers-table"], live["cabinet-table"])
+	sellers := cabinettest.Recount(t, live["offers-table"], live["cabinet-table"])
 	t.Logf("topology: the cabinet of %d sellers equals a recount of %d offers", sellers, len(live["offers-table"]))
 	records := 0
 	for _, r := range replayTables {

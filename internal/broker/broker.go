@@ -20,7 +20,6 @@ import (
 	"github.com/offerlog/offerlog/third_party/forked/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/streams"
 )
 
@@ -172,7 +171,7 @@ func Start(cfg Config) (*Broker, error) {
 		if creds == nil {
 			creds = &streams.Credentials{}
 		}
-		ct, err := listener.ClientTLS(cfg.CAFile)
+		ct, err := streams.ClientTLS(cfg.CAFile)
 		if err != nil {
 			unlock()
 			return nil, fmt.Errorf("broker: %w", err)

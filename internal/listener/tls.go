@@ -34,21 +34,6 @@ func ServerTLS(cert, key string) (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }
 
-// ClientTLS returns the TLS configuration of a client that trusts the
-// certificates of the PEM file ca (a CA, or a self-signed server
-// certificate).
-func ClientTLS(ca string) (*tls.Config, error) {
-	b, err := os.ReadFile(ca)
-	if err != nil {
-		return nil, fmt.Errorf("tls: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("tls: %s holds no PEM certificate", ca)
-	}
-	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
-}
-
 // GenerateTLS writes, under dir, a CA and a server certificate it signs
 // for hosts (and localhost, 127.0.0.1, ::1), unless they are there
 // already: ca.pem, server.pem and server-key.pem (the keys mode 0600).

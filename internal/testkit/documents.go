@@ -1,7 +1,6 @@
 package testkit
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -9,8 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/offerlog/offerlog/processors/cabinet"
-	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -31,19 +28,6 @@ func RegisterEpoch[K Kafka](t testing.TB, brokers K, client string) {
 	if err := cl.ProduceSync(Context(t, time.Minute), rec).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// FollowEpochs returns a catalogue following the epochs topic until the
-// test ends.
-func FollowEpochs[K Kafka](t testing.TB, brokers K) *registry.Catalogue {
-	t.Helper()
-	epochs := registry.NewCatalogue(registry.DefaultEpochGrace)
-	kafka := clusterOf(t, brokers)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = epochs.Follow(ctx, kafka, Logger()) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return epochs
 }
 
 // ProduceDocs appends docs to documents.ingest for client, acks=all.
@@ -108,43 +92,4 @@ func LastSaas[K Kafka](t testing.TB, brokers K, client string) map[string]schema
 		out[string(r.Key)] = d
 	}
 	return out
-}
-
-// Recount checks the cabinet's table against a recount of the offers'
-// table (cabinet.Recount): every seller's counters and presets are what
-// its offers imply. It returns how many sellers it compared.
-func Recount(t testing.TB, offersTable, cabinetTable map[string][]byte) int {
-	t.Helper()
-	var recs []*schemas.OfferRecord
-	for _, v := range offersTable {
-		var r schemas.OfferRecord
-		if err := schemas.OfferRecords.Decode(v, &r); err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, &r)
-	}
-	want := cabinet.Recount(recs)
-	parts := map[string]*schemas.SellerCabinet{}
-	for k, v := range cabinetTable {
-		var c schemas.SellerCabinet
-		if err := schemas.SellerCabinets.Decode(v, &c); err != nil {
-			t.Fatalf("%s: %v", k, err)
-		}
-		parts[k] = &c
-	}
-	got := cabinet.Merge(parts)
-	if len(want) != len(got) {
-		t.Errorf("%d sellers in the cabinet, %d in the offers", len(got), len(want))
-	}
-	for seller, w := range want {
-		g := got[seller]
-		if g == nil {
-			t.Errorf("seller %s has offers and no cabinet", seller)
-			continue
-		}
-		if ok, diff := cabinet.Equal(g, w); !ok {
-			t.Errorf("cabinet != recount: %s", diff)
-		}
-	}
-	return len(want)
 }

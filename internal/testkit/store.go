@@ -11,7 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/offerlog/offerlog/internal/table"
+	"github.com/offerlog/offerlog/streams/table"
 )
 
 // LocalTable reads every local store of topic that group keeps under

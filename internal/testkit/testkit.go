@@ -60,9 +60,9 @@ func Cluster(t testing.TB, brokers []string) *streams.Cluster {
 	return c
 }
 
-// clusterOf returns the cluster k names, closed when the test ends if
+// ClusterOf returns the cluster k names, closed when the test ends if
 // made here.
-func clusterOf[K Kafka](t testing.TB, k K) *streams.Cluster {
+func ClusterOf[K Kafka](t testing.TB, k K) *streams.Cluster {
 	t.Helper()
 	if c, ok := any(k).(*streams.Cluster); ok {
 		return c
@@ -79,9 +79,9 @@ func connectOptions[K Kafka](k K) []kgo.Opt {
 	return []kgo.Opt{kgo.SeedBrokers(any(k).([]string)...)}
 }
 
-// withCluster calls fn with the cluster k names, closed after it if made
+// WithCluster calls fn with the cluster k names, closed after it if made
 // here.
-func withCluster[K Kafka](k K, fn func(*streams.Cluster) error) error {
+func WithCluster[K Kafka](k K, fn func(*streams.Cluster) error) error {
 	if c, ok := any(k).(*streams.Cluster); ok {
 		return fn(c)
 	}
@@ -150,7 +150,7 @@ func ReadAll[K Kafka](t testing.TB, k K, topic string) []*kgo.Record {
 	byPart := map[int32][]*kgo.Record{}
 	// A cluster for the call, not for the test: ReadAll is called in
 	// loops (Eventually), and each cluster holds an admin client.
-	err := withCluster(k, func(c *streams.Cluster) error {
+	err := WithCluster(k, func(c *streams.Cluster) error {
 		return streams.ReadToEnd(Context(t, 60*time.Second), c, topic, func(r *kgo.Record) {
 			byPart[r.Partition] = append(byPart[r.Partition], r)
 		})

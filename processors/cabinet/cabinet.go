@@ -13,10 +13,10 @@ import (
 	"strconv"
 
 	"github.com/offerlog/offerlog/internal/metrics"
-	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/streams/table"
 	"github.com/offerlog/offerlog/topics"
 )
 

@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"github.com/offerlog/offerlog/internal/metrics"
-	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/cabinet"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams/table"
 	"github.com/offerlog/offerlog/topics"
 )
 

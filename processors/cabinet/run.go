@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/offerlog/offerlog/internal/metrics"
-	"github.com/offerlog/offerlog/internal/table"
+	"github.com/offerlog/offerlog/streams/table"
 	"github.com/offerlog/offerlog/topics"
 )
 

@@ -11,11 +11,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/processors/indexer"
 	"github.com/offerlog/offerlog/processors/registry"
+	"github.com/offerlog/offerlog/processors/registry/registrytest"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams/table"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -48,7 +49,7 @@ func newRig(t *testing.T) *rig {
 	r := &rig{brokers: b.Addrs(), errs: make(chan error, 8)}
 	testkit.EnsureTopics(t, r.brokers, topics.Catalogue(partitions))
 	testkit.RegisterEpoch(t, r.brokers, "shop")
-	r.epochs = testkit.FollowEpochs(t, r.brokers)
+	r.epochs = registrytest.FollowEpochs(t, r.brokers)
 	r.scfg = table.Config{Cluster: testkit.Cluster(t, r.brokers), StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
 	var err error
 	if r.view, err = registry.NewView(r.scfg, "test"); err != nil {

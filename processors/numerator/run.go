@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/offerlog/offerlog/internal/metrics"
-	"github.com/offerlog/offerlog/internal/replay"
-	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/streams/replay"
+	"github.com/offerlog/offerlog/streams/table"
 	"github.com/offerlog/offerlog/topics"
 )
 

@@ -14,11 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/processors/numerator/sharding"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/streams/table"
 	"github.com/offerlog/offerlog/topics"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams/table"
 	"github.com/offerlog/offerlog/topics"
 )
 

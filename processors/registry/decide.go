@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams/table"
 )
 
 // Stamp is what orders the versions of one document: epoch, then version,

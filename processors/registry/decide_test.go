@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams/table"
 )
 
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)

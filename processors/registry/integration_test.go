@@ -16,12 +16,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/offerlog/offerlog/internal/replay"
-	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/processors/registry"
+	"github.com/offerlog/offerlog/processors/registry/registrytest"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/streams/replay"
+	"github.com/offerlog/offerlog/streams/table"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -43,7 +44,7 @@ func newCluster(t *testing.T) *cluster {
 	c := &cluster{brokers: b.Addrs(), kafka: testkit.Cluster(t, b.Addrs()), state: t.TempDir()}
 	testkit.EnsureTopics(t, c.brokers, topics.Catalogue(partitions))
 	testkit.RegisterEpoch(t, c.brokers, "shop")
-	c.epochs = testkit.FollowEpochs(t, c.brokers)
+	c.epochs = registrytest.FollowEpochs(t, c.brokers)
 	return c
 }
 
@@ -280,7 +281,7 @@ func TestRegistryProcess(t *testing.T) {
 	}
 	c := &cluster{brokers: strings.Split(brokers, ","), state: os.Getenv("OFFERLOG_TEST_REGISTRY_STATE")}
 	c.kafka = testkit.Cluster(t, c.brokers)
-	c.epochs = testkit.FollowEpochs(t, c.brokers)
+	c.epochs = registrytest.FollowEpochs(t, c.brokers)
 	err := registry.Run(context.Background(), c.config(nil))
 	t.Fatalf("the registry returned before it was killed: %v", err)
 }

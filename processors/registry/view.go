@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams/table"
 )
 
 // View is a read-only copy of the registry table kept up to date from its

@@ -19,10 +19,10 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/streams/table"
 	"github.com/offerlog/offerlog/topics"
 )
 

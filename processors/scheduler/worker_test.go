@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offerlog/offerlog/internal/table"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/streams/table"
 	"github.com/offerlog/offerlog/topics"
 )
 

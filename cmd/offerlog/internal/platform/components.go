@@ -1,0 +1,403 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/api"
+	"github.com/offerlog/offerlog/internal/listener"
+	"github.com/offerlog/offerlog/processors/cabinet"
+	"github.com/offerlog/offerlog/processors/drafts"
+	"github.com/offerlog/offerlog/processors/feeds"
+	"github.com/offerlog/offerlog/processors/indexer"
+	"github.com/offerlog/offerlog/processors/numerator"
+	"github.com/offerlog/offerlog/processors/numerator/coordinator"
+	"github.com/offerlog/offerlog/processors/offers"
+	"github.com/offerlog/offerlog/processors/registry"
+	"github.com/offerlog/offerlog/processors/scheduler"
+	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// component is one entry of the platform: a name, the components it needs
+// started before it, and how it starts. start runs the component's
+// goroutines under the process's supervisor (which restarts a failed one
+// with backoff) and registers its ready signals and closers with the
+// process; it returns once they are started. Everything else that names
+// components is derived from these entries: the CLI's flags help (flags),
+// `offerlog run`'s metrics port (port), the memory budget (stores), and
+// `offerlog replay` (replay).
+type component struct {
+	name string
+	// user marks a component a user selects (AllComponents); the others
+	// run because a selected one needs them.
+	user  bool
+	needs []string
+	// flags are the flags of the platform's that only some components
+	// read, this one among them: `offerlog run NAME --help` lists them.
+	flags []string
+	// port is where `offerlog run NAME` serves /metrics and the probes by
+	// default (127.0.0.1:port; the api serves them on its --http).
+	port int
+	// stores is how many tables and views of the catalogue's partitions
+	// the component keeps in local stores (a scheduler's timer store counts
+	// as one): the memory budget's half for stores is shared out among the
+	// stores of the components a process runs.
+	stores int
+	start  func(ctx context.Context, p *process) error
+	// replay, if set, rebuilds the component's group (offerlog replay).
+	replay func(ctx context.Context, r Replaying) error
+}
+
+// The components a user runs (AllComponents); a processor group's is its
+// group's name.
+const (
+	ComponentRegistry  = registry.Group
+	ComponentIndexer   = indexer.Group
+	ComponentNumerator = numerator.Group
+	ComponentOffers    = offers.Group
+	ComponentDrafts    = drafts.Group
+	ComponentCabinet   = cabinet.Group
+	ComponentFeeds     = feeds.Group
+	// ComponentScheduler runs the stage scheduler: router, stage workers,
+	// timer service.
+	ComponentScheduler = "scheduler"
+	// ComponentCache is the serving cache's server.
+	ComponentCache = "cache"
+	// ComponentAPI is the HTTP and gRPC API.
+	ComponentAPI = "api"
+	// ComponentSinkYDB keeps the seeds' YDB tables equal to the log; it
+	// runs only when Config.YDB is set.
+	ComponentSinkYDB = "sink-ydb"
+	// ComponentLag computes the consumer lag of offerlog's groups, once per
+	// cluster: one process runs it (its own Deployment of one replica in
+	// deploy/k8s, a part of `offerlog dev`). Every process computing every
+	// group's lag made a dashboard's sum count it once per pod.
+	ComponentLag = "lag"
+)
+
+// Internal components, started for the user components that need them.
+const (
+	componentEpochs       = "epochs"
+	componentRegistryView = "registry-view"
+	componentOfferAPI     = "offer-api"
+	componentHTTP         = "http"
+	componentAuth         = "auth"
+)
+
+// components is the platform, declared once, in start order (every
+// component after those it needs): `offerlog dev`, `offerlog run` and the
+// tests start their part of it. Shutdown cancels every component, waits
+// for all of them, then runs the closers, last opened first.
+var components = []component{
+	{name: componentAuth, start: startAuth},
+	{name: componentEpochs, start: startEpochs},
+	{name: ComponentRegistry, user: true, needs: []string{componentEpochs}, port: 8081, stores: 1, start: startRegistry, replay: replayRegistry,
+		flags: []string{"max-document-bytes", "tombstone-ttl", "sweep-interval", "epoch-grace", "export-framing", "standby"}},
+	{name: componentRegistryView, stores: 1, start: startRegistryView},
+	{name: ComponentIndexer, user: true, needs: []string{componentRegistryView}, port: 8082, start: startIndexer, replay: replayIndexer,
+		flags: []string{"export-framing", "view-staleness"}},
+	{name: ComponentNumerator, user: true, port: 8083, stores: 2, start: startNumerator, replay: replayNumerator,
+		flags: []string{"zookeeper", "session-timeout", "master", "lock-timeout", "ttl-generations", "rebuild-share", "scheme", "state-type", "standby"}},
+	{name: ComponentOffers, user: true, port: 8084, stores: 1, flags: []string{"export-framing", "archive-after", "standby"}, start: func(ctx context.Context, p *process) error {
+		c := p.cfg.offers(p.scfg)
+		c.Metrics, c.OnReady, c.OnAnswer = offers.NewMetrics(p.reg), p.readyFunc(), p.answers.deliver
+		return p.goGroup(ctx, ComponentOffers, func(ctx context.Context) error { return offers.Run(ctx, c) })
+	}, replay: replayOffers},
+	{name: ComponentDrafts, user: true, port: 8085, stores: 1, flags: []string{"standby"}, start: func(ctx context.Context, p *process) error {
+		c := drafts.Config{Streams: p.scfg, Metrics: drafts.NewMetrics(p.reg), OnReady: p.readyFunc()}
+		return p.goGroup(ctx, ComponentDrafts, func(ctx context.Context) error { return drafts.Run(ctx, c) })
+	}, replay: func(ctx context.Context, r Replaying) error {
+		return drafts.Replay(ctx, drafts.Config{Streams: r.Streams}, r.Config.Partitions, r.Config.Replication)
+	}},
+	{name: ComponentCabinet, user: true, port: 8086, stores: 1, flags: []string{"standby"}, start: func(ctx context.Context, p *process) error {
+		c := cabinet.Config{Streams: p.scfg, Metrics: cabinet.NewMetrics(p.reg), OnReady: p.readyFunc()}
+		return p.goGroup(ctx, ComponentCabinet, func(ctx context.Context) error { return cabinet.Run(ctx, c) })
+	}, replay: func(ctx context.Context, r Replaying) error {
+		return cabinet.Replay(ctx, cabinet.Config{Streams: r.Streams}, r.Config.Partitions, r.Config.Replication)
+	}},
+	{name: ComponentFeeds, user: true, port: 8087, stores: 3, flags: []string{"wait-timeout", "view-staleness"},
+		start: func(ctx context.Context, p *process) error { return p.feeds(ctx) }},
+	{name: ComponentScheduler, user: true, port: 8090, stores: 2, flags: []string{"wait-timeout"}, start: func(ctx context.Context, p *process) error {
+		c := scheduler.RunConfig{Streams: p.scfg, Stages: p.cfg.Stages, Timeout: p.cfg.WaitTimeout, TimerMemory: p.timerMemory(),
+			Metrics: scheduler.NewMetrics(p.reg), Logger: p.log, OnReady: p.readyFunc(), OnMatcher: p.answers.add}
+		return p.goGroup(ctx, ComponentScheduler, func(ctx context.Context) error { return scheduler.Run(ctx, c) })
+	}},
+	{name: ComponentCache, user: true, needs: []string{componentAuth}, port: 8088,
+		flags: []string{"grpc", "zookeeper", "session-timeout", "table", "cache-grpc", "host", "shards", "virtual-shards", "dc"},
+		start: func(ctx context.Context, p *process) error {
+			addr, r, err := runCache(ctx, p.sup, p.cfg, p.kafka, p.reg, p.log, p.auth)
+			if err != nil {
+				return err
+			}
+			p.info.CacheAddr = addr
+			p.ready = append(p.ready, r)
+			return nil
+		}},
+	// The offer API's views: drafts, cabinet, presets, feed statuses and,
+	// unless it reads through the cache, the offers and their archive.
+	{name: componentOfferAPI, needs: []string{componentAuth}, stores: 6, start: startOfferAPI},
+	{name: ComponentAPI, user: true, needs: []string{componentAuth, componentEpochs, componentRegistryView, componentOfferAPI}, start: startAPI,
+		flags: []string{"max-document-bytes", "tombstone-ttl", "wait-timeout", "view-staleness", "grpc", "zookeeper", "reads", "cache-hosts", "cache-token", "cache-hedge", "dc"}},
+	{name: ComponentSinkYDB, user: true, port: 8089, flags: []string{"ydb", "source"}, start: func(ctx context.Context, p *process) error {
+		if p.cfg.YDB == "" {
+			return nil
+		}
+		return runSinks(ctx, p.sup, p.cfg, p.kafka, p.reg, p.log)
+	}},
+	{name: ComponentLag, user: true, port: 8091, start: startLag},
+	{name: componentHTTP, start: startHTTP},
+}
+
+// AllComponents lists the components a user selects, in start order.
+var AllComponents []string
+
+// init fills AllComponents from the list: an initialiser would make a
+// cycle (a replay validates a Config, which names AllComponents).
+func init() { AllComponents = userComponents() }
+
+func userComponents() []string {
+	var out []string
+	for _, c := range components {
+		if c.user {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
+// FlagComponents returns, for each flag only some components read, those
+// components (the CLI's help of `offerlog run NAME` lists a component's
+// own and the common ones).
+func FlagComponents() map[string][]string {
+	out := map[string][]string{}
+	for _, c := range components {
+		for _, f := range c.flags {
+			out[f] = append(out[f], c.name)
+		}
+	}
+	return out
+}
+
+// MetricsAddr returns where `offerlog run NAME` serves /metrics and the
+// probes by default, "" for a component that has no port of its own (the
+// api serves them on its --http).
+func MetricsAddr(name string) string {
+	for _, c := range components {
+		if c.name == name && c.port != 0 {
+			return fmt.Sprintf("127.0.0.1:%d", c.port)
+		}
+	}
+	return ""
+}
+
+// storesOf returns how many tables and views the components of cs keep in
+// local stores.
+func storesOf(cs []component) int {
+	n := 0
+	for _, c := range cs {
+		n += c.stores
+	}
+	return n
+}
+
+// plan returns the components to start for the selected ones: those, what
+// they need, and the HTTP server of metrics and probes (with the API's
+// routes when the api runs) if there is an address, in list order.
+func plan(selected []string, http bool) []component {
+	want := map[string]bool{}
+	var add func(name string)
+	add = func(name string) {
+		if want[name] {
+			return
+		}
+		want[name] = true
+		for _, c := range components {
+			if c.name == name {
+				for _, n := range c.needs {
+					add(n)
+				}
+			}
+		}
+	}
+	for _, s := range selected {
+		add(s)
+	}
+	if http {
+		add(componentHTTP)
+	}
+	var out []component
+	for _, c := range components {
+		if want[c.name] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// goGroup runs a processor group under the supervisor.
+func (p *process) goGroup(ctx context.Context, name string, run func(context.Context) error) error {
+	p.sup.Go(ctx, name, true, run)
+	return nil
+}
+
+func startEpochs(ctx context.Context, p *process) error {
+	p.epochs = registry.NewCatalogue(p.cfg.EpochGrace)
+	p.sup.Go(ctx, componentEpochs, false, func(ctx context.Context) error { return p.epochs.Follow(ctx, p.kafka, p.log) })
+	if err := p.epochs.Sync(ctx, p.adm); err != nil {
+		return fmt.Errorf("epochs: %w", err)
+	}
+	return nil
+}
+
+func startRegistry(ctx context.Context, p *process) error {
+	c := registry.Config{Streams: p.scfg, Rules: p.cfg.Rules, Epochs: p.epochs, SweepInterval: p.cfg.SweepInterval, Framing: p.cfg.ExportFraming,
+		Metrics: registry.NewMetrics(p.reg), Logger: p.log, OnReady: p.readyFunc()}
+	p.sup.Go(ctx, ComponentRegistry, true, func(ctx context.Context) error { return registry.Run(ctx, c) })
+	return nil
+}
+
+func startRegistryView(ctx context.Context, p *process) error {
+	// With --reads cache the API reads documents through the cache: the
+	// view is the indexer's only.
+	if cached, _ := p.readsCache(); cached && !slices.Contains(p.cfg.Components, ComponentIndexer) {
+		return nil
+	}
+	v, err := registry.NewView(p.scfg, "registry-"+ComponentAPI)
+	if err != nil {
+		return err
+	}
+	p.registryView = v
+	p.goView(ctx, componentRegistryView, v.View(), v.Run)
+	p.ready = append(p.ready, v.Ready())
+	return nil
+}
+
+func startIndexer(ctx context.Context, p *process) error {
+	c := indexer.Config{Cluster: p.kafka, Partitions: p.cfg.Partitions, Replication: p.cfg.Replication, Framing: p.cfg.ExportFraming,
+		Current: p.registryView.Get, Metrics: indexer.NewMetrics(p.reg), Logger: p.log}
+	p.sup.Go(ctx, ComponentIndexer, true, func(ctx context.Context) error { return indexer.Run(ctx, c) })
+	return nil
+}
+
+func startNumerator(ctx context.Context, p *process) error {
+	c := p.cfg.Numerator
+	c.Streams, c.Logger, c.Metrics = p.scfg, p.log, numerator.NewMetrics(p.reg)
+	c.Cluster = strings.Join(p.kafka.Brokers(), ",")
+	if p.cfg.ZooKeeper == "" {
+		c.Coordinator = &coordinator.Local{}
+	} else {
+		zk, err := coordinator.DialZooKeeper(ctx, p.cfg.ZooKeeper, fmt.Sprintf("/offerlog/numerator/%d", c.Type), p.cfg.ZooKeeperSession, p.log)
+		if err != nil {
+			return err
+		}
+		p.closers = append(p.closers, zk.Close)
+		c.Coordinator = zk
+	}
+	p.sup.Go(ctx, ComponentNumerator, true, func(ctx context.Context) error { return numerator.Run(ctx, c) })
+	return nil
+}
+
+// startOfferAPI starts the offer API's service (its views and answers).
+func startOfferAPI(ctx context.Context, p *process) error {
+	svc, err := p.api(ctx)
+	if err != nil {
+		return err
+	}
+	p.offerAPI = svc
+	return nil
+}
+
+// startAPI builds the HTTP API, which the http component serves.
+func startAPI(ctx context.Context, p *process) error {
+	producer, err := p.producer("offerlog-api")
+	if err != nil {
+		return err
+	}
+	reply := p.reg.WriteHops().With("document", "reply")
+	verdicts := streams.NewReplies(topics.DocumentsResults, 10*time.Second, p.log, decodeVerdict).
+		ObserveTransit(func(d time.Duration) { reply.Observe(d.Seconds()) })
+	p.sup.Go(ctx, "verdicts", false, func(ctx context.Context) error { return verdicts.Run(ctx, p.kafka) })
+	p.ready = append(p.ready, verdicts.Ready())
+	documents, err := p.documents(ctx)
+	if err != nil {
+		return err
+	}
+	srv, err := api.New(api.Config{Producer: producer, Cluster: p.kafka, Epochs: p.epochs, Registry: documents, Verdicts: verdicts,
+		Partitions: p.cfg.Partitions, Replication: p.cfg.Replication, Rules: p.cfg.Rules, WaitTimeout: p.cfg.WaitTimeout,
+		Offers: p.offerAPI, Metrics: p.reg, Logger: p.log, Ready: p.readyNow, Auth: p.auth})
+	if err != nil {
+		return err
+	}
+	p.handler = srv
+	if p.cfg.GRPCAddr != "" {
+		// The offer service, stage states and the document receiver.
+		if p.info.GRPCAddr, err = p.serveGRPC(ctx, p.cfg.GRPCAddr, p.offerAPI, srv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startHTTP serves the metrics and probes of every process, and the API's
+// routes where the api runs; it is shut down before the components stop.
+func startHTTP(ctx context.Context, p *process) error {
+	handler := p.handler
+	if handler == nil {
+		probes := http.NewServeMux()
+		probes.Handle("GET /metrics", p.reg.Handler())
+		probes.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, `{"status":"ok"}`) })
+		probes.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+			if err := p.readyNow(); err != nil {
+				http.Error(w, `{"error":"`+err.Error()+`"}`, http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(w, `{"status":"ready"}`)
+		})
+		handler = probes
+	}
+	ln, err := net.Listen("tcp", p.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	p.info.HTTPAddr = ln.Addr().String()
+	limits := p.cfg.Limits
+	if limits.WriteTimeout == 0 {
+		// An answer may wait for a verdict or a group's answer.
+		limits.WriteTimeout = max(listener.DefaultLimits.WriteTimeout, p.cfg.WaitTimeout+30*time.Second)
+	}
+	ln = limits.HTTPListener(ln)
+	srv := limits.HTTPServer(handler)
+	p.sup.Go(ctx, componentHTTP, false, func(ctx context.Context) error {
+		go func() {
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	return nil
+}
+
+// readyNow returns nil when every started component is ready and none is
+// down.
+func (p *process) readyNow() error {
+	for _, r := range p.ready {
+		select {
+		case <-r:
+		default:
+			return errors.New("starting")
+		}
+	}
+	return errors.Join(p.sup.Err(), p.sup.Restarting(), p.staleViews())
+}
