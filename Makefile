@@ -6,6 +6,8 @@ STATICCHECK_VERSION ?= v0.8.2
 GOBIN       := $(shell $(GO) env GOPATH)/bin
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TEST_FLAGS  ?= -race -shuffle=on -timeout 20m
+# BENCH is the bench's own module (make bench; its tests run in make test)
+BENCH       := cmd/offerlog/internal/bench
 
 PROTOC_GEN_GO_VERSION      ?= v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
@@ -54,6 +56,7 @@ release: deps deploy-version
 ## avro; offerlog's own code imports unsafe only in protoc's output.
 vet:
 	$(GO) vet -unsafeptr=false ./...
+	cd $(BENCH) && $(GO) vet ./...
 
 ## deploy-version: write VERSION into the deploy files: the image tag of the
 ## kustomize base and overlay and of compose, and the init Job's name (a
@@ -69,6 +72,7 @@ deploy-version:
 ## test: vet, then every test with the race detector against real parts
 test: deps tools vet
 	OFFERLOG_REQUIRE_KCAT=1 OFFERLOG_REQUIRE_ZOOKEEPER=1 OFFERLOG_REQUIRE_PROMTOOL=1 $(GO) test $(TEST_FLAGS) ./...
+	cd $(BENCH) && $(GO) test $(TEST_FLAGS) ./...
 
 ## test-chaos: the kill -9 test at nightly length: 20 kills of the whole
 ## platform under load (OFFERLOG_CHAOS_KILLS=N for more, OFFERLOG_CHAOS_SEED
@@ -100,12 +104,14 @@ test-topology: deps tools
 
 ## bench: the benchmarks, figures and ratios to the ceilings of the same run,
 ## three runs and the median of each row (RUNS=1 for one)
-# The goka ceiling runs in a binary of its own (offerlog links no sarama),
-# built beside offerlog, where the bench looks for it.
+# The bench is a module of its own (BENCH), not in the offerlog binary; the
+# goka ceiling runs in a binary of its own, built beside offerlog-bench,
+# where the bench looks for it. Without cgo, as what ships is built.
 RUNS ?= 3
-bench: build
-	CGO_ENABLED=0 $(GO) build -o bin/goka-ceiling ./cmd/goka-ceiling
-	bin/offerlog bench --runs $(RUNS) $(ARGS)
+bench: deps
+	cd $(BENCH) && CGO_ENABLED=0 $(GO) build -o $(CURDIR)/bin/offerlog-bench ./cmd/offerlog-bench
+	cd $(BENCH) && CGO_ENABLED=0 $(GO) build -o $(CURDIR)/bin/goka-ceiling ./cmd/goka-ceiling
+	bin/offerlog-bench --runs $(RUNS) $(ARGS)
 
 ## lint: gofmt, go vet and staticcheck
 lint: deps
@@ -114,6 +120,7 @@ lint: deps
 	@$(MAKE) --no-print-directory vet
 	@# upstream's code in third_party/forked keeps upstream's style
 	$(GOBIN)/staticcheck $$($(GO) list ./... | grep -v /third_party/)
+	cd $(BENCH) && $(GOBIN)/staticcheck ./...
 
 ## proto: regenerate the gRPC code of schemas/proto (the generated code is
 ## committed; only a change of a .proto needs this, and Debian's protoc)
@@ -129,6 +136,7 @@ proto:
 ## deps: Go modules
 deps:
 	@$(GO) mod download
+	@cd $(BENCH) && $(GO) mod download
 
 KAFKAJS = cmd/offerlog/internal/platform/testdata/kafkajs
 

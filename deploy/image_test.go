@@ -147,8 +147,27 @@ func TestTheBuildContextKeepsSecretsOut(t *testing.T) {
 // github.com/offerlog/offerlog/cmd/offerlog@VERSION needs of the module: no
 // replace or exclude directive (Go refuses to install a module that has
 // one) and no other go.mod in the tree (a folder with one is not part of
-// the module: the forks would be missing from it).
+// the module: the forks would be missing from it), but the bench's: it is
+// kept out of the module on purpose (the product requires nothing of it)
+// and no package of the binary is in it.
+// benchModule is the bench's own module (make bench), not offerlog's.
+const benchModule = "cmd/offerlog/internal/bench"
+
 func TestTheModuleInstallsByVersion(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.Dir}}", "../cmd/offerlog").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bench, err := filepath.Abs(filepath.Join(repoRoot, benchModule))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range strings.Fields(string(out)) {
+		if dir == bench || strings.HasPrefix(dir, bench+string(filepath.Separator)) {
+			t.Errorf("the offerlog binary builds %s, in the bench's module", dir)
+		}
+	}
+
 	b, err := os.ReadFile(filepath.Join(repoRoot, "go.mod"))
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +184,7 @@ func TestTheModuleInstallsByVersion(t *testing.T) {
 		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "testdata" || d.Name() == "data") {
 			return filepath.SkipDir
 		}
-		if !d.IsDir() && d.Name() == "go.mod" && p != filepath.Join(repoRoot, "go.mod") {
+		if !d.IsDir() && d.Name() == "go.mod" && p != filepath.Join(repoRoot, "go.mod") && p != filepath.Join(repoRoot, benchModule, "go.mod") {
 			t.Errorf("%s: a nested module; its packages are not part of offerlog's", p)
 		}
 		return nil

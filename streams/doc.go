@@ -8,6 +8,6 @@
 // letters and their re-drive, and request/reply over topics (Replies).
 //
 // The table runtime the processors run on (groups that keep a table,
-// goka's model of callbacks on it, views) is package internal/table;
-// rebuilding a group from its inputs is package internal/replay.
+// goka's model of callbacks on it, views) is package streams/table;
+// rebuilding a group from its inputs is package streams/replay.
 package streams

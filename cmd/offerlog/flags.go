@@ -285,10 +285,10 @@ func (f *flags) platform() *platform.Config {
 	f.StringVar(&f.client.InstanceID, "instance-id", "", "this process's stable name in its consumer groups (static membership, KIP-345: a restart within the session "+
 		"takes its partitions back without a rebalance), e.g. the pod's name; unique per process (empty: dynamic members)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "turn authentication off: every caller may do everything (for experiments only)")
-	cfg.Memory = defaultMemory
+	cfg.Memory = platform.DefaultMemory
 	f.Func("memory", fmt.Sprintf("memory budget of the process, e.g. 512MiB or 2GiB: half for the local table stores (Pebble), shared out evenly, the other half the Go runtime's soft limit (all of it for the cache and the sinks, which keep no stores, and in a binary built without cgo, whose stores are Go heap) (default %s)",
-		formatBytes(defaultMemory)), func(s string) error {
-		n, err := parseBytes(s)
+		platform.FormatMemory(platform.DefaultMemory)), func(s string) error {
+		n, err := platform.ParseMemory(s)
 		cfg.Memory = n
 		return err
 	})
@@ -364,32 +364,3 @@ func (f *flags) rules() *platform.Config {
 }
 
 const inputRetentionUsage = "retention of the topics replays read (documents.ingest, documents.changes, numerator.offers, offers.commands, photos.results, moderation.opinions, drafts.commands, cabinet.changes); 0 keeps them for ever, without which a replay after that long refuses"
-
-// defaultMemory is --memory's default.
-const defaultMemory = 1 << 30
-
-// parseBytes reads a size: bytes, or a number with KiB, MiB or GiB.
-func parseBytes(s string) (int64, error) {
-	mult := int64(1)
-	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
-		if strings.HasSuffix(s, suffix) {
-			s, mult = strings.TrimSuffix(s, suffix), m
-			break
-		}
-	}
-	var n int64
-	if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
-		return 0, fmt.Errorf("want a positive size such as 512MiB or 2GiB")
-	}
-	return n * mult, nil
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n%(1<<30) == 0:
-		return fmt.Sprintf("%dGiB", n>>30)
-	case n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	}
-	return fmt.Sprint(n)
-}

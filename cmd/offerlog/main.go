@@ -40,7 +40,6 @@ func commands() []command {
 			"seal a generation, rebuild or reshard the numerator's state; list its states; say whether data of one version may be used with a state", runNumerator},
 		{"scheduler", "recrawl --stage S --brokers B [--stages FILE] | redrive STAGE --brokers B", "queue every offer a stage wants into its low-priority queue; queue again the offers of its dead letters", runScheduler},
 		{"deploy", "init (--namespace NS | --secrets-dir DIR) --brokers B [--partitions N] [--credentials-only]", "make what a cluster needs before its components start: the Kafka user, the topics, the first admin token (idempotent)", runDeploy},
-		{"bench", "[--docs N] [SCENARIO...]", "run the benchmarks on an in-process broker and print figures", runBench},
 	}
 }
 

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/metrics"
@@ -76,17 +76,15 @@ func TestTimersReplaceAStoreOfAnEarlierRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	old, err := leveldb.OpenFile(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{"0", "1"} {
-		if err := old.Put([]byte("o/"+p), []byte("1000"), nil); err != nil {
+	// The files LevelDB keeps in its directory; its log holds the offsets
+	// the earlier release had read to (1000 on both partitions).
+	for name, content := range map[string]string{
+		"CURRENT": "MANIFEST-000002\n", "LOCK": "", "LOG": "", "MANIFEST-000002": "",
+		"000001.log": "o/0\x001000\x00o/1\x001000",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
 	}
 	m := NewMetrics(metrics.New())
 	tm := &Timers{Cluster: testkit.Cluster(t, brokers), Dir: dir, Prod: prod, Metrics: m, Logger: testkit.Logger()}

@@ -6,5 +6,5 @@
 // goka's model of a processor on it, and a Tester runs a graph's
 // callbacks without a broker. A View copies a table's changelog into a
 // local store and answers Get as a goka view does. Replay rebuilds a
-// group from its inputs (package internal/replay).
+// group from its inputs (package streams/replay).
 package table

@@ -156,7 +156,7 @@ var Scenarios = []Scenario{
 	{Name: "seller", Doc: "the cabinet of one seller of --offers offers (gost.md's largest, about a million): their creations counted over 10 keys, then on one key as before 0.5.0", Run: runSeller},
 	{Name: "size", Explicit: true, Doc: "GOST at its size: --size-offers offers of a realistic mix loaded, then bytes per offer (broker, " +
 		"stores, cache memory), restart, restore onto an empty disk, writes and reads, reads through a cache shard, replay; " +
-		"projected to 50 M offers (only when named: offerlog bench size)", Run: runSize},
+		"projected to 50 M offers (only when named: offerlog-bench size)", Run: runSize},
 	{Name: "dev", Doc: "offerlog dev: --dev-docs documents and --dev-offers offers into its tables, documents ?wait=true at 5 000/s, restart to ready", Run: runDev},
 }
 
@@ -195,7 +195,7 @@ type Config struct {
 	// (SCENARIO.cpu.pprof) and the allocations up to its end
 	// (SCENARIO.allocs.pprof: compare two with go tool pprof -diff_base).
 	ProfileDir string
-	// GokaCeiling is the goka-ceiling binary (cmd/goka-ceiling) the goka
+	// GokaCeiling is the goka-ceiling binary (the bench module's cmd/goka-ceiling) the goka
 	// ceiling runs in; "" looks beside this binary, then on the PATH, then
 	// builds it with the go command (a checkout of offerlog).
 	GokaCeiling string
@@ -323,9 +323,9 @@ func runOnce(ctx context.Context, cfg Config) (map[string]Result, []string, erro
 	// without the ceilings and the documents those read.
 	explicitOnly := explicitOnly(cfg.Only)
 	if explicitOnly {
-		fmt.Fprintf(cfg.Out, "offerlog bench %s: %d partitions, embedded broker in process\n", strings.Join(cfg.Only, " "), cfg.Partitions)
+		fmt.Fprintf(cfg.Out, "offerlog-bench %s: %d partitions, embedded broker in process\n", strings.Join(cfg.Only, " "), cfg.Partitions)
 	} else {
-		fmt.Fprintf(cfg.Out, "offerlog bench: %d documents (%d bytes each), %d partitions, embedded broker in process\n",
+		fmt.Fprintf(cfg.Out, "offerlog-bench: %d documents (%d bytes each), %d partitions, embedded broker in process\n",
 			cfg.Docs, docSize(), cfg.Partitions)
 	}
 	fmt.Fprintf(cfg.Out, "machine: %s/%s, %d CPUs, %s; %s; %s\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(),

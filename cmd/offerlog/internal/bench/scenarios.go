@@ -209,10 +209,10 @@ func gokaCeiling(ctx context.Context, env *Env) (string, error) {
 	}
 	p := filepath.Join(env.binDir, "goka-ceiling")
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", p, "github.com/offerlog/offerlog/cmd/goka-ceiling")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", p, "github.com/offerlog/offerlog/cmd/offerlog/internal/bench/cmd/goka-ceiling")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("no goka-ceiling binary (--goka-ceiling, beside offerlog or on the PATH; make bench builds it), and go build failed: %w: %s", err, out.Bytes())
+		return "", fmt.Errorf("no goka-ceiling binary (--goka-ceiling, beside offerlog-bench or on the PATH; make bench builds it), and go build failed: %w: %s", err, out.Bytes())
 	}
 	env.GokaCeiling = p
 	return p, nil

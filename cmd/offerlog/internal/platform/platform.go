@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -461,4 +462,35 @@ func decodeVerdict(b []byte) (schemas.Verdict, streams.RequestID, error) {
 	var v schemas.Verdict
 	err := schemas.Verdicts.Decode(b, &v)
 	return v, streams.RequestID{Partition: v.SourcePartition, Offset: v.SourceOffset}, err
+}
+
+// DefaultMemory is offerlog dev's and offerlog run's --memory.
+const DefaultMemory = 1 << 30
+
+// ParseMemory reads a memory size as --memory takes it: bytes, or a number
+// with KiB, MiB or GiB.
+func ParseMemory(s string) (int64, error) {
+	mult := int64(1)
+	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if strings.HasSuffix(s, suffix) {
+			s, mult = strings.TrimSuffix(s, suffix), m
+			break
+		}
+	}
+	var n int64
+	if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
+		return 0, fmt.Errorf("want a positive size such as 512MiB or 2GiB")
+	}
+	return n * mult, nil
+}
+
+// FormatMemory writes n as ParseMemory reads it, in GiB or MiB when whole.
+func FormatMemory(n int64) string {
+	switch {
+	case n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return fmt.Sprint(n)
 }

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/offerlog/offerlog/cmd/goka-ceiling/internal/gokaceiling"
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/bench/gokaceiling"
 )
 
 func main() {

@@ -3,7 +3,7 @@
 // and sarama), with the goka configuration offerlog's processors had
 // before they moved to the table runtime: sarama's settings below, Kafka's
 // key hashing and Pebble stores. It is built into a binary of its own,
-// cmd/goka-ceiling, so that the offerlog binary links one Kafka client.
+// cmd/goka-ceiling of the bench module, so that the offerlog binary links one Kafka client.
 package gokaceiling
 
 import (
@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/offerlog/offerlog/streams/table"
-	"github.com/offerlog/offerlog/third_party/forked/goka"
-	"github.com/offerlog/offerlog/third_party/forked/goka/codec"
-	"github.com/offerlog/offerlog/third_party/forked/goka/storage"
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/codec"
+	"github.com/lovoo/goka/storage"
 
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/streams/table"
 )
 
 // Group is the ceiling processor's group.

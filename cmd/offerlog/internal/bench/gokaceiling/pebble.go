@@ -9,8 +9,9 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/lovoo/goka/storage"
+
 	"github.com/offerlog/offerlog/streams/table"
-	"github.com/offerlog/offerlog/third_party/forked/goka/storage"
 )
 
 // offsetKey is where goka keeps the changelog offset a store has read to,
