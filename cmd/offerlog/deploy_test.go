@@ -33,8 +33,8 @@ func commandLine(t *testing.T, where string, args []string) map[string]int {
 		t.Errorf("%s: no command", where)
 		return nil
 	}
-	if args[0] == "run" && (len(args) < 2 || !slices.Contains(platform.AllComponents, args[1])) {
-		t.Errorf("%s: run of unknown component %v (have %v)", where, args, platform.AllComponents)
+	if args[0] == "run" && (len(args) < 2 || !slices.Contains(platform.AllComponents(), args[1])) {
+		t.Errorf("%s: run of unknown component %v (have %v)", where, args, platform.AllComponents())
 	}
 	// $(VAR) is the orchestrator's to expand.
 	expanded := make([]string, len(args))
@@ -164,7 +164,7 @@ func TestComposeFile(t *testing.T) {
 			}
 		}
 	}
-	for _, c := range platform.AllComponents {
+	for _, c := range platform.AllComponents() {
 		if !components[c] {
 			t.Errorf("compose runs no %s", c)
 		}

@@ -114,11 +114,11 @@ func runBroker(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 
 func runComponent(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("%w: which component? one of %v", errUsage, platform.AllComponents)
+		return fmt.Errorf("%w: which component? one of %v", errUsage, platform.AllComponents())
 	}
 	component := args[0]
-	if !slices.Contains(platform.AllComponents, component) && !isHelp(component) {
-		return fmt.Errorf("%w: unknown component %q: one of %v", errUsage, component, platform.AllComponents)
+	if !slices.Contains(platform.AllComponents(), component) && !isHelp(component) {
+		return fmt.Errorf("%w: unknown component %q: one of %v", errUsage, component, platform.AllComponents())
 	}
 	f := newFlags("run "+component, stderr).produces()
 	f.component = component

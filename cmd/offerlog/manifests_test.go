@@ -198,7 +198,7 @@ func TestKubernetesManifests(t *testing.T) {
 			}
 		}
 	}
-	for _, c := range platform.AllComponents {
+	for _, c := range platform.AllComponents() {
 		if !components[c] {
 			t.Errorf("the manifests run no %s", c)
 		}

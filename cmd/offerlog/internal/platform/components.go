@@ -21,36 +21,26 @@ import (
 	"github.com/offerlog/offerlog/processors/offers"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/processors/scheduler"
+	"github.com/offerlog/offerlog/serving"
+	"github.com/offerlog/offerlog/sinks/ydbsink"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/streams/component"
 	"github.com/offerlog/offerlog/topics"
 )
 
-// component is one entry of the platform: a name, the components it needs
-// started before it, and how it starts. start runs the component's
-// goroutines under the process's supervisor (which restarts a failed one
-// with backoff) and registers its ready signals and closers with the
-// process; it returns once they are started. Everything else that names
-// components is derived from these entries: the CLI's flags help (flags),
-// `offerlog run`'s metrics port (port), the memory budget (stores), and
-// `offerlog replay` (replay).
-type component struct {
-	name string
-	// user marks a component a user selects (AllComponents); the others
-	// run because a selected one needs them.
-	user  bool
-	needs []string
-	// flags are the flags of the platform's that only some components
-	// read, this one among them: `offerlog run NAME --help` lists them.
-	flags []string
-	// port is where `offerlog run NAME` serves /metrics and the probes by
-	// default (127.0.0.1:port; the api serves them on its --http).
-	port int
-	// stores is how many tables and views of the catalogue's partitions
-	// the component keeps in local stores (a scheduler's timer store counts
-	// as one): the memory budget's half for stores is shared out among the
-	// stores of the components a process runs.
-	stores int
-	start  func(ctx context.Context, p *process) error
+// entry is one component of the platform: its spec (what it declares of
+// itself, package component: a processor package's Spec, or the
+// composition root's own below), how it starts and how it replays. start
+// runs the component's goroutines under the process's supervisor (which
+// restarts a failed one with backoff) and registers its ready signals and
+// closers with the process; it returns once they are started. Everything
+// else that names components is derived from the specs: the CLI's flags
+// help (FlagComponents), `offerlog run`'s metrics port (MetricsAddr), the
+// memory budget (storesOf), the lag component's groups (lagGroups),
+// `offerlog replay` (Replay) and `offerlog repartition`.
+type entry struct {
+	component.Spec
+	start func(ctx context.Context, p *process) error
 	// replay, if set, rebuilds the component's group (offerlog replay).
 	replay func(ctx context.Context, r Replaying) error
 }
@@ -65,21 +55,25 @@ const (
 	ComponentDrafts    = drafts.Group
 	ComponentCabinet   = cabinet.Group
 	ComponentFeeds     = feeds.Group
-	// ComponentScheduler runs the stage scheduler: router, stage workers,
-	// timer service.
-	ComponentScheduler = "scheduler"
-	// ComponentCache is the serving cache's server.
-	ComponentCache = "cache"
 	// ComponentAPI is the HTTP and gRPC API.
 	ComponentAPI = "api"
-	// ComponentSinkYDB keeps the seeds' YDB tables equal to the log; it
-	// runs only when Config.YDB is set.
-	ComponentSinkYDB = "sink-ydb"
 	// ComponentLag computes the consumer lag of offerlog's groups, once per
 	// cluster: one process runs it (its own Deployment of one replica in
 	// deploy/k8s, a part of `offerlog dev`). Every process computing every
 	// group's lag made a dashboard's sum count it once per pod.
 	ComponentLag = "lag"
+)
+
+// The components named by their packages' specs.
+var (
+	// ComponentScheduler runs the stage scheduler: router, stage workers,
+	// timer service.
+	ComponentScheduler = scheduler.Spec.Name
+	// ComponentCache is the serving cache's server.
+	ComponentCache = serving.Spec.Name
+	// ComponentSinkYDB keeps the seeds' YDB tables equal to the log; it
+	// runs only when Config.YDB is set.
+	ComponentSinkYDB = ydbsink.Spec.Name
 )
 
 // Internal components, started for the user components that need them.
@@ -91,47 +85,42 @@ const (
 	componentAuth         = "auth"
 )
 
-// components is the platform, declared once, in start order (every
+// components is the platform, registered once, in start order (every
 // component after those it needs): `offerlog dev`, `offerlog run` and the
 // tests start their part of it. Shutdown cancels every component, waits
 // for all of them, then runs the closers, last opened first.
-var components = []component{
-	{name: componentAuth, start: startAuth},
-	{name: componentEpochs, start: startEpochs},
-	{name: ComponentRegistry, user: true, needs: []string{componentEpochs}, port: 8081, stores: 1, start: startRegistry, replay: replayRegistry,
-		flags: []string{"max-document-bytes", "tombstone-ttl", "sweep-interval", "epoch-grace", "export-framing", "standby"}},
-	{name: componentRegistryView, stores: 1, start: startRegistryView},
-	{name: ComponentIndexer, user: true, needs: []string{componentRegistryView}, port: 8082, start: startIndexer, replay: replayIndexer,
-		flags: []string{"export-framing", "view-staleness"}},
-	{name: ComponentNumerator, user: true, port: 8083, stores: 2, start: startNumerator, replay: replayNumerator,
-		flags: []string{"zookeeper", "session-timeout", "master", "lock-timeout", "ttl-generations", "rebuild-share", "scheme", "state-type", "standby"}},
-	{name: ComponentOffers, user: true, port: 8084, stores: 1, flags: []string{"export-framing", "archive-after", "standby"}, start: func(ctx context.Context, p *process) error {
-		c := p.cfg.offers(p.scfg)
-		c.Metrics, c.OnReady, c.OnAnswer = offers.NewMetrics(p.reg), p.readyFunc(), p.answers.deliver
-		return p.goGroup(ctx, ComponentOffers, func(ctx context.Context) error { return offers.Run(ctx, c) })
-	}, replay: replayOffers},
-	{name: ComponentDrafts, user: true, port: 8085, stores: 1, flags: []string{"standby"}, start: func(ctx context.Context, p *process) error {
-		c := drafts.Config{Streams: p.scfg, Metrics: drafts.NewMetrics(p.reg), OnReady: p.readyFunc()}
-		return p.goGroup(ctx, ComponentDrafts, func(ctx context.Context) error { return drafts.Run(ctx, c) })
-	}, replay: func(ctx context.Context, r Replaying) error {
-		return drafts.Replay(ctx, drafts.Config{Streams: r.Streams}, r.Config.Partitions, r.Config.Replication)
-	}},
-	{name: ComponentCabinet, user: true, port: 8086, stores: 1, flags: []string{"standby"}, start: func(ctx context.Context, p *process) error {
-		c := cabinet.Config{Streams: p.scfg, Metrics: cabinet.NewMetrics(p.reg), OnReady: p.readyFunc()}
-		return p.goGroup(ctx, ComponentCabinet, func(ctx context.Context) error { return cabinet.Run(ctx, c) })
-	}, replay: func(ctx context.Context, r Replaying) error {
-		return cabinet.Replay(ctx, cabinet.Config{Streams: r.Streams}, r.Config.Partitions, r.Config.Replication)
-	}},
-	{name: ComponentFeeds, user: true, port: 8087, stores: 3, flags: []string{"wait-timeout", "view-staleness"},
-		start: func(ctx context.Context, p *process) error { return p.feeds(ctx) }},
-	{name: ComponentScheduler, user: true, port: 8090, stores: 2, flags: []string{"wait-timeout"}, start: func(ctx context.Context, p *process) error {
-		c := scheduler.RunConfig{Streams: p.scfg, Stages: p.cfg.Stages, Timeout: p.cfg.WaitTimeout, TimerMemory: p.timerMemory(),
-			Metrics: scheduler.NewMetrics(p.reg), Logger: p.log, OnReady: p.readyFunc(), OnMatcher: p.answers.add}
-		return p.goGroup(ctx, ComponentScheduler, func(ctx context.Context) error { return scheduler.Run(ctx, c) })
-	}},
-	{name: ComponentCache, user: true, needs: []string{componentAuth}, port: 8088,
-		flags: []string{"grpc", "zookeeper", "session-timeout", "table", "cache-grpc", "host", "shards", "virtual-shards", "dc"},
-		start: func(ctx context.Context, p *process) error {
+func components() []entry {
+	return []entry{
+		{Spec: component.Spec{Name: componentAuth, Summary: "API tokens: the auth.tokens table in memory"}, start: startAuth},
+		{Spec: component.Spec{Name: componentEpochs, Summary: "the epoch catalogue, followed"}, start: startEpochs},
+		{Spec: registry.Spec, start: startRegistry, replay: replayRegistry},
+		{Spec: component.Spec{Name: componentRegistryView, Summary: "a view of the registry's table", Stores: 1}, start: startRegistryView},
+		{Spec: indexer.Spec, start: startIndexer, replay: replayIndexer},
+		{Spec: numerator.Spec, start: startNumerator, replay: replayNumerator},
+		{Spec: offers.Spec, start: func(ctx context.Context, p *process) error {
+			c := p.cfg.offers(p.scfg)
+			c.Metrics, c.OnReady, c.OnAnswer = offers.NewMetrics(p.reg), p.readyFunc(), p.answers.deliver
+			return p.goGroup(ctx, ComponentOffers, func(ctx context.Context) error { return offers.Run(ctx, c) })
+		}, replay: replayOffers},
+		{Spec: drafts.Spec, start: func(ctx context.Context, p *process) error {
+			c := drafts.Config{Streams: p.scfg, Metrics: drafts.NewMetrics(p.reg), OnReady: p.readyFunc()}
+			return p.goGroup(ctx, ComponentDrafts, func(ctx context.Context) error { return drafts.Run(ctx, c) })
+		}, replay: func(ctx context.Context, r Replaying) error {
+			return drafts.Replay(ctx, drafts.Config{Streams: r.Streams}, r.Config.Partitions, r.Config.Replication)
+		}},
+		{Spec: cabinet.Spec, start: func(ctx context.Context, p *process) error {
+			c := cabinet.Config{Streams: p.scfg, Metrics: cabinet.NewMetrics(p.reg), OnReady: p.readyFunc()}
+			return p.goGroup(ctx, ComponentCabinet, func(ctx context.Context) error { return cabinet.Run(ctx, c) })
+		}, replay: func(ctx context.Context, r Replaying) error {
+			return cabinet.Replay(ctx, cabinet.Config{Streams: r.Streams}, r.Config.Partitions, r.Config.Replication)
+		}},
+		{Spec: feeds.Spec, start: func(ctx context.Context, p *process) error { return p.feeds(ctx) }},
+		{Spec: scheduler.Spec, start: func(ctx context.Context, p *process) error {
+			c := scheduler.RunConfig{Streams: p.scfg, Stages: p.cfg.Stages, Timeout: p.cfg.WaitTimeout, TimerMemory: p.timerMemory(),
+				Metrics: scheduler.NewMetrics(p.reg), Logger: p.log, OnReady: p.readyFunc(), OnMatcher: p.answers.add}
+			return p.goGroup(ctx, ComponentScheduler, func(ctx context.Context) error { return scheduler.Run(ctx, c) })
+		}},
+		{Spec: serving.Spec, start: func(ctx context.Context, p *process) error {
 			addr, r, err := runCache(ctx, p.sup, p.cfg, p.kafka, p.reg, p.log, p.auth)
 			if err != nil {
 				return err
@@ -140,34 +129,42 @@ var components = []component{
 			p.ready = append(p.ready, r)
 			return nil
 		}},
-	// The offer API's views: drafts, cabinet, presets, feed statuses and,
-	// unless it reads through the cache, the offers and their archive.
-	{name: componentOfferAPI, needs: []string{componentAuth}, stores: 6, start: startOfferAPI},
-	{name: ComponentAPI, user: true, needs: []string{componentAuth, componentEpochs, componentRegistryView, componentOfferAPI}, start: startAPI,
-		flags: []string{"max-document-bytes", "tombstone-ttl", "wait-timeout", "view-staleness", "grpc", "zookeeper", "reads", "cache-hosts", "cache-token", "cache-hedge", "dc"}},
-	{name: ComponentSinkYDB, user: true, port: 8089, flags: []string{"ydb", "source"}, start: func(ctx context.Context, p *process) error {
-		if p.cfg.YDB == "" {
-			return nil
-		}
-		return runSinks(ctx, p.sup, p.cfg, p.kafka, p.reg, p.log)
-	}},
-	{name: ComponentLag, user: true, port: 8091, start: startLag},
-	{name: componentHTTP, start: startHTTP},
+		// The offer API's views: drafts, cabinet, presets, feed statuses and,
+		// unless it reads through the cache, the offers and their archive.
+		{Spec: component.Spec{Name: componentOfferAPI, Summary: "the offer API's views and answers", Needs: []string{componentAuth}, Stores: 6},
+			start: startOfferAPI},
+		{Spec: component.Spec{Name: ComponentAPI, User: true, Summary: "the HTTP and gRPC API: documents, offers, stages, tokens, the console",
+			Needs: []string{componentAuth, componentEpochs, componentRegistryView, componentOfferAPI},
+			Flags: []string{"max-document-bytes", "tombstone-ttl", "wait-timeout", "view-staleness", "grpc", "zookeeper", "reads", "cache-hosts", "cache-token", "cache-hedge", "dc"}},
+			start: startAPI},
+		{Spec: ydbsink.Spec, start: func(ctx context.Context, p *process) error {
+			if p.cfg.YDB == "" {
+				return nil
+			}
+			return runSinks(ctx, p.sup, p.cfg, p.kafka, p.reg, p.log)
+		}},
+		{Spec: component.Spec{Name: ComponentLag, User: true, Port: 8091, Summary: "the consumer lag of every group of offerlog's, once per cluster"}, start: startLag},
+		{Spec: component.Spec{Name: componentHTTP, Summary: "metrics, probes and the API's routes over HTTP"}, start: startHTTP},
+	}
 }
 
-// AllComponents lists the components a user selects, in start order.
-var AllComponents []string
-
-// init fills AllComponents from the list: an initialiser would make a
-// cycle (a replay validates a Config, which names AllComponents).
-func init() { AllComponents = userComponents() }
-
-func userComponents() []string {
+// AllComponents returns the components a user selects, in start order.
+func AllComponents() []string {
 	var out []string
-	for _, c := range components {
-		if c.user {
-			out = append(out, c.name)
+	for _, c := range components() {
+		if c.User {
+			out = append(out, c.Name)
 		}
+	}
+	return out
+}
+
+// Specs returns every component's spec, in start order.
+func Specs() []component.Spec {
+	cs := components()
+	out := make([]component.Spec, len(cs))
+	for i, c := range cs {
+		out[i] = c.Spec
 	}
 	return out
 }
@@ -177,9 +174,9 @@ func userComponents() []string {
 // own and the common ones).
 func FlagComponents() map[string][]string {
 	out := map[string][]string{}
-	for _, c := range components {
-		for _, f := range c.flags {
-			out[f] = append(out[f], c.name)
+	for _, c := range components() {
+		for _, f := range c.Flags {
+			out[f] = append(out[f], c.Name)
 		}
 	}
 	return out
@@ -189,9 +186,9 @@ func FlagComponents() map[string][]string {
 // probes by default, "" for a component that has no port of its own (the
 // api serves them on its --http).
 func MetricsAddr(name string) string {
-	for _, c := range components {
-		if c.name == name && c.port != 0 {
-			return fmt.Sprintf("127.0.0.1:%d", c.port)
+	for _, c := range components() {
+		if c.Name == name && c.Port != 0 {
+			return fmt.Sprintf("127.0.0.1:%d", c.Port)
 		}
 	}
 	return ""
@@ -199,10 +196,10 @@ func MetricsAddr(name string) string {
 
 // storesOf returns how many tables and views the components of cs keep in
 // local stores.
-func storesOf(cs []component) int {
+func storesOf(cs []entry) int {
 	n := 0
 	for _, c := range cs {
-		n += c.stores
+		n += c.Stores
 	}
 	return n
 }
@@ -210,7 +207,7 @@ func storesOf(cs []component) int {
 // plan returns the components to start for the selected ones: those, what
 // they need, and the HTTP server of metrics and probes (with the API's
 // routes when the api runs) if there is an address, in list order.
-func plan(selected []string, http bool) []component {
+func plan(selected []string, http bool) []entry {
 	want := map[string]bool{}
 	var add func(name string)
 	add = func(name string) {
@@ -218,9 +215,9 @@ func plan(selected []string, http bool) []component {
 			return
 		}
 		want[name] = true
-		for _, c := range components {
-			if c.name == name {
-				for _, n := range c.needs {
+		for _, c := range components() {
+			if c.Name == name {
+				for _, n := range c.Needs {
 					add(n)
 				}
 			}
@@ -232,9 +229,9 @@ func plan(selected []string, http bool) []component {
 	if http {
 		add(componentHTTP)
 	}
-	var out []component
-	for _, c := range components {
-		if want[c.name] {
+	var out []entry
+	for _, c := range components() {
+		if want[c.Name] {
 			out = append(out, c)
 		}
 	}

@@ -3,29 +3,33 @@ package platform
 import (
 	"slices"
 	"testing"
+
+	"github.com/offerlog/offerlog/processors/indexer"
+	"github.com/offerlog/offerlog/processors/registry"
+	"github.com/offerlog/offerlog/streams/component"
 )
 
 // TestComponentsAreInDependencyOrder: every component comes after the
-// components it needs, every need names a component, and names are unique.
+// components it needs, every need names a component, names and ports are
+// unique (component.Check).
 func TestComponentsAreInDependencyOrder(t *testing.T) {
-	seen := map[string]bool{}
-	for _, c := range components {
-		if seen[c.name] {
-			t.Errorf("%s is declared twice", c.name)
-		}
-		for _, n := range c.needs {
-			if !seen[n] {
-				t.Errorf("%s needs %s, which is not declared before it", c.name, n)
-			}
-		}
-		seen[c.name] = true
+	if err := component.Check(Specs()); err != nil {
+		t.Error(err)
+	}
+	twice := append(Specs(), registry.Spec)
+	if err := component.Check(twice); err == nil {
+		t.Error("a component registered twice passes the check")
+	}
+	early := []component.Spec{indexer.Spec, {Name: componentRegistryView}}
+	if err := component.Check(early); err == nil {
+		t.Error("a component registered before what it needs passes the check")
 	}
 }
 
-func names(cs []component) []string {
+func names(cs []entry) []string {
 	var out []string
 	for _, c := range cs {
-		out = append(out, c.name)
+		out = append(out, c.Name)
 	}
 	return out
 }
@@ -45,8 +49,8 @@ func TestPlanStartsWhatIsNeeded(t *testing.T) {
 			t.Errorf("plan(%v, http %v) = %v, want %v", tt.selected, tt.http, got, tt.want)
 		}
 	}
-	if got := names(plan(AllComponents, true)); len(got) != len(components) {
-		t.Errorf("everything selected starts %v, want all %d components", got, len(components))
+	if got := names(plan(AllComponents(), true)); len(got) != len(components()) {
+		t.Errorf("everything selected starts %v, want all %d components", got, len(components()))
 	}
 }
 
@@ -55,7 +59,7 @@ func TestPlanStartsWhatIsNeeded(t *testing.T) {
 // one list of components.
 func TestWhatIsDerivedFromTheList(t *testing.T) {
 	ports := map[string]string{}
-	for _, name := range AllComponents {
+	for _, name := range AllComponents() {
 		addr := MetricsAddr(name)
 		if name == ComponentAPI {
 			if addr != "" {
@@ -88,7 +92,7 @@ func TestWhatIsDerivedFromTheList(t *testing.T) {
 	} {
 		selected := tt.components
 		if selected == nil {
-			selected = AllComponents
+			selected = AllComponents()
 		}
 		if got := storesOf(plan(selected, false)); got != tt.stores {
 			t.Errorf("%v keep %d stores, want %d", tt.components, got, tt.stores)

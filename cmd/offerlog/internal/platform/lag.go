@@ -10,15 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/offerlog/offerlog/internal/metrics"
-	"github.com/offerlog/offerlog/processors/cabinet"
-	"github.com/offerlog/offerlog/processors/drafts"
-	"github.com/offerlog/offerlog/processors/feeds"
-	"github.com/offerlog/offerlog/processors/indexer"
-	"github.com/offerlog/offerlog/processors/numerator"
-	"github.com/offerlog/offerlog/processors/offers"
-	"github.com/offerlog/offerlog/processors/registry"
-	"github.com/offerlog/offerlog/processors/scheduler"
-	"github.com/offerlog/offerlog/sinks/ydbsink"
+	"github.com/offerlog/offerlog/streams/component"
 )
 
 // LagInterval is how often the consumer lag of offerlog's groups is
@@ -39,18 +31,11 @@ const (
 	metricTopicLagSeconds     = "offerlog_kafka_consumer_group_topic_lag_seconds"
 )
 
-// lagGroups lists offerlog's consumer groups for the stages given.
+// lagGroups lists offerlog's consumer groups for the stages given, from
+// the components' specs (package component): what the lag component
+// watches and what a stopped process leaves.
 func lagGroups(stages []string) []string {
-	groups := []string{string(registry.Group), indexer.Group, indexer.RetryGroup, string(numerator.Group), numerator.SealerGroup,
-		string(offers.Group), offers.InboxGroup, string(drafts.Group), string(cabinet.Group), feeds.Group,
-		scheduler.TimersGroup}
-	for _, src := range ydbsink.SourceNames() {
-		groups = append(groups, ydbsink.Group(src))
-	}
-	for _, s := range stages {
-		groups = append(groups, scheduler.Group(s, false), scheduler.Group(s, true), scheduler.RouterGroupOf(s), scheduler.PushGroup(s))
-	}
-	return groups
+	return component.GroupsOf(Specs(), component.Instances{Stages: stages})
 }
 
 func startLag(ctx context.Context, p *process) error {

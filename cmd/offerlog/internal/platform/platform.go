@@ -165,7 +165,7 @@ func GoMemory(cfg Config) int64 { return goMemory(cfg, table.StoresOnGoHeap) }
 func goMemory(cfg Config, storesOnHeap bool) int64 {
 	selected := cfg.Components
 	if len(selected) == 0 {
-		selected = AllComponents
+		selected = AllComponents()
 	}
 	if !storesOnHeap && storesOf(plan(selected, false)) > 0 {
 		return cfg.Memory / 2
@@ -211,8 +211,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("partitions %d < 1", c.Partitions))
 	}
 	for _, comp := range c.Components {
-		if !slices.Contains(AllComponents, comp) {
-			errs = append(errs, fmt.Errorf("unknown component %q (have %v)", comp, AllComponents))
+		if !slices.Contains(AllComponents(), comp) {
+			errs = append(errs, fmt.Errorf("unknown component %q (have %v)", comp, AllComponents()))
 		}
 	}
 	if slices.Contains(c.Components, ComponentCache) || len(c.Components) == 0 {
@@ -284,7 +284,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if len(cfg.Components) == 0 {
 		// Everything; the sinks only with a database to write to.
-		cfg.Components = slices.DeleteFunc(slices.Clone(AllComponents), func(c string) bool { return c == ComponentSinkYDB && cfg.YDB == "" })
+		cfg.Components = slices.DeleteFunc(slices.Clone(AllComponents()), func(c string) bool { return c == ComponentSinkYDB && cfg.YDB == "" })
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -305,7 +305,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	for _, c := range plan(cfg.Components, cfg.HTTPAddr != "") {
 		if err := c.start(runCtx, p); err != nil {
-			return fmt.Errorf("%s: %w", c.name, err)
+			return fmt.Errorf("%s: %w", c.Name, err)
 		}
 	}
 	for _, r := range p.ready {

@@ -35,7 +35,7 @@ func TestReadsThroughTheCache(t *testing.T) {
 	s := startSecured(t, func(c *platform.Config) {
 		c.Reads, c.Cache.Table, c.WaitTimeout = platform.ReadsCache, topics.OffersTable+","+topics.RegistryTable+","+topics.OffersArchive, 3*time.Second
 		c.ArchiveAfter = time.Second
-		c.Components = slices.DeleteFunc(slices.Clone(platform.AllComponents), func(name string) bool {
+		c.Components = slices.DeleteFunc(slices.Clone(platform.AllComponents()), func(name string) bool {
 			return name == platform.ComponentIndexer || name == platform.ComponentSinkYDB
 		})
 		dataDir = c.DataDir

@@ -38,9 +38,9 @@ var ErrNotReplayable = errors.New("not a group that replays")
 // to replay them in (the cabinet counts what the aggregate emits).
 func Replayable() []string {
 	var out []string
-	for _, c := range components {
+	for _, c := range components() {
 		if c.replay != nil {
-			out = append(out, c.name)
+			out = append(out, c.Name)
 		}
 	}
 	return out
@@ -52,8 +52,8 @@ func Replay(ctx context.Context, name string, r Replaying) error {
 	if r.Logger == nil {
 		r.Logger = slog.Default()
 	}
-	for _, c := range components {
-		if c.name == name && c.replay != nil {
+	for _, c := range components() {
+		if c.Name == name && c.replay != nil {
 			return c.replay(ctx, r)
 		}
 	}

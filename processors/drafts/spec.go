@@ -1,0 +1,12 @@
+package drafts
+
+import (
+	"github.com/offerlog/offerlog/streams/component"
+	"github.com/offerlog/offerlog/topics"
+)
+
+// Spec is the component this package is, as the platform registers it
+// (package component): its name, ports, stores, groups and tables.
+var Spec = component.Spec{Name: Group, User: true, Port: 8085, Stores: 1,
+	Summary: "keeps the sellers' drafts by the seed's reset rules",
+	Groups:  []string{Group}, Tables: []string{topics.DraftsTable}, Flags: []string{"standby"}}

@@ -1,0 +1,12 @@
+package serving
+
+import (
+	"github.com/offerlog/offerlog/streams/component"
+)
+
+// Spec is the component this package is, as the platform registers it
+// (package component): its name, ports, stores, groups and tables.
+var Spec = component.Spec{Name: "cache", User: true, Port: 8088,
+	Summary: "the serving cache's server: a shard of table topics in memory, answering Get",
+	Needs:   []string{"auth"},
+	Flags:   []string{"grpc", "zookeeper", "session-timeout", "table", "cache-grpc", "host", "shards", "virtual-shards", "dc"}}
