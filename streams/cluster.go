@@ -45,6 +45,9 @@ type ClientSettings struct {
 	// members, as Kafka's default. Two live processes must never share
 	// one: the later fences the earlier.
 	InstanceID string
+	// Logger receives the clients' own warnings and errors (franz-go's);
+	// nil: slog's default logger.
+	Logger *slog.Logger
 }
 
 // DefaultMaxRecordBytes is the default largest record: 1 MiB.
@@ -129,11 +132,11 @@ func (c *Cluster) Forget(topics ...string) { c.admCl.PurgeTopicsFromClient(topic
 func (c *Cluster) Close() { c.admCl.Close() }
 
 // Options are the franz-go options of a client of the cluster: its seed
-// brokers, credentials and settings, logging to slog's default logger.
+// brokers, credentials and settings, logging to the settings' Logger.
 // For a client made without Client (the consume loop's).
 func (c *Cluster) Options() []kgo.Opt {
 	codec, _ := kgoCodec(c.settings.Compression)
-	return append(c.ConnectOptions(), kgo.WithLogger(newKgoLogger()),
+	return append(c.ConnectOptions(), kgo.WithLogger(newKgoLogger(c.settings.Logger)),
 		kgo.ProducerBatchCompression(codec), kgo.ProducerBatchMaxBytes(c.settings.MaxRecordBytes))
 }
 
@@ -206,23 +209,29 @@ func kgoCodec(name string) (kgo.CompressionCodec, error) {
 
 // kgoLogger hands franz-go's own warnings and errors (a broker refusing
 // SASL, a produce failing for good, a group's heartbeats failing) to the
-// process's slog default logger, with the client's key-value pairs as
+// cluster's logger (ClientSettings.Logger), with the client's key-value pairs as
 // attributes. Below warn franz-go is too chatty for a component's log: a
 // client's debugging needs --log-level debug and a client of its own.
 // The level is read once, when the client is made: franz-go asks for it
 // on its hot paths.
-type kgoLogger struct{ level kgo.LogLevel }
+type kgoLogger struct {
+	level kgo.LogLevel
+	log   *slog.Logger
+}
 
-func newKgoLogger() kgoLogger {
-	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
-		return kgoLogger{kgo.LogLevelInfo}
+func newKgoLogger(log *slog.Logger) kgoLogger {
+	if log == nil {
+		log = slog.Default()
 	}
-	return kgoLogger{kgo.LogLevelWarn}
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		return kgoLogger{kgo.LogLevelInfo, log}
+	}
+	return kgoLogger{kgo.LogLevelWarn, log}
 }
 
 func (l kgoLogger) Level() kgo.LogLevel { return l.level }
 
-func (kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	l := slog.LevelWarn
 	switch level {
 	case kgo.LogLevelError:
@@ -232,5 +241,5 @@ func (kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	case kgo.LogLevelDebug:
 		l = slog.LevelDebug
 	}
-	slog.Default().Log(context.Background(), l, "kafka client: "+msg, append([]any{"source", "franz-go"}, keyvals...)...)
+	k.log.Log(context.Background(), l, "kafka client: "+msg, append([]any{"source", "franz-go"}, keyvals...)...)
 }

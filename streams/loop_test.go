@@ -512,7 +512,7 @@ func TestConcurrentLoopSlowRecordHoldsOnlyItsCommit(t *testing.T) {
 
 // TestReplayWaitsForTheGroupToEmpty: a replay waits for the group's last
 // member to go (as a killed one does when its session expires) and then
-// runs; one whose member stays past MemberGrace is refused.
+// runs; one whose member stays past its MemberGrace is refused.
 func TestReplayWaitsForTheGroupToEmpty(t *testing.T) {
 	brokers := setup(t, 1)
 	produce(t, brokers, &kgo.Record{Topic: "in", Value: []byte("x")})
@@ -541,9 +541,7 @@ func TestReplayWaitsForTheGroupToEmpty(t *testing.T) {
 		t.Fatalf("replay once the member left: %v", err)
 	}
 
-	grace := replay.MemberGrace
-	replay.MemberGrace = time.Second
-	t.Cleanup(func() { replay.MemberGrace = grace })
+	r.MemberGrace = time.Second
 	member()
 	if _, err := r.Prepare(testkit.Context(t, time.Minute), adm); !errors.Is(err, replay.ErrGroupRunning) {
 		t.Fatalf("replay beside a member: %v", err)

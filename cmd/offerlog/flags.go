@@ -145,6 +145,8 @@ func (f *flags) parse(args []string) error {
 		}
 		rest := f.FlagSet.Args()
 		if len(rest) == 0 {
+			// The Kafka clients' own lines go to the command's log.
+			f.client.Logger = f.logger(f.Output())
 			client, err := f.client.WithDefaults()
 			if err != nil {
 				return fmt.Errorf("%w: %v", errUsage, err)
@@ -204,12 +206,6 @@ func (f *flags) Arg(i int) string { return f.positional[i] }
 // Args returns the positional arguments.
 func (f *flags) Args() []string { return f.positional }
 
-// processLogger is set by main: a command's logger then becomes the
-// process's default, which the Kafka clients' own log lines go to. Tests
-// that call run in process leave the default alone (their writers are
-// theirs).
-var processLogger bool
-
 // logger returns the command's logger (--log-level, --log-format).
 func (f *flags) logger(w io.Writer) *slog.Logger {
 	var level slog.Level
@@ -221,11 +217,7 @@ func (f *flags) logger(w io.Writer) *slog.Logger {
 	if f.logFormat == "json" {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	l := slog.New(h)
-	if processLogger {
-		slog.SetDefault(l)
-	}
-	return l
+	return slog.New(h)
 }
 
 // brokersFlag is a comma-separated broker list.

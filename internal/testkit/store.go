@@ -39,7 +39,7 @@ func LocalTable(t testing.TB, stateDir, group, topic string) map[string][]byte {
 // during the call.
 func eachStored(t testing.TB, dir string, fn func(k string, v []byte)) {
 	t.Helper()
-	db, err := table.OpenPebble(dir, 1<<20, 0, false, nil)
+	db, err := table.OpenPebble(dir, 1<<20, nil, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func eachStored(t testing.TB, dir string, fn func(k string, v []byte)) {
 	for ok := it.First(); ok; ok = it.Next() {
 		fn(string(it.Key()), it.Value())
 	}
-	if err := errors.Join(it.Close(), table.ClosePebble(db)); err != nil {
+	if err := errors.Join(it.Close(), db.Close()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -128,7 +128,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 				})
 			}
 		}
-		t := &Timers{Cluster: kafka, Dir: filepath.Join(cfg.Streams.StateDir, "timers"), Memory: cfg.TimerMemory, Cache: cfg.Streams.CacheMemory, Prod: prod,
+		t := &Timers{Cluster: kafka, Dir: filepath.Join(cfg.Streams.StateDir, "timers"), Memory: cfg.TimerMemory, Cache: cfg.Streams.Cache, Prod: prod,
 			Metrics: cfg.Metrics, Logger: cfg.Logger}
 		goRun("timers", t.Run)
 		if ctx.Err() == nil && cfg.OnReady != nil {

@@ -57,8 +57,8 @@ type Timers struct {
 	// of the block cache (default DefaultTimerMemory).
 	Memory int64
 	// Cache is the block cache the process's stores share
-	// (table.Config.CacheMemory; 0: the default).
-	Cache   int64
+	// (table.Config.Cache; nil: the store's own).
+	Cache   *table.BlockCache
 	Prod    *kgo.Client
 	Metrics *Metrics
 	Logger  *slog.Logger
@@ -207,7 +207,7 @@ func (t *Timers) open() error {
 	}
 	// A store of the layout before the stages' own indexes (or a new one):
 	// read the topic again from its start into a new store.
-	if err := table.ClosePebble(t.db); err != nil {
+	if err := t.db.Close(); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(path); err != nil {
@@ -231,7 +231,7 @@ func (t *Timers) Run(ctx context.Context) error {
 	if err := t.open(); err != nil {
 		return fmt.Errorf("timers: %w", err)
 	}
-	defer func() { _ = table.ClosePebble(t.db) }()
+	defer func() { _ = t.db.Close() }()
 	if err := t.count(); err != nil {
 		return fmt.Errorf("timers: %w", err)
 	}

@@ -23,14 +23,14 @@ import (
 
 // ErrGroupRunning is returned by PrepareReplay when the group has members:
 // a replay rebuilds the group's state from scratch and must run alone.
-// A replay waits MemberGrace for members to go first: the member of a
-// process killed without leaving stays until its session expires.
+// A replay waits Spec.MemberGrace for members to go first: the member of
+// a process killed without leaving stays until its session expires.
 var ErrGroupRunning = errors.New("group has running members; stop them before replaying")
 
-// MemberGrace is how long a replay waits for the group's members to go
-// before it refuses to run: a member of a process killed a moment ago
-// leaves when its session expires (10 s for offerlog's consumers).
-var MemberGrace = 15 * time.Second
+// DefaultMemberGrace is Spec.MemberGrace's default: a member of a process
+// killed a moment ago leaves when its session expires (10 s for offerlog's
+// consumers).
+const DefaultMemberGrace = 15 * time.Second
 
 // waitAlone waits up to grace until the group has no members, or returns
 // ErrGroupRunning.
@@ -85,6 +85,9 @@ type Spec struct {
 	// name the positions of the aggregate's input); the others are
 	// dropped as TablesOnly drops them.
 	ReemitOnly []string
+	// MemberGrace is how long the replay waits for the group's members to
+	// go before it refuses to run (0: DefaultMemberGrace).
+	MemberGrace time.Duration
 	// Forget, if set, is told the topics Prepare made again, for clients
 	// that cache what they know of topics (streams.Cluster.Forget).
 	Forget func(topics ...string)
@@ -153,7 +156,11 @@ func (r Spec) log() *slog.Logger {
 // must reach), deletes the group's committed offsets, recreates the table
 // topic empty and wipes the local storage. It returns the end offsets.
 func (r Spec) Prepare(ctx context.Context, adm *kadm.Client) (kadm.Offsets, error) {
-	if err := r.waitAlone(ctx, adm, MemberGrace); err != nil {
+	grace := r.MemberGrace
+	if grace <= 0 {
+		grace = DefaultMemberGrace
+	}
+	if err := r.waitAlone(ctx, adm, grace); err != nil {
 		return nil, err
 	}
 	if err := r.checkWhole(ctx, adm); err != nil {

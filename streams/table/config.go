@@ -41,11 +41,11 @@ type Config struct {
 	// cache (default DefaultStoreMemory). Every store of a process gets the
 	// same share of the process's budget (--memory).
 	StoreMemory int64
-	// CacheMemory is the block cache every local store of the process
-	// shares (default: 64 stores' shares of StoreMemory). The first store
-	// the process opens makes the cache; the platform sets it to what the
-	// stores' memtables leave of their budget (CacheMemoryOf).
-	CacheMemory int64
+	// Cache is the block cache every local store of the process shares,
+	// which the process makes and closes: the platform's is what the
+	// stores' memtables leave of their budget (CacheMemoryOf). nil: each
+	// store has a cache of its own share (a tool, a test).
+	Cache *BlockCache
 	// Standby makes every member of a table group keep a warm copy of the
 	// partitions it does not own (Kafka Streams' standby replicas, for
 	// every partition): it follows their changelogs into its local stores,

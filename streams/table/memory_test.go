@@ -1,6 +1,7 @@
 package table
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/cockroachdb/pebble"
@@ -30,46 +31,48 @@ func TestStoresStayWithinTheirShareOfTheBudget(t *testing.T) {
 	}
 }
 
-// The process's block cache is shared by its open stores and freed with
-// the last of them; the next store makes a new one.
-func TestTheBlockCacheGoesWithTheLastStore(t *testing.T) {
-	open := func() *pebble.DB {
+// The stores of a process share the block cache its Config carries: what
+// one store reads into it is counted in every store's cache; a store
+// without one has its own.
+func TestStoresShareTheProcesssBlockCache(t *testing.T) {
+	cache := NewBlockCache(4 << 20)
+	open := func(c *BlockCache) *pebble.DB {
 		t.Helper()
-		db, err := OpenPebble(t.TempDir(), 1<<20, 4<<20, false, nil)
+		db, err := OpenPebble(t.TempDir(), 1<<20, c, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return db
 	}
-	held := func() (*pebble.Cache, int) {
-		processCache.Lock()
-		defer processCache.Unlock()
-		return processCache.cache, processCache.stores
+	a, b, own := open(cache), open(cache), open(nil)
+	cache.Close() // the stores keep it
+	for i := range 1000 {
+		if err := a.Set(fmt.Appendf(nil, "k%04d", i), make([]byte, 100), pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
 	}
-	_, before := held() // stores other tests left open (a crash test's)
-	a, b := open(), open()
-	shared, n := held()
-	if n != before+2 || shared == nil {
-		t.Fatalf("%d stores hold the cache, want %d", n, before+2)
-	}
-	if err := ClosePebble(a); err != nil {
+	if err := a.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if c, n := held(); c != shared || n != before+1 {
-		t.Fatalf("one store closed: cache %p (was %p), %d stores", c, shared, n)
+	for i := range 1000 {
+		if _, closer, err := a.Get(fmt.Appendf(nil, "k%04d", i)); err != nil {
+			t.Fatal(err)
+		} else {
+			closer.Close()
+		}
 	}
-	if err := ClosePebble(b); err != nil {
-		t.Fatal(err)
+	if n := a.Metrics().BlockCache.Count; n == 0 {
+		t.Fatal("reads put no block in the cache")
 	}
-	c, n := held()
-	if n != before || (before == 0) != (c == nil) {
-		t.Fatalf("both closed: cache %p, %d stores; want %d, freed with the last", c, n, before)
+	if na, nb := a.Metrics().BlockCache.Count, b.Metrics().BlockCache.Count; na != nb {
+		t.Errorf("a's cache holds %d blocks, b's %d: not one cache", na, nb)
 	}
-	if before == 0 {
-		d := open()
-		defer func() { _ = ClosePebble(d) }()
-		if c, _ := held(); c == nil || c == shared {
-			t.Fatalf("a store opened after: cache %p, the freed one %p", c, shared)
+	if n := own.Metrics().BlockCache.Count; n != 0 {
+		t.Errorf("a store with a cache of its own holds %d blocks of another's reads", n)
+	}
+	for _, db := range []*pebble.DB{a, b, own} {
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package table
 import (
 	"fmt"
 	"log/slog"
-	"sync"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
@@ -13,45 +12,23 @@ import (
 // has read to (goka's place for it, so a store goka left is taken over).
 const offsetKey = "__offset"
 
-// cacheShares is how many stores' cache shares make the block cache all
-// the stores of a process share when its Config names no CacheMemory (a
-// tool, a test): a hot store takes more than its share, an idle one less.
-// (A cache per store, a few MiB, kept too few of the index and filter
-// blocks every Get reads: 12 % of the pipeline's CPU re-read them from
-// their files.)
-const cacheShares = 64
+// BlockCache is the block cache the local stores of a process share (a
+// hot store takes more than its share, an idle one less): made by the
+// process, carried by its Config, closed by it. (A cache per store, a few
+// MiB, kept too few of the index and filter blocks every Get reads: 12 %
+// of the pipeline's CPU re-read them from their files.) Its memory goes
+// when it is closed and its last store too: a process that runs its
+// components one after another (make bench) makes one per run. (Until
+// 2026-11-29 it was a variable of the package's, shared by every store of
+// the process whatever its Config.)
+type BlockCache struct{ c *pebble.Cache }
 
-var processCache struct {
-	sync.Mutex
-	cache  *pebble.Cache
-	stores int // the stores open on it (OpenPebble, not yet ClosePebble)
-}
+// NewBlockCache returns a block cache of size bytes.
+func NewBlockCache(size int64) *BlockCache { return &BlockCache{c: pebble.NewCache(size)} }
 
-// sharedCache returns the process's block cache for a store being opened,
-// made with size bytes if no store holds one; releaseCache gives it back.
-func sharedCache(size int64) *pebble.Cache {
-	processCache.Lock()
-	defer processCache.Unlock()
-	if processCache.cache == nil {
-		processCache.cache = pebble.NewCache(size)
-	}
-	processCache.stores++
-	return processCache.cache
-}
-
-// releaseCache gives back a store's hold on the process's cache: when no
-// store holds it, it is freed, and the next store makes a new one. (Kept
-// to the process's end, a cache filled by stores long closed stayed in the
-// Go heap of a process that ran its components one after another: make
-// bench's serving cache materialised 20 % slower next to it.)
-func releaseCache() {
-	processCache.Lock()
-	defer processCache.Unlock()
-	if processCache.stores--; processCache.stores == 0 {
-		processCache.cache.Unref() // each store's own reference went with its Close
-		processCache.cache = nil
-	}
-}
+// Close gives back the process's hold on the cache; the stores still open
+// on it keep theirs until they close.
+func (b *BlockCache) Close() { b.c.Unref() }
 
 // pebbleMemory shares a store's memory out: each of the two memtables
 // (the one filling, the one flushing) takes a quarter (at least 1 MiB),
@@ -73,12 +50,12 @@ func pebbleMemory(mem int64) (cache, memtable int64) {
 }
 
 // OpenPebble opens (or creates) a local store at path within mem bytes
-// for its memtables and its share of the process's block cache (cache
-// bytes, made by the first store the process opens; 0: 64 stores' shares),
-// with bloom filters, with or without its write-ahead log: the goka tables
-// have none (their changelog restores them); a store that is its own
-// record of what it read (the timer service's) keeps it.
-func OpenPebble(path string, mem, cache int64, wal bool, log *slog.Logger) (*pebble.DB, error) {
+// for its memtables and its share of cache, the process's block cache (nil:
+// a cache of its own, of its share), with bloom filters, with or without
+// its write-ahead log: the goka tables have none (their changelog restores
+// them); a store that is its own record of what it read (the timer
+// service's) keeps it.
+func OpenPebble(path string, mem int64, cache *BlockCache, wal bool, log *slog.Logger) (*pebble.DB, error) {
 	return openPebble(path, mem, cache, 1, wal, log)
 }
 
@@ -86,15 +63,18 @@ func OpenPebble(path string, mem, cache int64, wal bool, log *slog.Logger) (*peb
 // bytes: its memtables take the parts' shares together. (A view, one store
 // of every partition, sized the shared cache from its whole share: eight
 // times the cache, and the bench's RSS 40 % up.)
-func openPebble(path string, mem, cache int64, parts int, wal bool, log *slog.Logger) (*pebble.DB, error) {
-	if cache <= 0 {
-		share, _ := pebbleMemory(mem)
-		cache = share * cacheShares
+func openPebble(path string, mem int64, cache *BlockCache, parts int, wal bool, log *slog.Logger) (*pebble.DB, error) {
+	share, memtable := pebbleMemory(mem * int64(max(parts, 1)))
+	if cache == nil {
+		// Opened with the store's reference, Unref'd here: the store's
+		// Close frees it.
+		own := pebble.NewCache(share)
+		defer own.Unref()
+		cache = &BlockCache{c: own}
 	}
-	_, memtable := pebbleMemory(mem * int64(max(parts, 1)))
 	opts := &pebble.Options{
 		DisableWAL:                  !wal,
-		Cache:                       sharedCache(cache),
+		Cache:                       cache.c,
 		MemTableSize:                uint64(memtable),
 		MemTableStopWritesThreshold: 2,
 		Logger:                      pebbleLogger{log},
@@ -110,17 +90,9 @@ func openPebble(path string, mem, cache int64, parts int, wal bool, log *slog.Lo
 	}
 	db, err := pebble.Open(path, opts)
 	if err != nil {
-		releaseCache()
 		return nil, fmt.Errorf("open pebble store %s: %w", path, err)
 	}
 	return db, nil
-}
-
-// ClosePebble closes a store OpenPebble opened, and gives back its hold on
-// the process's block cache. Call it once a store.
-func ClosePebble(db *pebble.DB) error {
-	defer releaseCache()
-	return db.Close()
 }
 
 // pebbleLogger sends Pebble's log lines to slog at debug level.

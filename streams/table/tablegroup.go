@@ -356,7 +356,7 @@ func (g *Group) closeStores() {
 	defer g.mu.Unlock()
 	for p, st := range g.stores {
 		st.mu.Lock()
-		if err := errors.Join(st.db.Flush(), ClosePebble(st.db)); err != nil {
+		if err := errors.Join(st.db.Flush(), st.db.Close()); err != nil {
 			g.Logger.Error("close table store", "group", g.Group, "partition", p, "err", err)
 		}
 		st.mu.Unlock()
@@ -416,7 +416,7 @@ func (g *Group) store(p int32) (*tableStore, error) {
 		mem = DefaultStoreMemory
 	}
 	dir := filepath.Join(g.Streams.StateDirOf(g.Group), "pebble", fmt.Sprintf("%s.%d", g.Table, p))
-	db, err := OpenPebble(dir, mem, g.Streams.CacheMemory, false, g.Streams.Logger)
+	db, err := OpenPebble(dir, mem, g.Streams.Cache, false, g.Streams.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -424,7 +424,7 @@ func (g *Group) store(p int32) (*tableStore, error) {
 	for _, t := range g.Inputs {
 		o, ok, err := storedInt(db, appliedKey(t))
 		if err != nil {
-			_ = ClosePebble(db)
+			_ = db.Close()
 			return nil, fmt.Errorf("table store %s: applied offset of %s: %w", dir, t, err)
 		}
 		if ok {
@@ -433,7 +433,7 @@ func (g *Group) store(p int32) (*tableStore, error) {
 	}
 	o, ok, err := storedInt(db, []byte(offsetKey))
 	if err != nil {
-		_ = ClosePebble(db)
+		_ = db.Close()
 		return nil, fmt.Errorf("table store %s: offset: %w", dir, err)
 	}
 	if ok {

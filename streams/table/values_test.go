@@ -11,7 +11,7 @@ import (
 // A store that cannot be read fails a batch's reads fatally: its records
 // are not at fault and must not become dead letters.
 func TestABrokenStoreFailsTheBatchFatally(t *testing.T) {
-	db, err := OpenPebble(t.TempDir(), 1<<20, 0, false, nil)
+	db, err := OpenPebble(t.TempDir(), 1<<20, nil, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestABrokenStoreFailsTheBatchFatally(t *testing.T) {
 	if err != nil || string(vals["k"]) != "v" || string(vals["set"]) != "s" || len(vals) != 2 {
 		t.Fatalf("values %q, %v; want k and set", vals, err)
 	}
-	if err := ClosePebble(db); err != nil {
+	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 	// Pebble panics on a closed store.

@@ -142,12 +142,12 @@ func (v *View) Run(ctx context.Context) error {
 	// The stores of earlier releases (goka's, one per partition) are
 	// beside this one: the topic fills the new store.
 	_ = os.RemoveAll(filepath.Join(v.cfg.StateDir, "view", v.name, "pebble"))
-	db, err := openPebble(v.Dir(), mem, v.cfg.CacheMemory, len(ends), false, v.cfg.Logger)
+	db, err := openPebble(v.Dir(), mem, v.cfg.Cache, len(ends), false, v.cfg.Logger)
 	if err != nil {
 		return fmt.Errorf("view of %s: %w", v.topic, err)
 	}
 	if err := nameTopic(db, v.topic); err != nil {
-		_ = ClosePebble(db)
+		_ = db.Close()
 		return fmt.Errorf("view of %s: %w", v.topic, err)
 	}
 	pos := map[int32]int64{}
@@ -155,7 +155,7 @@ func (v *View) Run(ctx context.Context) error {
 	for p := range ends {
 		n, _, err := storedInt(db, viewOffsetKey(p))
 		if err != nil {
-			_ = ClosePebble(db)
+			_ = db.Close()
 			return fmt.Errorf("view of %s: the store's offset of partition %d: %w", v.topic, p, err)
 		}
 		pos[p], from[p] = n, kgo.NewOffset().At(n)
@@ -412,7 +412,7 @@ func (v *View) close() {
 	v.iters.Wait()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if err := errors.Join(v.db.Flush(), ClosePebble(v.db)); err != nil {
+	if err := errors.Join(v.db.Flush(), v.db.Close()); err != nil {
 		v.log.Error("view: close the store", "view", v.name, "err", err)
 	}
 	v.db = nil

@@ -443,7 +443,8 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 		// store counted as one: timerMemory).
 		stores := max(storesOf(plan(cfg.Components, false)), 1)
 		p.scfg.StoreMemory = table.StoreMemoryOf(cfg.Memory/2, stores, int(cfg.Partitions))
-		p.scfg.CacheMemory = table.CacheMemoryOf(cfg.Memory/2, stores, int(cfg.Partitions))
+		p.scfg.Cache = table.NewBlockCache(table.CacheMemoryOf(cfg.Memory/2, stores, int(cfg.Partitions)))
+		p.closers = append(p.closers, p.scfg.Cache.Close)
 	}
 	p.sup = &supervisor{log: log, restarts: p.reg.Counter("offerlog_component_restarts_total", "Restarts of a component after it failed, by component.", "component")}
 	return p, nil

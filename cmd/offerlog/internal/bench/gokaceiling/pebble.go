@@ -52,7 +52,7 @@ type pebbleStore struct {
 const offsetEvery = 256
 
 func openPebble(path string, mem int64, log *slog.Logger) (*pebbleStore, error) {
-	db, err := table.OpenPebble(path, mem, 0, false, log)
+	db, err := table.OpenPebble(path, mem, nil, false, log)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (s *pebbleStore) Open() error { return nil }
 // Close writes the offset, flushes the memtables (without a WAL they would
 // be lost) and closes the store.
 func (s *pebbleStore) Close() error {
-	return errors.Join(s.writeOffset(), s.db.Flush(), table.ClosePebble(s.db))
+	return errors.Join(s.writeOffset(), s.db.Flush(), s.db.Close())
 }
 
 func (s *pebbleStore) Has(key string) (bool, error) {
