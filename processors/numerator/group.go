@@ -64,7 +64,7 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 func newGroup(s table.Config, m *Metrics, partitions int32, logger *slog.Logger) *table.Group {
 	h := &handler{m: m, partitions: partitions}
 	return &table.Group{
-		Streams: s, Group: Group, Table: Table,
+		Streams: s, Name: Group, Table: Table,
 		Inputs:    []string{topics.NumeratorOffers, topics.NumeratorResults},
 		Outputs:   []string{topics.NumeratorAssignments, topics.NumeratorDead},
 		DeadTopic: topics.NumeratorDead,
@@ -85,14 +85,14 @@ type handler struct {
 // batch handles one partition's sightings or decisions: the entries of
 // their keys are read at once, changed in memory record by record, and the
 // entries that changed are written once each.
-func (h *handler) batch(_ context.Context, b *table.Batch) error {
+func (h *handler) batch(_ context.Context, b table.BatchTable) error {
 	entries, err := table.LoadEntries(b, schemas.NumeratorEntries, func(r *kgo.Record, d *schemas.DeadLetter) {
 		h.deadLetter(b, r, d)
 	})
 	if err != nil {
 		return err
 	}
-	for _, r := range b.Records {
+	for _, r := range b.Input().Records {
 		if reason := streams.Misplaced(string(r.Key), r.Partition, h.partitions); reason != "" {
 			h.dead(b, r, reason)
 			continue
@@ -109,11 +109,11 @@ func (h *handler) batch(_ context.Context, b *table.Batch) error {
 
 // dead dead-letters r with the reason, as an output of r (a replay does not
 // write it again).
-func (h *handler) dead(b *table.Batch, r *kgo.Record, reason string) {
+func (h *handler) dead(b table.BatchTable, r *kgo.Record, reason string) {
 	h.deadLetter(b, r, streams.NewDeadLetter(Group, r.Topic, r.Partition, r.Offset, r.Key, r.Value, r.Timestamp, reason))
 }
 
-func (h *handler) deadLetter(b *table.Batch, r *kgo.Record, d *schemas.DeadLetter) {
+func (h *handler) deadLetter(b table.BatchTable, r *kgo.Record, d *schemas.DeadLetter) {
 	data, err := schemas.DeadLetters.Encode(d)
 	if err != nil {
 		// A dead letter is bounded and always encodes; if it did not, the
@@ -148,7 +148,7 @@ func CheckOffer(msgKey string, o *schemas.OfferSeen, e *schemas.NumeratorEntry) 
 	return k, nil
 }
 
-func (h *handler) offer(b *table.Batch, r *kgo.Record, entries *table.Entries[schemas.NumeratorEntry]) {
+func (h *handler) offer(b table.BatchTable, r *kgo.Record, entries *table.Entries[schemas.NumeratorEntry]) {
 	var o schemas.OfferSeen
 	if err := schemas.OffersSeen.Decode(r.Value, &o); err != nil {
 		h.dead(b, r, fmt.Sprintf("undecodable offer: %v", err))
@@ -174,7 +174,7 @@ func (h *handler) offer(b *table.Batch, r *kgo.Record, entries *table.Entries[sc
 	entries.Set(r, &next)
 }
 
-func (h *handler) result(b *table.Batch, r *kgo.Record, entries *table.Entries[schemas.NumeratorEntry]) {
+func (h *handler) result(b table.BatchTable, r *kgo.Record, entries *table.Entries[schemas.NumeratorEntry]) {
 	var a schemas.Assignment
 	if err := schemas.Assignments.Decode(r.Value, &a); err != nil {
 		h.dead(b, r, fmt.Sprintf("undecodable result: %v", err))

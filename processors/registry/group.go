@@ -61,7 +61,7 @@ func newGroup(cfg Config, synced bool, partitions int32) *table.Group {
 	h := &handler{epochs: cfg.Epochs, synced: synced, rules: cfg.Rules, partitions: partitions, m: cfg.Metrics,
 		verdicts: streams.Avro[schemas.Verdict]{C: schemas.Verdicts, Framing: cfg.Framing}}
 	return &table.Group{
-		Streams: cfg.Streams, Group: Group, Table: Table,
+		Streams: cfg.Streams, Name: Group, Table: Table,
 		Inputs: []string{topics.DocumentsIngest},
 		// The sweep's expiry checks go into the group's own input.
 		Outputs:   []string{topics.DocumentsResults, topics.DocumentsChanges, topics.DocumentsUrgent, topics.DocumentsDead, topics.DocumentsIngest},
@@ -88,14 +88,14 @@ type handler struct {
 // batch decides one partition's documents and expiry checks in order: the
 // records of their keys are read once, changed in memory, and written once
 // each at the end.
-func (h *handler) batch(ctx context.Context, b *table.Batch) error {
+func (h *handler) batch(ctx context.Context, b table.BatchTable) error {
 	records, err := table.LoadEntries(b, schemas.RegistryRecords, func(r *kgo.Record, d *schemas.DeadLetter) {
 		h.emitDead(b, r, d)
 	})
 	if err != nil {
 		return err
 	}
-	for _, r := range b.Records {
+	for _, r := range b.Input().Records {
 		if err := h.ingest(ctx, b, records, r); err != nil {
 			return err
 		}
@@ -106,7 +106,7 @@ func (h *handler) batch(ctx context.Context, b *table.Batch) error {
 // ingest decides one record of documents.ingest. It returns an error only
 // when the cluster fails (the epoch catalogue cannot be caught up): the
 // batch is then tried again, nothing of it kept.
-func (h *handler) ingest(ctx context.Context, b *table.Batch, records *table.Entries[schemas.RegistryRecord], r *kgo.Record) error {
+func (h *handler) ingest(ctx context.Context, b table.BatchTable, records *table.Entries[schemas.RegistryRecord], r *kgo.Record) error {
 	data, key, at := r.Value, string(r.Key), r.Timestamp
 	if reason := Misplaced(key, data, r.Partition, h.partitions); reason != "" {
 		h.reject(b, r, reason)
@@ -186,7 +186,7 @@ func (h *handler) ingest(ctx context.Context, b *table.Batch, records *table.Ent
 	return nil
 }
 
-func (h *handler) apply(b *table.Batch, records *table.Entries[schemas.RegistryRecord], r *kgo.Record, out Outcome) {
+func (h *handler) apply(b table.BatchTable, records *table.Entries[schemas.RegistryRecord], r *kgo.Record, out Outcome) {
 	if out.Write {
 		records.Set(r, out.Record) // nil deletes
 	}
@@ -195,7 +195,7 @@ func (h *handler) apply(b *table.Batch, records *table.Entries[schemas.RegistryR
 	}
 }
 
-func (h *handler) emitChange(b *table.Batch, r *kgo.Record, rec *schemas.RegistryRecord) {
+func (h *handler) emitChange(b table.BatchTable, r *kgo.Record, rec *schemas.RegistryRecord) {
 	data, err := schemas.RegistryRecords.Encode(Change(rec))
 	if err != nil {
 		h.reject(b, r, fmt.Sprintf("its change does not encode: %v", err))
@@ -219,7 +219,7 @@ func Urgent(r *kgo.Record) bool {
 	return false
 }
 
-func (h *handler) verdict(b *table.Batch, r *kgo.Record, v *schemas.Verdict) {
+func (h *handler) verdict(b table.BatchTable, r *kgo.Record, v *schemas.Verdict) {
 	data, err := h.verdicts.Encode(v)
 	if err != nil {
 		// A verdict always encodes (its fields are bounded); if it did not,
@@ -253,7 +253,7 @@ func validKey(key string) bool {
 
 // reject answers a message that is not a decodable document: an invalid
 // verdict, and the message kept whole on documents.dead.
-func (h *handler) reject(b *table.Batch, r *kgo.Record, reason string) {
+func (h *handler) reject(b table.BatchTable, r *kgo.Record, reason string) {
 	h.emitDead(b, r, streams.NewDeadLetter(Group, topics.DocumentsIngest,
 		r.Partition, r.Offset, r.Key, r.Value, r.Timestamp, reason))
 	client, pk, ok := SplitKey(string(r.Key))
@@ -266,7 +266,7 @@ func (h *handler) reject(b *table.Batch, r *kgo.Record, reason string) {
 	})
 }
 
-func (h *handler) emitDead(b *table.Batch, r *kgo.Record, d *schemas.DeadLetter) {
+func (h *handler) emitDead(b table.BatchTable, r *kgo.Record, d *schemas.DeadLetter) {
 	data, err := schemas.DeadLetters.Encode(d)
 	if err != nil {
 		return // bounded: always encodes

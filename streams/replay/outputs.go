@@ -48,7 +48,7 @@ func (o Outputs) String() string {
 
 // Emits is what the processor a replay runs needs to know, shared by the
 // Spec (which fills answered in Prepare, before the processor starts) and
-// the table group's batches (table.Batch.Emit).
+// the table group's batches (table.Update.Emit).
 type Emits struct {
 	mode   Outputs
 	inputs []string

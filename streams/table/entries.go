@@ -10,12 +10,12 @@ import (
 )
 
 // Entries is a table batch's values decoded into Ts: the values of the
-// batch's keys read at once (Batch.Values), each decoded when first
+// batch's keys read at once (Update.Values), each decoded when first
 // asked for, changed in memory record by record, and each changed one
 // encoded and set once (Flush). Table handlers read and write their table
 // through it.
 type Entries[T any] struct {
-	b       *Batch
+	b       BatchTable
 	codec   *schemas.Codec[T]
 	garbage func(r *kgo.Record, d *schemas.DeadLetter)
 	keys    []string
@@ -28,9 +28,10 @@ type Entries[T any] struct {
 // decode is handed to garbage, when its key is first asked for, as the
 // dead letter of a value of the table topic (offset -1), and taken as
 // absent: the value the record sets replaces it.
-func LoadEntries[T any](b *Batch, c *schemas.Codec[T], garbage func(r *kgo.Record, d *schemas.DeadLetter)) (*Entries[T], error) {
-	keys := make([]string, len(b.Records))
-	for i, r := range b.Records {
+func LoadEntries[T any](b BatchTable, c *schemas.Codec[T], garbage func(r *kgo.Record, d *schemas.DeadLetter)) (*Entries[T], error) {
+	in := b.Input()
+	keys := make([]string, len(in.Records))
+	for i, r := range in.Records {
 		keys[i] = string(r.Key)
 	}
 	stored, err := b.Values(keys)
@@ -51,7 +52,8 @@ func (e *Entries[T]) Get(r *kgo.Record) *T {
 	if data, ok := e.stored[k]; ok {
 		d := new(T)
 		if err := e.codec.Decode(data, d); err != nil {
-			e.garbage(r, streams.NewDeadLetter(e.b.g.Group, e.b.g.Table, r.Partition, -1, r.Key, data, r.Timestamp,
+			group, table := e.b.Names()
+			e.garbage(r, streams.NewDeadLetter(group, table, r.Partition, -1, r.Key, data, r.Timestamp,
 				"undecodable table value, taken as absent: "+err.Error()))
 		} else {
 			v = d
@@ -82,7 +84,8 @@ func (e *Entries[T]) Flush() error {
 		}
 		data, err := e.codec.Encode(v)
 		if err != nil {
-			return streams.Fatal(fmt.Errorf("%s: encode the value of %q: %w", e.b.g.Group, k, err))
+			group, _ := e.b.Names()
+			return streams.Fatal(fmt.Errorf("%s: encode the value of %q: %w", group, k, err))
 		}
 		e.b.Set(k, data)
 	}

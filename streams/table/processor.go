@@ -119,8 +119,8 @@ func (g *Graph) OutputTopics() []string {
 // Group returns the table group that runs g with s, calling onReady
 // (if set) once its first assignment has read its changelogs.
 func (g *Graph) TableGroup(s Config, onReady func()) *Group {
-	return &Group{Streams: s, Group: g.Group, Table: g.Table(), Inputs: g.InputTopics(), Outputs: g.OutputTopics(),
-		DeadTopic: g.DeadTopic, Handle: func(_ context.Context, b *Batch) error { return g.Process(b, b.Batch) },
+	return &Group{Streams: s, Name: g.Group, Table: g.Table(), Inputs: g.InputTopics(), Outputs: g.OutputTopics(),
+		DeadTopic: g.DeadTopic, Handle: func(_ context.Context, b BatchTable) error { return g.Process(b, b.Input()) },
 		RepeatKeys: g.RepeatKeys, OnReady: onReady, Logger: s.Logger}
 }
 
@@ -141,9 +141,14 @@ func (g *Graph) Replay(ctx context.Context, s Config, tableConfigs map[string]st
 	return Replay(ctx, s, spec, func(ctx context.Context, s Config) error { return g.Run(ctx, s, nil) })
 }
 
-// BatchTable is what a batch's callbacks read and write: a Batch, or
-// a Tester's table in memory.
+// BatchTable is what a table group's handler (and a Graph's callbacks)
+// is handed: one input partition's batch and the table it reads and
+// writes, an Update on the broker or a Tester's table in memory.
 type BatchTable interface {
+	// Input is the batch of input records.
+	Input() *streams.Batch
+	// Names are the group's and its table's.
+	Names() (group, table string)
 	// Values returns the current value of each of keys that has one.
 	Values(keys []string) (map[string][]byte, error)
 	// Set sets key's value (nil deletes it) when the batch commits.
@@ -382,7 +387,7 @@ func Stale(offset, newest int64) bool { return offset <= newest-RememberWindow }
 // One answer is all such a value ever needs. The input handled again after
 // a crash is the records after the changelog's last mark; of them, only
 // one batch can have its values in the changelog (each batch's changelog
-// records carry the mark of the batch before, Batch.commit), and that
+// records carry the mark of the batch before, Update.commit), and that
 // batch holds one record of each key (distinctKeys). So a record recalled
 // is its key's last one, or none of the value's. The window of answers
 // kept until 2026-11-28 (up to 256, RememberIn's rule) made a hot offer's

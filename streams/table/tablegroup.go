@@ -48,8 +48,8 @@ import (
 // is not handed to the handler again.
 type Group struct {
 	Streams Config
-	// Group is the consumer group, and names the local state.
-	Group string
+	// Name is the consumer group's, and names the local state.
+	Name string
 	// Table is the changelog topic, partitioned as the inputs.
 	Table string
 	// Inputs are consumed by the group; they are co-partitioned with Table
@@ -65,7 +65,7 @@ type Group struct {
 	// Handle handles a batch of one input partition. It reads the table
 	// with Values and writes it with Set; it returns an error as a Loop's
 	// BatchHandler does, and nothing it set or emitted is kept then.
-	Handle func(ctx context.Context, b *Batch) error
+	Handle func(ctx context.Context, b BatchTable) error
 	// RepeatKeys lets a batch hold several input records of one key.
 	// Unset, a batch ends before a record whose key it holds already
 	// (distinctKeys says why). Set it only for a group whose record, seen
@@ -144,7 +144,7 @@ func (g *Group) writePending(ctx context.Context, p int32, st *tableStore) error
 	}
 	r := &kgo.Record{Topic: g.Table, Partition: p, Key: st.lastKey, Value: value, Headers: slices.Clone(st.pending)}
 	if err := g.prod.ProduceSync(ctx, r).FirstErr(); err != nil {
-		return fmt.Errorf("%s: produce the changelog's marks: %w", g.Group, err)
+		return fmt.Errorf("%s: produce the changelog's marks: %w", g.Name, err)
 	}
 	st.pending = st.pending[:0]
 	if r.Offset > st.offset {
@@ -173,7 +173,7 @@ func (g *Group) writeAllPending() {
 		err := g.writePending(ctx, p, st)
 		st.mu.Unlock()
 		if err != nil {
-			g.Logger.Warn("table marks not written on stop", "group", g.Group, "partition", p, "err", err)
+			g.Logger.Warn("table marks not written on stop", "group", g.Name, "partition", p, "err", err)
 			return
 		}
 	}
@@ -203,9 +203,9 @@ func internalKey(key []byte) bool {
 	return string(key) == offsetKey || (len(key) > 0 && key[0] == 0)
 }
 
-// Batch is one input partition's batch handed to a Group's
+// Update is one input partition's batch handed to a Group's
 // handler, with the table of that partition.
-type Batch struct {
+type Update struct {
 	*streams.Batch
 	g     *Group
 	st    *tableStore
@@ -221,16 +221,16 @@ func (g *Group) Run(ctx context.Context) error {
 	if err := g.Streams.Validate(); err != nil {
 		return err
 	}
-	if g.Group == "" || g.Table == "" || len(g.Inputs) == 0 || g.Handle == nil {
+	if g.Name == "" || g.Table == "" || len(g.Inputs) == 0 || g.Handle == nil {
 		return errors.New("table: a group needs a group, a table, inputs and a handler")
 	}
 	if g.Logger == nil {
 		g.Logger = slog.Default()
 	}
-	prod, err := g.Streams.Cluster.Producer(g.Group+"-table", kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	prod, err := g.Streams.Cluster.Producer(g.Name+"-table", kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.MaxBufferedRecords(1<<20))
 	if err != nil {
-		return fmt.Errorf("%s: %w", g.Group, err)
+		return fmt.Errorf("%s: %w", g.Name, err)
 	}
 	defer prod.Close()
 	g.prod, g.adm = prod, g.Streams.Cluster.Admin()
@@ -250,17 +250,17 @@ func (g *Group) Run(ctx context.Context) error {
 	for _, t := range append([]string{g.Table}, g.Outputs...) {
 		n, err := partitions(t)
 		if err != nil {
-			return fmt.Errorf("%s: %w", g.Group, err)
+			return fmt.Errorf("%s: %w", g.Name, err)
 		}
 		g.counts[t] = n
 	}
 	for _, t := range g.Inputs {
 		n, err := partitions(t)
 		if err != nil {
-			return fmt.Errorf("%s: %w", g.Group, err)
+			return fmt.Errorf("%s: %w", g.Name, err)
 		}
 		if n != g.counts[g.Table] {
-			return fmt.Errorf("%s: %s has %d partitions, its table %s %d: they must be co-partitioned", g.Group, t, n, g.Table, g.counts[g.Table])
+			return fmt.Errorf("%s: %s has %d partitions, its table %s %d: they must be co-partitioned", g.Name, t, n, g.Table, g.counts[g.Table])
 		}
 	}
 	// Under mu: Visit (another goroutine's) reads the stores, and through
@@ -295,7 +295,7 @@ func (g *Group) Run(ctx context.Context) error {
 			for _, p := range list {
 				st, err := g.store(p)
 				if err != nil {
-					g.Logger.Warn("table store not opened", "group", g.Group, "partition", p, "err", err)
+					g.Logger.Warn("table store not opened", "group", g.Name, "partition", p, "err", err)
 					continue // its first batch tries again
 				}
 				st.mu.Lock()
@@ -314,7 +314,7 @@ func (g *Group) Run(ctx context.Context) error {
 						return
 					}
 					wait := streams.DefaultBackoff.Wait(attempt)
-					g.Logger.Warn("table partition not caught up, trying again", "group", g.Group, "partition", p, "err", err, "in", wait)
+					g.Logger.Warn("table partition not caught up, trying again", "group", g.Name, "partition", p, "err", err, "in", wait)
 					select {
 					case <-ctx.Done():
 						return
@@ -328,7 +328,7 @@ func (g *Group) Run(ctx context.Context) error {
 		})
 	}
 	return streams.RunLoop(ctx, streams.LoopConfig{
-		Name: g.Group, Cluster: g.Streams.Cluster, Group: g.Group, Topics: g.Inputs,
+		Name: g.Name, Cluster: g.Streams.Cluster, Group: g.Name, Topics: g.Inputs,
 		BatchHandler: g.batch, DeadTopic: g.DeadTopic, OnAssigned: assigned, OnRevoked: g.revoked, OnLost: g.lost,
 		ClientOptions: []kgo.Opt{kgo.Balancers(kgo.RangeBalancer())},
 		Metrics:       g.Metrics, Logger: g.Logger,
@@ -357,7 +357,7 @@ func (g *Group) closeStores() {
 	for p, st := range g.stores {
 		st.mu.Lock()
 		if err := errors.Join(st.db.Flush(), st.db.Close()); err != nil {
-			g.Logger.Error("close table store", "group", g.Group, "partition", p, "err", err)
+			g.Logger.Error("close table store", "group", g.Name, "partition", p, "err", err)
 		}
 		st.mu.Unlock()
 	}
@@ -392,7 +392,7 @@ func (g *Group) letGo(ps map[string][]int32, mark bool) {
 				st.mu.Lock()
 				if mark {
 					if err := g.writePendingNow(p, st); err != nil {
-						g.Logger.Warn("table marks not written on revocation", "group", g.Group, "partition", p, "err", err)
+						g.Logger.Warn("table marks not written on revocation", "group", g.Name, "partition", p, "err", err)
 					}
 				}
 				st.pending, st.lastKey = nil, nil
@@ -415,7 +415,7 @@ func (g *Group) store(p int32) (*tableStore, error) {
 	if mem <= 0 {
 		mem = DefaultStoreMemory
 	}
-	dir := filepath.Join(g.Streams.StateDirOf(g.Group), "pebble", fmt.Sprintf("%s.%d", g.Table, p))
+	dir := filepath.Join(g.Streams.StateDirOf(g.Name), "pebble", fmt.Sprintf("%s.%d", g.Table, p))
 	db, err := OpenPebble(dir, mem, g.Streams.Cache, false, g.Streams.Logger)
 	if err != nil {
 		return nil, err
@@ -548,7 +548,7 @@ func (g *Group) follow(ctx context.Context, p int32, st *tableStore, ends kadm.L
 	if err := errors.Join(chunk(end.Offset-1), b.Close(), st.db.Flush()); err != nil {
 		return n, fmt.Errorf("restore %s[%d]: %w", g.Table, p, err)
 	}
-	g.Logger.Info("table partition "+what, "group", g.Group, "table", g.Table, "partition", p,
+	g.Logger.Info("table partition "+what, "group", g.Name, "table", g.Table, "partition", p,
 		"from", from, "to", end.Offset, "records", n)
 	return n, nil
 }
@@ -617,14 +617,14 @@ func (g *Group) standby(ctx context.Context) {
 		ends, err := g.adm.ListEndOffsets(ctx, g.Table)
 		if err != nil {
 			if ctx.Err() == nil {
-				g.Logger.Warn("standby copies not brought up to date", "group", g.Group, "err", err)
+				g.Logger.Warn("standby copies not brought up to date", "group", g.Name, "err", err)
 			}
 			continue
 		}
 		for p := range g.counts[g.Table] {
 			st, err := g.store(p)
 			if err != nil {
-				g.Logger.Warn("standby store not opened", "group", g.Group, "partition", p, "err", err)
+				g.Logger.Warn("standby store not opened", "group", g.Name, "partition", p, "err", err)
 				continue
 			}
 			st.mu.Lock()
@@ -633,7 +633,7 @@ func (g *Group) standby(ctx context.Context) {
 			}
 			st.mu.Unlock()
 			if err != nil && ctx.Err() == nil {
-				g.Logger.Warn("standby copy not brought up to date", "group", g.Group, "partition", p, "err", err)
+				g.Logger.Warn("standby copy not brought up to date", "group", g.Name, "partition", p, "err", err)
 			}
 			if ctx.Err() != nil {
 				return
@@ -674,7 +674,7 @@ func (g *Group) batch(ctx context.Context, b *streams.Batch) error {
 			n = distinctKeys(rest)
 		}
 		b.Records = rest[:n]
-		tb := &Batch{Batch: b, g: g, st: st, sets: map[string][]byte{}}
+		tb := &Update{Batch: b, g: g, st: st, sets: map[string][]byte{}}
 		if err := g.Handle(ctx, tb); err != nil {
 			return err
 		}
@@ -719,7 +719,13 @@ func distinctKeys(recs []*kgo.Record) int {
 }
 
 // AfterCommit calls fn once the batch is committed (Context.AfterCommit).
-func (b *Batch) AfterCommit(fn func()) { b.after = append(b.after, fn) }
+func (b *Update) AfterCommit(fn func()) { b.after = append(b.after, fn) }
+
+// Input returns the batch of input records.
+func (b *Update) Input() *streams.Batch { return b.Batch }
+
+// Names returns the group's name and its table's.
+func (b *Update) Names() (group, table string) { return b.g.Name, b.g.Table }
 
 // Values returns the table's current value of each of keys that has one,
 // what this batch set included. The keys are read in order through one
@@ -731,7 +737,7 @@ func (b *Batch) AfterCommit(fn func()) { b.after = append(b.after, fn) }
 // error: the records are not at fault, and dead-lettering them would drop
 // every command of the partition unanswered; the group stops and its
 // supervisor restarts it on its store opened again.
-func (b *Batch) Values(keys []string) (out map[string][]byte, err error) {
+func (b *Update) Values(keys []string) (out map[string][]byte, err error) {
 	out = make(map[string][]byte, len(keys))
 	var read []string
 	for _, k := range keys {
@@ -768,7 +774,7 @@ func (b *Batch) Values(keys []string) (out map[string][]byte, err error) {
 
 // Set sets key's value in the table (nil deletes it) once the batch is
 // committed.
-func (b *Batch) Set(key string, value []byte) {
+func (b *Update) Set(key string, value []byte) {
 	if _, ok := b.sets[key]; !ok {
 		b.order = append(b.order, key)
 	}
@@ -778,7 +784,7 @@ func (b *Batch) Set(key string, value []byte) {
 // Emit writes out, an output of the input record in, with the batch: to the
 // partition its key hashes to, as a goka emit does. A replay drops (or
 // marks) the outputs of input records the group had processed before it.
-func (b *Batch) Emit(in, out *kgo.Record) {
+func (b *Update) Emit(in, out *kgo.Record) {
 	if run := b.g.Streams.replay; run != nil && !run.Keep(in, out) {
 		return
 	}
@@ -809,7 +815,7 @@ func (b *Batch) Emit(in, out *kgo.Record) {
 // from the values that remember them (Remember, the registry's verdicts),
 // and its outputs are written again. A store on its own disk knows its
 // applied offsets without the changelog.
-func (b *Batch) commit(ctx context.Context) error {
+func (b *Update) commit(ctx context.Context) error {
 	g := b.g
 	if err := g.place(b.out); err != nil {
 		return streams.Fatal(err)
@@ -824,7 +830,7 @@ func (b *Batch) commit(ctx context.Context) error {
 	last := b.st.offset
 	produce := func(what string, recs []*kgo.Record) error {
 		if err := g.prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			return fmt.Errorf("%s: produce %s: %w", g.Group, what, err)
+			return fmt.Errorf("%s: produce %s: %w", g.Name, what, err)
 		}
 		for _, r := range recs {
 			if r.Topic == g.Table {
@@ -872,7 +878,7 @@ func (b *Batch) commit(ctx context.Context) error {
 		return streams.Fatal(err)
 	}
 	if err := wb.Commit(pebble.NoSync); err != nil {
-		return streams.Fatal(fmt.Errorf("%s: write the table store: %w", g.Group, err))
+		return streams.Fatal(fmt.Errorf("%s: write the table store: %w", g.Name, err))
 	}
 	b.st.offset = last
 	b.st.applied[lastIn.Topic] = lastIn.Offset
@@ -886,7 +892,7 @@ func (g *Group) place(out []*kgo.Record) error {
 	for _, r := range out {
 		n, ok := g.counts[r.Topic]
 		if !ok {
-			return fmt.Errorf("%s: a write to %s, not one of its outputs", g.Group, r.Topic)
+			return fmt.Errorf("%s: a write to %s, not one of its outputs", g.Name, r.Topic)
 		}
 		r.Partition = streams.Partition(string(r.Key), n)
 	}
@@ -951,7 +957,7 @@ func (g *Group) Visit(ctx context.Context, fn func(key string, value []byte) []*
 		}
 		if len(out) > 0 {
 			if err := g.prod.ProduceSync(ctx, out...).FirstErr(); err != nil {
-				return n, fmt.Errorf("%s: visit: %w", g.Group, err)
+				return n, fmt.Errorf("%s: visit: %w", g.Name, err)
 			}
 		}
 	}

@@ -51,23 +51,24 @@ func parseSum(v []byte) (last, sum int64) {
 	return last, sum
 }
 
-func sumBatch(_ context.Context, b *table.Batch) error { return sum(b, false) }
+func sumBatch(_ context.Context, b table.BatchTable) error { return sum(b, false) }
 
 // sum adds the batch's records; one that is not a number fails the batch,
 // or with mark is dead-lettered by the handler itself.
-func sum(b *table.Batch, mark bool) error {
-	keys := make([]string, len(b.Records))
-	for i, r := range b.Records {
+func sum(b table.BatchTable, mark bool) error {
+	in := b.Input()
+	keys := make([]string, len(in.Records))
+	for i, r := range in.Records {
 		keys[i] = string(r.Key)
 	}
 	vals, err := b.Values(keys)
 	if err != nil {
 		return err
 	}
-	for _, r := range b.Records {
+	for _, r := range in.Records {
 		n, err := strconv.ParseInt(string(r.Value), 10, 64)
 		if err != nil && mark {
-			b.Dead(r, "not a number")
+			in.Dead(r, "not a number")
 			continue
 		}
 		if err != nil {
@@ -90,7 +91,7 @@ func sum(b *table.Batch, mark bool) error {
 func sumGroup(t testing.TB, brokers []string, stateDir string, m *streams.LoopMetrics) *table.Group {
 	return &table.Group{
 		Streams: table.Config{Cluster: testkit.Cluster(t, brokers), StateDir: stateDir, Replication: 1, Logger: testkit.Logger()},
-		Group:   tgGroup, Table: tgTable, Inputs: []string{tgIn}, Outputs: []string{tgOut}, DeadTopic: tgDead,
+		Name:    tgGroup, Table: tgTable, Inputs: []string{tgIn}, Outputs: []string{tgOut}, DeadTopic: tgDead,
 		Handle: sumBatch, Metrics: m, Logger: testkit.Logger(),
 	}
 }
@@ -102,7 +103,7 @@ func runSums(t *testing.T, brokers []string, stateDir string) {
 }
 
 // runSumsWith is runSums with handle as the group's handler.
-func runSumsWith(t *testing.T, brokers []string, stateDir string, handle func(context.Context, *table.Batch) error) {
+func runSumsWith(t *testing.T, brokers []string, stateDir string, handle func(context.Context, table.BatchTable) error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -217,7 +218,7 @@ func TestTableGroupSkipsWhatItAppliedAndDeadLettersTheRest(t *testing.T) {
 	dir := t.TempDir()
 	want := produceSums(t, brokers, 0, 40, 1) // one key: one partition
 	// Dead-letters what is not a number itself, the batch going on.
-	marking := func(_ context.Context, b *table.Batch) error { return sum(b, true) }
+	marking := func(_ context.Context, b table.BatchTable) error { return sum(b, true) }
 	runSumsWith(t, brokers, dir, marking)
 	// The commit lost: the group's offsets back at the start.
 	adm := testkit.Admin(t, brokers)

@@ -2,26 +2,45 @@ package table
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/offerlog/offerlog/streams"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// A Tester runs a Graph's callbacks without a broker, against a table in
-// memory, as goka's tester does: each Consume is one batch, committed at
-// once (AfterCommit's functions called) unless a callback failed. What the
-// batch set is in the table after; what it emitted is returned. Not safe
-// for concurrent use.
+// A Tester runs a table group's handler (a Graph's callbacks, or any
+// Group's Handle: the registry's, the numerator's) without a broker,
+// against a table in memory, as goka's tester does: each Consume is one
+// batch, committed at once (AfterCommit's functions called) unless the
+// handler failed. What the batch set is in the table after; what it
+// emitted is returned. Not safe for concurrent use.
 type Tester struct {
-	g      *Graph
-	table  map[string][]byte
-	offset map[string]map[int32]int64 // next offset by topic and partition
+	group, name string
+	outputs     []string
+	handle      func(context.Context, BatchTable) error
+	codec       streams.Codec
+	table       map[string][]byte
+	offset      map[string]map[int32]int64 // next offset by topic and partition
 }
 
 // NewTester returns a Tester of g with an empty table.
 func NewTester(g *Graph) *Tester {
-	return &Tester{g: g, table: map[string][]byte{}, offset: map[string]map[int32]int64{}}
+	return newTester(g.Group, g.Table(), g.OutputTopics(), g.Codec,
+		func(_ context.Context, b BatchTable) error { return g.Process(b, b.Input()) })
+}
+
+// NewGroupTester returns a Tester of g's handler with an empty table whose
+// values c decodes (Value).
+func NewGroupTester(g *Group, c streams.Codec) *Tester {
+	return newTester(g.Name, g.Table, g.Outputs, c, g.Handle)
+}
+
+func newTester(group, name string, outputs []string, c streams.Codec, handle func(context.Context, BatchTable) error) *Tester {
+	return &Tester{group: group, name: name, outputs: outputs, handle: handle, codec: c, table: map[string][]byte{},
+		offset: map[string]map[int32]int64{}}
 }
 
 // Record returns an input record of topic's partition at its next offset
@@ -49,9 +68,15 @@ func (t *Tester) ConsumeBatch(records ...*kgo.Record) ([]*kgo.Record, error) {
 	if len(records) == 0 {
 		return nil, nil
 	}
-	b := &memBatch{t: t, sets: map[string][]byte{}}
-	if err := t.g.Process(b, &streams.Batch{Topic: records[0].Topic, Partition: records[0].Partition, Records: records}); err != nil {
+	b := &memBatch{t: t, in: &streams.Batch{Topic: records[0].Topic, Partition: records[0].Partition, Records: records},
+		sets: map[string][]byte{}}
+	if err := t.handle(context.Background(), b); err != nil {
 		return nil, err
+	}
+	for _, r := range b.out {
+		if !slices.Contains(t.outputs, r.Topic) {
+			return nil, fmt.Errorf("%s: a write to %s, not one of its outputs", t.group, r.Topic)
+		}
 	}
 	for k, v := range b.sets {
 		if v == nil {
@@ -72,7 +97,7 @@ func (t *Tester) Value(key string) any {
 	if !ok {
 		return nil
 	}
-	v, err := t.g.Codec.Decode(data)
+	v, err := t.codec.Decode(data)
 	if err != nil {
 		return err
 	}
@@ -95,6 +120,7 @@ func (t *Tester) Keys() int { return len(t.table) }
 // memBatch is a Tester's BatchTable.
 type memBatch struct {
 	t     *Tester
+	in    *streams.Batch
 	sets  map[string][]byte
 	out   []*kgo.Record
 	after []func()
@@ -114,6 +140,8 @@ func (b *memBatch) Values(keys []string) (map[string][]byte, error) {
 	return out, nil
 }
 
+func (b *memBatch) Input() *streams.Batch        { return b.in }
+func (b *memBatch) Names() (group, table string) { return b.t.group, b.t.name }
 func (b *memBatch) Set(key string, value []byte) { b.sets[key] = value }
 func (b *memBatch) Emit(_, out *kgo.Record)      { b.out = append(b.out, out) }
 func (b *memBatch) AfterCommit(fn func())        { b.after = append(b.after, fn) }

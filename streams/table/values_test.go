@@ -18,7 +18,7 @@ func TestABrokenStoreFailsTheBatchFatally(t *testing.T) {
 	if err := db.Set([]byte("k"), []byte("v"), pebble.NoSync); err != nil {
 		t.Fatal(err)
 	}
-	b := &Batch{g: &Group{Table: "t"}, st: &tableStore{db: db}, sets: map[string][]byte{"set": []byte("s")}}
+	b := &Update{g: &Group{Table: "t"}, st: &tableStore{db: db}, sets: map[string][]byte{"set": []byte("s")}}
 	vals, err := b.Values([]string{"k", "set", "none", "k"})
 	if err != nil || string(vals["k"]) != "v" || string(vals["set"]) != "s" || len(vals) != 2 {
 		t.Fatalf("values %q, %v; want k and set", vals, err)
