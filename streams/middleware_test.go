@@ -3,67 +3,38 @@ package streams
 import (
 	"context"
 	"errors"
-	"strings"
+	"fmt"
+	"slices"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestMiddleware: Retry calls again until success and gives up after its
-// attempts; a permanent error is not retried; Timeout bounds each call;
-// Recover turns a panic into a permanent error.
-func TestMiddleware(t *testing.T) {
-	b := Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond, Attempts: 3}
-	calls := 0
-	flaky := func(context.Context, *kgo.Record) error {
-		if calls++; calls < 3 {
-			return errors.New("transient")
+// TestChainAppliesTheFirstOutermost: Chain wraps the handler so that the
+// first middleware runs first around it, and the error kinds are told
+// apart through wrapping.
+func TestChainAppliesTheFirstOutermost(t *testing.T) {
+	var order []string
+	mark := func(name string) Middleware {
+		return func(h Handler) Handler {
+			return func(ctx context.Context, r *kgo.Record) error {
+				order = append(order, name)
+				return h(ctx, r)
+			}
 		}
-		return nil
 	}
-	ctx := context.Background()
-	if err := Chain(flaky, Retry(b))(ctx, &kgo.Record{}); err != nil || calls != 3 {
-		t.Fatalf("flaky: %v after %d calls", err, calls)
+	h := Chain(func(context.Context, *kgo.Record) error { order = append(order, "handler"); return nil }, mark("a"), mark("b"))
+	if err := h(context.Background(), &kgo.Record{}); err != nil || !slices.Equal(order, []string{"a", "b", "handler"}) {
+		t.Fatalf("order %v (%v)", order, err)
 	}
-	calls = 0
-	broken := func(context.Context, *kgo.Record) error { calls++; return errors.New("broken") }
-	var gaveUp *GaveUpError
-	if err := Chain(broken, Retry(b))(ctx, &kgo.Record{}); !errors.As(err, &gaveUp) || gaveUp.Attempts != 3 || calls != 3 {
-		t.Fatalf("broken: %v after %d calls", err, calls)
+	wrapped := fmt.Errorf("batch: %w", Permanentf("undecodable"))
+	if !IsPermanent(wrapped) || IsFatal(wrapped) {
+		t.Errorf("%v: permanent %v, fatal %v", wrapped, IsPermanent(wrapped), IsFatal(wrapped))
 	}
-	calls = 0
-	poison := func(context.Context, *kgo.Record) error { calls++; return Permanentf("undecodable") }
-	if err := Chain(poison, Retry(b))(ctx, &kgo.Record{}); !IsPermanent(err) || calls != 1 {
-		t.Fatalf("poison: %v after %d calls", err, calls)
+	if f := fmt.Errorf("store: %w", Fatal(errors.New("disk"))); !IsFatal(f) || IsPermanent(f) {
+		t.Errorf("%v: fatal %v, permanent %v", f, IsFatal(f), IsPermanent(f))
 	}
-	slow := func(ctx context.Context, _ *kgo.Record) error { <-ctx.Done(); return ctx.Err() }
-	if err := Chain(slow, Timeout(10*time.Millisecond))(ctx, &kgo.Record{}); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("slow: %v", err)
-	}
-	panics := func(context.Context, *kgo.Record) error { panic("boom") }
-	if err := Chain(panics, Recover())(ctx, &kgo.Record{}); !IsPermanent(err) || !strings.Contains(err.Error(), "panicked: boom") {
-		t.Fatalf("panics: %v", err)
-	}
-}
-
-func TestBackoffJitters(t *testing.T) {
-	b := Backoff{Initial: 100 * time.Millisecond, Max: time.Second}
-	if got := b.Ceiling(3); got != 400*time.Millisecond {
-		t.Fatalf("ceiling of the third wait: %v, want 400ms", got)
-	}
-	if got := b.Ceiling(10); got != time.Second {
-		t.Fatalf("ceiling past Max: %v", got)
-	}
-	seen := map[time.Duration]bool{}
-	for range 200 {
-		w := b.Wait(3)
-		if w < 200*time.Millisecond || w > 400*time.Millisecond {
-			t.Fatalf("wait %v outside the upper half of 400ms", w)
-		}
-		seen[w] = true
-	}
-	if len(seen) < 50 {
-		t.Errorf("200 waits took %d values: replicas would retry in step", len(seen))
+	if Permanent(nil) != nil || Fatal(nil) != nil {
+		t.Error("nil marked is not nil")
 	}
 }

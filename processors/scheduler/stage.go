@@ -48,7 +48,12 @@ type Result struct {
 }
 
 // Stage is the stage API of the seed. Both methods must be pure: the
-// scheduler calls them again whenever it needs to.
+// scheduler calls them again whenever it needs to. They are called
+// concurrently: Process by up to the stage's MaxParallelism workers of
+// each process at once (different offers), ShouldProcess by the router's
+// partitions at once, and the router's ShouldProcess of an offer may run
+// while a worker's Process of the same offer does; an implementation must
+// be safe for concurrent use (a gRPC stage is: each call is a request).
 type Stage interface {
 	ShouldProcess(ctx context.Context, o *schemas.Offer, version int64, st schemas.StageState) (Should, error)
 	Process(ctx context.Context, o *schemas.Offer, version int64, st schemas.StageState) (Result, error)
