@@ -42,7 +42,7 @@ func TestCacheRunsAgainAfterItEnded(t *testing.T) {
 		testkit.Eventually(t, 30*time.Second, "both tables loaded", r.ready)
 		for _, table := range tables {
 			c := serving.NewClient(serving.ClientConfig{Hosts: serving.StaticHosts(r.addr), Table: table,
-				PingPeriod: 50 * time.Millisecond, Logger: testkit.Logger()})
+				PingPeriod: 50 * time.Millisecond, NoShardWait: 10 * time.Second, Logger: testkit.Logger()})
 			cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
 			runDone := make(chan error, 1)
 			go func() { runDone <- c.Run(cctx) }()
