@@ -59,6 +59,9 @@ type Config struct {
 	Logger      *slog.Logger
 	// Offers serves the offer API's routes; nil answers them 503.
 	Offers *offerapi.Service
+	// Search serves the search routes: the searcher of this process; nil
+	// answers them 503 (the searcher runs elsewhere).
+	Search Searcher
 	// Ready reports whether every component the API relies on is ready.
 	Ready func() error
 	// Auth tells who a caller is (auth.On), or takes every caller for an
@@ -126,6 +129,8 @@ func New(cfg Config) (*Server, error) {
 	s.route("GET /v1/clients/{client}/epochs", clientPath, s.listEpochs)
 	s.route("POST /v1/clients/{client}/documents", clientPath, s.postDocument)
 	s.route("GET /v1/clients/{client}/documents/{pk}", clientPath, s.getDocument)
+	s.route("POST /v1/clients/{client}/search", clientPath, s.postSearch)
+	s.route("GET /v1/clients/{client}/search", clientPath, s.getSearch)
 	s.route("GET /v1/numerator/check", anyToken, s.numeratorCheck)
 	s.route("GET /v1/numerator/states", anyToken, s.numeratorStates)
 	s.routeOffers()

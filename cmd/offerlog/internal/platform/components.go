@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/processors/scheduler"
 	"github.com/offerlog/offerlog/serving"
+	"github.com/offerlog/offerlog/serving/search"
 	"github.com/offerlog/offerlog/sinks/ydbsink"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/streams/component"
@@ -129,7 +131,8 @@ func components() []entry {
 			p.ready = append(p.ready, r)
 			return nil
 		}},
-		// The offer API's views: drafts, cabinet, presets, feed statuses and,
+		{Spec: search.Spec, start: startSearcher},
+	// The offer API's views: drafts, cabinet, presets, feed statuses and,
 		// unless it reads through the cache, the offers and their archive.
 		{Spec: component.Spec{Name: componentOfferAPI, Summary: "the offer API's views and answers", Needs: []string{componentAuth}, Stores: 6},
 			start: startOfferAPI},
@@ -301,6 +304,16 @@ func startNumerator(ctx context.Context, p *process) error {
 	return nil
 }
 
+// startSearcher starts the searcher on the process's local state: the
+// API of the process searches through it.
+func startSearcher(ctx context.Context, p *process) error {
+	s := search.New(search.Config{Cluster: p.kafka, Dir: filepath.Join(p.scfg.StateDir, "searcher"), Epochs: p.epochs,
+		Wait: p.cfg.SearchWait, Metrics: streams.NewLoopMetrics(p.reg), Logger: p.log, OnReady: p.readyFunc()})
+	p.searcher = s
+	p.sup.Go(ctx, search.Spec.Name, true, s.Run)
+	return nil
+}
+
 // startOfferAPI starts the offer API's service (its views and answers).
 func startOfferAPI(ctx context.Context, p *process) error {
 	svc, err := p.api(ctx)
@@ -326,7 +339,11 @@ func startAPI(ctx context.Context, p *process) error {
 	if err != nil {
 		return err
 	}
-	srv, err := api.New(api.Config{Producer: producer, Cluster: p.kafka, Epochs: p.epochs, Registry: documents, Verdicts: verdicts,
+	var searcher api.Searcher
+	if p.searcher != nil {
+		searcher = p.searcher
+	}
+	srv, err := api.New(api.Config{Producer: producer, Search: searcher, Cluster: p.kafka, Epochs: p.epochs, Registry: documents, Verdicts: verdicts,
 		Partitions: p.cfg.Partitions, Replication: p.cfg.Replication, Rules: p.cfg.Rules, WaitTimeout: p.cfg.WaitTimeout,
 		Offers: p.offerAPI, Metrics: p.reg, Logger: p.log, Ready: p.readyNow, Auth: p.auth})
 	if err != nil {

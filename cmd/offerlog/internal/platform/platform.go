@@ -33,6 +33,7 @@ import (
 	"github.com/offerlog/offerlog/processors/scheduler"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/serving"
+	"github.com/offerlog/offerlog/serving/search"
 	"github.com/offerlog/offerlog/sinks/ydbsink"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/streams/table"
@@ -114,6 +115,9 @@ type Config struct {
 	// may be before /readyz fails, and how long a view's partition behind
 	// its topic may stand still before the view is restarted.
 	ViewStaleness time.Duration
+	// SearchWait bounds how long a search waits for the position it asks
+	// to read after (search.DefaultWait).
+	SearchWait time.Duration
 	// Numerator configures the numerator (its Streams, Coordinator and
 	// Logger are filled in by Run).
 	Numerator numerator.Config
@@ -182,7 +186,7 @@ func DefaultConfig() Config {
 		KafkaAddr: "127.0.0.1:9092", DataDir: "./data", HTTPAddr: "127.0.0.1:8080", GRPCAddr: "127.0.0.1:9090",
 		Partitions: 8, Replication: -1, Rules: registry.DefaultRules(),
 		EpochGrace: registry.DefaultEpochGrace, SweepInterval: time.Minute, WaitTimeout: 30 * time.Second, ViewStaleness: DefaultViewStaleness,
-		ArchiveAfter: offers.DefaultArchiveAfter,
+		SearchWait: search.DefaultWait, ArchiveAfter: offers.DefaultArchiveAfter,
 		Numerator:    numerator.DefaultConfig(),
 		Cache:        CacheConfig{Table: topics.OffersTable, Addr: "127.0.0.1:9091", DC: "dc1", Shards: 1, Virtual: serving.DefaultVirtual},
 		Stages:       scheduler.DefaultConfig(),
@@ -359,6 +363,8 @@ type process struct {
 
 	epochs       *registry.Catalogue
 	registryView *registry.View
+	// searcher is this process's searcher, nil where it runs elsewhere.
+	searcher *search.Searcher
 	// views are the views the process runs (goView).
 	viewsMu  sync.Mutex
 	views    []namedView

@@ -215,6 +215,8 @@ func TestEveryRouteAuthenticatesAndKeepsCallersToTheirScope(t *testing.T) {
 		{"GET", "/v1/clients/c1/epochs", "", client, otherClient, revokedClient},
 		{"POST", "/v1/clients/c1/documents", doc, client, otherClient, revokedClient},
 		{"GET", "/v1/clients/c1/documents/p1", "", client, otherClient, revokedClient},
+		{"POST", "/v1/clients/c1/search", `{"query":"x"}`, client, otherClient, revokedClient},
+		{"GET", "/v1/clients/c1/search?q=x", "", client, otherClient, revokedClient},
 		{"POST", "/v1/drafts/current", `{"user":"s1","category":"cars"}`, seller, otherSeller, revokedSeller},
 		{"PUT", "/v1/drafts/" + d.ID, `{"user":"s1","offer":` + secOffer + `}`, seller, otherSeller, revokedSeller},
 		{"POST", "/v1/drafts/" + d.ID + "/publish", `{"user":"s1"}`, seller, otherSeller, revokedSeller},

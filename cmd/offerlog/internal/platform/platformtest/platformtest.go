@@ -19,6 +19,9 @@ func Config(dataDir string) platform.Config {
 	// Tests of auth turn it on (security_test.go); the others call as admin.
 	cfg.Insecure = true
 	cfg.WaitTimeout = 20 * time.Second
+	// A search waits for what the test wrote (the searcher finds a new
+	// client's feed within its metadata refresh, 10 s).
+	cfg.SearchWait = 30 * time.Second
 	cfg.Logger = testkit.Logger()
 	return cfg
 }

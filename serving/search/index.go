@@ -1,0 +1,346 @@
+package search
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/mapping"
+	bquery "github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/offerlog/offerlog/schemas"
+)
+
+// The fields of a Bleve document that are the searcher's own, not a
+// client's: a client's field names are identifiers without a leading
+// underscore (registry.Validate), so they never collide.
+const (
+	fieldLive    = "_live"    // true for a document, false for a delete's tombstone
+	fieldVersion = "_version" // the feed's version of the pk
+	fieldExpires = "_expires" // Unix milliseconds its TTL ends at (neverExpires: none)
+	fieldDoc     = "_doc"     // the document as the hits show it (JSON), stored, not indexed
+)
+
+// neverExpires is fieldExpires of a document without a TTL.
+const neverExpires = float64(1 << 52)
+
+// appliedKey is the internal key of the next offset of the partition's
+// feed the index has not applied: written in the same Bleve batch as the
+// documents it applied, so a restart resumes exactly there.
+var appliedKey = []byte("offerlog.applied")
+
+// partIndex is the index of one partition of a client's feed.
+type partIndex struct {
+	client    string
+	partition int32
+	idx       bleve.Index
+
+	mu       sync.RWMutex
+	applied  int64              // next offset to apply
+	versions map[string]int64   // pk -> version applied (tombstones too)
+	vectors  map[string]vectors // pk -> its embeddings, normalised, for kNN
+	changed  chan struct{}      // closed and replaced when applied moves
+}
+
+// vectors are a document's embeddings by name, each of unit length.
+type vectors map[string][]float32
+
+// newMapping is every partition index's mapping: a client's fields are
+// mapped as they come (strings full-text with the standard analyzer,
+// numbers numeric with doc values for sorting, booleans), the searcher's
+// own explicitly.
+func newMapping() mapping.IndexMapping {
+	m := bleve.NewIndexMapping()
+	m.StoreDynamic = false
+	m.IndexDynamic = true
+	m.DocValuesDynamic = true
+	doc := bleve.NewDocumentMapping()
+	stored := bleve.NewTextFieldMapping()
+	stored.Index, stored.Store, stored.IncludeInAll, stored.DocValues = false, true, false, false
+	doc.AddFieldMappingsAt(fieldDoc, stored)
+	version := bleve.NewNumericFieldMapping()
+	version.Store, version.IncludeInAll = true, false
+	doc.AddFieldMappingsAt(fieldVersion, version)
+	expires := bleve.NewNumericFieldMapping()
+	expires.IncludeInAll = false
+	doc.AddFieldMappingsAt(fieldExpires, expires)
+	live := bleve.NewBooleanFieldMapping()
+	live.IncludeInAll = false
+	doc.AddFieldMappingsAt(fieldLive, live)
+	m.DefaultMapping = doc
+	return m
+}
+
+// openPart opens (or creates) the index of a partition in dir and loads
+// what kNN and the version rule keep in memory.
+func openPart(dir, client string, partition int32) (*partIndex, error) {
+	var idx bleve.Index
+	var err error
+	if _, statErr := os.Stat(dir); statErr == nil {
+		idx, err = bleve.Open(dir)
+	} else {
+		idx, err = bleve.New(dir, newMapping())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("search index %s: %w", dir, err)
+	}
+	p := &partIndex{client: client, partition: partition, idx: idx, versions: map[string]int64{}, vectors: map[string]vectors{},
+		changed: make(chan struct{})}
+	v, err := idx.GetInternal(appliedKey)
+	if err != nil {
+		idx.Close()
+		return nil, err
+	}
+	if len(v) == 8 {
+		p.applied = int64(binary.BigEndian.Uint64(v))
+	}
+	if err := p.load(); err != nil {
+		idx.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// load reads every document's version and embeddings from the index.
+func (p *partIndex) load() error {
+	var after []string
+	for {
+		req := bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), 10_000, 0, false)
+		req.Fields = []string{fieldVersion, fieldDoc}
+		req.SortBy([]string{"_id"})
+		req.SearchAfter = after
+		res, err := p.idx.Search(req)
+		if err != nil {
+			return err
+		}
+		for _, h := range res.Hits {
+			if v, ok := h.Fields[fieldVersion].(float64); ok {
+				p.versions[h.ID] = int64(v)
+			}
+			if s, ok := h.Fields[fieldDoc].(string); ok {
+				var d shown
+				if json.Unmarshal([]byte(s), &d) == nil && len(d.Embeddings) > 0 {
+					p.vectors[h.ID] = normalised(d.Embeddings)
+				}
+			}
+			after = h.Sort
+		}
+		if len(res.Hits) < 10_000 {
+			return nil
+		}
+	}
+}
+
+// shown is a document as a hit shows it, and as fieldDoc keeps it.
+type shown struct {
+	PK         string               `json:"pk"`
+	Version    int64                `json:"version"`
+	Epoch      int64                `json:"epoch"`
+	Timestamp  time.Time            `json:"timestamp"`
+	ExpiresAt  *time.Time           `json:"expires_at,omitempty"`
+	Fields     map[string]any       `json:"fields"`
+	Embeddings map[string][]float32 `json:"embeddings,omitempty"`
+}
+
+// change is one record of the feed, decided: an upsert (doc set) or a
+// removal (version -1: a Kafka tombstone, which removes whatever version
+// is current).
+type change struct {
+	pk      string
+	version int64
+	doc     *schemas.SaasDocument // nil: remove
+}
+
+// apply applies changes, the records of the feed up to next (exclusive),
+// in one Bleve batch with the position: a version not newer than the one
+// applied is skipped (the feed's order decides, a record read again after
+// a crash changes nothing).
+func (p *partIndex) apply(changes []change, next int64) error {
+	b := p.idx.NewBatch()
+	versions := map[string]int64{}
+	vecs := map[string]vectors{}
+	for _, c := range changes {
+		cur, ok := versions[c.pk]
+		if !ok {
+			p.mu.RLock()
+			cur, ok = p.versions[c.pk]
+			p.mu.RUnlock()
+		}
+		if c.version < 0 {
+			c.version = cur // a Kafka tombstone: whatever is current goes
+		}
+		if ok && c.version <= cur && c.doc != nil {
+			continue // an older or the same version: the newer stays
+		}
+		if ok && c.version < cur {
+			continue // a removal of an older version
+		}
+		versions[c.pk] = c.version
+		if c.doc == nil {
+			// A tombstone keeps the version, so that an older upsert read
+			// later does not bring the document back.
+			if err := b.Index(c.pk, map[string]any{fieldLive: false, fieldVersion: float64(c.version), fieldExpires: float64(0)}); err != nil {
+				return err
+			}
+			vecs[c.pk] = nil
+			continue
+		}
+		doc, sh := bleveDoc(c.doc)
+		raw, err := json.Marshal(sh)
+		if err != nil {
+			return err
+		}
+		doc[fieldDoc] = string(raw)
+		if err := b.Index(c.pk, doc); err != nil {
+			return err
+		}
+		vecs[c.pk] = normalised(sh.Embeddings)
+	}
+	pos := make([]byte, 8)
+	binary.BigEndian.PutUint64(pos, uint64(next))
+	b.SetInternal(appliedKey, pos)
+	if err := p.idx.Batch(b); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	for pk, v := range versions {
+		p.versions[pk] = v
+	}
+	for pk, v := range vecs {
+		if v == nil {
+			delete(p.vectors, pk)
+		} else {
+			p.vectors[pk] = v
+		}
+	}
+	p.applied = next
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+	return nil
+}
+
+// bleveDoc returns what Bleve indexes of d, and how hits show it.
+func bleveDoc(d *schemas.SaasDocument) (map[string]any, shown) {
+	doc := map[string]any{fieldLive: true, fieldVersion: float64(d.Version), fieldExpires: neverExpires}
+	sh := shown{PK: d.PK, Version: d.Version, Epoch: d.Epoch, Timestamp: d.Timestamp, ExpiresAt: d.ExpiresAt, Fields: map[string]any{}}
+	if d.ExpiresAt != nil {
+		doc[fieldExpires] = float64(d.ExpiresAt.UnixMilli())
+	}
+	for _, f := range d.Fields {
+		var v any
+		switch {
+		case f.String != nil:
+			v = *f.String
+		case f.Int64 != nil:
+			sh.Fields[f.Name] = *f.Int64
+			doc[f.Name] = float64(*f.Int64)
+			continue
+		case f.Double != nil:
+			v = *f.Double
+		case f.Bool != nil:
+			v = *f.Bool
+		case f.StringList != nil:
+			v = f.StringList
+		default:
+			continue
+		}
+		sh.Fields[f.Name], doc[f.Name] = v, v
+	}
+	if len(d.Embeddings) > 0 {
+		sh.Embeddings = map[string][]float32{}
+		for _, e := range d.Embeddings {
+			sh.Embeddings[e.Name] = e.Vector
+		}
+	}
+	return doc, sh
+}
+
+// normalised returns embeddings scaled to unit length (cosine is then a
+// dot product); a zero vector is left out.
+func normalised(es map[string][]float32) vectors {
+	if len(es) == 0 {
+		return nil
+	}
+	out := vectors{}
+	for name, v := range es {
+		var sum float64
+		for _, x := range v {
+			sum += float64(x) * float64(x)
+		}
+		if sum == 0 {
+			continue
+		}
+		n := float32(1 / math.Sqrt(sum))
+		u := make([]float32, len(v))
+		for i, x := range v {
+			u[i] = x * n
+		}
+		out[name] = u
+	}
+	return out
+}
+
+// hasVersion reports whether the index applied a version of pk at least
+// version.
+func (p *partIndex) hasVersion(pk string, version int64) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	v, ok := p.versions[pk]
+	return ok && v >= version
+}
+
+// position returns the next offset to apply, and a channel closed when it
+// moves.
+func (p *partIndex) position() (int64, <-chan struct{}) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.applied, p.changed
+}
+
+// visible is the query every search of the partition is restricted by:
+// live documents whose TTL has not ended at now.
+func visible(now time.Time) bquery.Query {
+	live := bleve.NewBoolFieldQuery(true)
+	live.SetField(fieldLive)
+	nowMs := float64(now.UnixMilli())
+	inclusive := false
+	expires := bleve.NewNumericRangeInclusiveQuery(&nowMs, nil, &inclusive, nil)
+	expires.SetField(fieldExpires)
+	return bleve.NewConjunctionQuery(live, expires)
+}
+
+// document returns the stored document of pk, nil if it has none live.
+func (p *partIndex) document(pk string) (*shown, error) {
+	q := bleve.NewDocIDQuery([]string{pk})
+	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(q, visible(time.Now())), 1, 0, false)
+	req.Fields = []string{fieldDoc}
+	res, err := p.idx.Search(req)
+	if err != nil || len(res.Hits) == 0 {
+		return nil, err
+	}
+	return decodeShown(res.Hits[0].Fields[fieldDoc])
+}
+
+func decodeShown(v any) (*shown, error) {
+	s, ok := v.(string)
+	if !ok {
+		return nil, errors.New("search: a document without its stored form")
+	}
+	var d shown
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	if err := dec.Decode(&d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+func (p *partIndex) close() error { return p.idx.Close() }
