@@ -132,7 +132,7 @@ func components() []entry {
 			return nil
 		}},
 		{Spec: search.Spec, start: startSearcher},
-	// The offer API's views: drafts, cabinet, presets, feed statuses and,
+		// The offer API's views: drafts, cabinet, presets, feed statuses and,
 		// unless it reads through the cache, the offers and their archive.
 		{Spec: component.Spec{Name: componentOfferAPI, Summary: "the offer API's views and answers", Needs: []string{componentAuth}, Stores: 6},
 			start: startOfferAPI},

@@ -187,9 +187,9 @@ func DefaultConfig() Config {
 		Partitions: 8, Replication: -1, Rules: registry.DefaultRules(),
 		EpochGrace: registry.DefaultEpochGrace, SweepInterval: time.Minute, WaitTimeout: 30 * time.Second, ViewStaleness: DefaultViewStaleness,
 		SearchWait: search.DefaultWait, ArchiveAfter: offers.DefaultArchiveAfter,
-		Numerator:    numerator.DefaultConfig(),
-		Cache:        CacheConfig{Table: topics.OffersTable, Addr: "127.0.0.1:9091", DC: "dc1", Shards: 1, Virtual: serving.DefaultVirtual},
-		Stages:       scheduler.DefaultConfig(),
+		Numerator: numerator.DefaultConfig(),
+		Cache:     CacheConfig{Table: topics.OffersTable, Addr: "127.0.0.1:9091", DC: "dc1", Shards: 1, Virtual: serving.DefaultVirtual},
+		Stages:    scheduler.DefaultConfig(),
 	}
 }
 
