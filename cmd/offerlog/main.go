@@ -28,6 +28,7 @@ func commands() []command {
 		{"dev", "[--data DIR] [--kafka-addr HOST:PORT] [--http HOST:PORT] [--fsync]", "run the whole platform on the embedded broker", runDev},
 		{"broker", "[--data DIR] [--kafka-addr HOST:PORT] [--fsync]", "run the embedded broker alone", runBroker},
 		{"run", "COMPONENT --brokers B [--data DIR] [--http HOST:PORT]", "run one component (" + strings.Join(platform.AllComponents(), ", ") + ") against a cluster", runComponent},
+		{"search", "CLIENT [WORDS...] [--filter F] [--knn-file F] [--sort F[:desc]] [--api URL]", "search a client's documents by words, filters and a vector, through the API", runSearch},
 		{"get", "[--table T] [--zookeeper HOSTS | --hosts A,B] KEY...", "read keys from the serving cache and print them as JSON", runGet},
 		{"token", "create (--admin | --client C | --seller S | --stage NAME) [--ttl D] | revoke ID | list  --brokers B", "create, revoke or list API tokens", runToken},
 		{"topics", "ensure|list|wait --brokers B [--partitions N]", "create, check, or wait for the topic catalogue", runTopics},

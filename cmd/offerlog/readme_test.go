@@ -190,7 +190,7 @@ func TestReadmeTour(t *testing.T) {
 		}
 		cmd := exec.Command("bash", "-c", tourPrelude+script)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "OFFERLOG_HOSTS=127.0.0.1:"+ports["9091"])
+		cmd.Env = append(os.Environ(), "OFFERLOG_HOSTS=127.0.0.1:"+ports["9091"], "OFFERLOG_API=http://127.0.0.1:"+ports["8080"])
 		// A command the block left in the background must not hold the
 		// output open for ever.
 		cmd.WaitDelay = 10 * time.Second

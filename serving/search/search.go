@@ -411,7 +411,16 @@ func (s *Searcher) Search(ctx context.Context, client string, q Query) (*Result,
 		more := len(matches) > q.Limit
 		matches = matches[:min(len(matches), q.Limit)]
 		if more && len(matches) > 0 {
-			res.Cursor = cursor{After: matches[len(matches)-1].Sort}.encode()
+			last := matches[len(matches)-1]
+			after := slices.Clone(last.Sort)
+			for i, so := range order {
+				if _, ok := so.(*bsearch.SortScore); ok {
+					// Bleve's hit holds a placeholder; search_after
+					// takes the score itself.
+					after[i] = strconv.FormatFloat(last.Score, 'g', -1, 64)
+				}
+			}
+			res.Cursor = cursor{After: after}.encode()
 		}
 	}
 	for _, m := range matches {

@@ -204,6 +204,21 @@ func TestWordsFiltersAndKNN(t *testing.T) {
 	if !slices.Equal(paged, []string{"4", "1", "2"}) {
 		t.Errorf("pages by price: %v", paged)
 	}
+	// Pages of two of a filter alone (every score alike): each document
+	// once.
+	paged = nil
+	q = search.Query{Filters: []search.Filter{{Field: "price", Gte: f64(0)}}, Limit: 2}
+	for range 5 {
+		r := f.search(q)
+		paged = append(paged, pks(r)...)
+		if r.Cursor == "" {
+			break
+		}
+		q.Cursor = r.Cursor
+	}
+	if got := sorted(paged); !slices.Equal(got, []string{"1", "2", "3", "4", "5"}) || len(paged) != 5 {
+		t.Errorf("pages of a filter: %v", paged)
+	}
 	r := f.search(search.Query{Query: "red bicycle", Limit: 1})
 	if r.Total < 2 || len(r.Hits) != 1 || r.Hits[0].PK != "1" || r.Hits[0].Fields["title"] != "red bicycle" || r.Partial {
 		t.Errorf("the best hit of red bicycle: %+v", r)
