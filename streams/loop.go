@@ -135,6 +135,10 @@ type LoopConfig struct {
 	// already, and nothing may be written for them) after their workers
 	// stopped.
 	OnLost func(map[string][]int32)
+	// OnClient, if set, is called with the loop's client once it is made,
+	// for what a user of the loop asks of it besides consuming (a
+	// metadata refresh: ForceMetadataRefresh); the loop owns and closes it.
+	OnClient func(*kgo.Client)
 
 	Metrics *LoopMetrics
 	Logger  *slog.Logger
@@ -334,6 +338,9 @@ func (l *Loop) Run(parent context.Context) error {
 	cl, err := kgo.NewClient(l.clientOptions()...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", l.cfg.Name, err)
+	}
+	if l.cfg.OnClient != nil {
+		l.cfg.OnClient(cl)
 	}
 	defer func() {
 		l.stop(nil)

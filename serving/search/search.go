@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bsearch "github.com/blevesearch/bleve/v2/search"
@@ -51,11 +52,17 @@ type WaitError struct {
 }
 
 func (e *WaitError) Error() string {
-	if v := e.Version; v != nil {
-		return fmt.Sprintf("version %d of %q is not applied yet (partition %d of the feed applied up to offset %d)",
-			v.Version, v.PK, e.Position.Partition, e.Applied-1)
+	where := fmt.Sprintf("partition %d of the feed applied up to offset %d", e.Position.Partition, e.Applied-1)
+	switch {
+	case e.Applied < 0:
+		where = fmt.Sprintf("partition %d of the feed not held by this searcher yet", e.Position.Partition)
+	case e.Applied == 0:
+		where = fmt.Sprintf("nothing of partition %d of the feed applied yet", e.Position.Partition)
 	}
-	return fmt.Sprintf("partition %d of the feed is applied up to offset %d, not yet to %d", e.Position.Partition, e.Applied-1, e.Position.Offset)
+	if v := e.Version; v != nil {
+		return fmt.Sprintf("version %d of %q is not applied yet (%s)", v.Version, v.PK, where)
+	}
+	return fmt.Sprintf("offset %d is not applied yet (%s)", e.Position.Offset, where)
 }
 
 // Epochs are the clients' epoch schemas (registry.Catalogue).
@@ -72,7 +79,8 @@ type Config struct {
 	// Wait bounds a search's wait for its After (default DefaultWait).
 	Wait time.Duration
 	// Discover is how often new clients' feeds are looked for (default
-	// 10 s, at least 5 s: franz-go's least metadata age).
+	// and least 5 s, franz-go's least metadata age); a search of a feed
+	// the searcher holds nothing of looks for it at once.
 	Discover time.Duration
 	Metrics  *streams.LoopMetrics
 	Logger   *slog.Logger
@@ -91,6 +99,9 @@ type Searcher struct {
 	held  chan struct{}                   // closed and replaced when parts change
 	ready sync.Once
 	count map[string]countAt // client -> partitions of its feed
+	// client is the loop's Kafka client, asked for a metadata refresh
+	// when a search names a feed the searcher holds nothing of yet.
+	client atomic.Pointer[kgo.Client]
 }
 
 type countAt struct {
@@ -104,7 +115,7 @@ func New(cfg Config) *Searcher {
 		cfg.Wait = DefaultWait
 	}
 	if cfg.Discover <= 0 {
-		cfg.Discover = 10 * time.Second
+		cfg.Discover = 5 * time.Second
 	}
 	cfg.Discover = max(cfg.Discover, 5*time.Second)
 	if cfg.Logger == nil {
@@ -126,6 +137,7 @@ func (s *Searcher) Run(ctx context.Context) error {
 		// the group hand the partitions out.
 		ClientOptions: []kgo.Opt{kgo.ConsumeRegex(), kgo.AdjustFetchOffsetsFn(s.resume), kgo.MetadataMaxAge(s.cfg.Discover)},
 		OnRevoked:     s.revoked,
+		OnClient:      s.client.Store,
 		BatchHandler:  s.handle})
 }
 
@@ -304,6 +316,14 @@ func (s *Searcher) Applied(client string, partition int32) int64 {
 	return -1
 }
 
+// discover asks the loop's client to look for new feeds now rather than
+// at its next metadata refresh.
+func (s *Searcher) discover() {
+	if cl := s.client.Load(); cl != nil {
+		cl.ForceMetadataRefresh()
+	}
+}
+
 // wait waits until the searcher has applied pos (or, with v, a version of
 // v's pk at least v's, pos being its partition), bounded by the Wait.
 func (s *Searcher) wait(ctx context.Context, client string, pos Position, v *PKVersion) error {
@@ -314,6 +334,9 @@ func (s *Searcher) wait(ctx context.Context, client string, pos Position, v *PKV
 		pi, held := s.parts[client][pos.Partition], s.held
 		s.mu.Unlock()
 		applied, changed := int64(-1), (<-chan struct{})(nil)
+		if pi == nil {
+			s.discover()
+		}
 		if pi != nil {
 			applied, changed = pi.position()
 			if v == nil && applied > pos.Offset || v != nil && pi.hasVersion(v.PK, v.Version) {
@@ -365,6 +388,9 @@ func (s *Searcher) Search(ctx context.Context, client string, q Query) (*Result,
 	}
 	held := s.heldParts(client)
 	res := &Result{Hits: []Hit{}}
+	if len(held) < int(n) {
+		s.discover()
+	}
 	for p := range n {
 		if held[p] == nil {
 			res.Partial, res.Missing = true, append(res.Missing, p)
