@@ -288,6 +288,7 @@ func (f *flags) platform() *platform.Config {
 	f.DurationVar(&cfg.Limits.ReadTimeout, "read-timeout", listener.DefaultLimits.ReadTimeout, "longest an HTTP client may take to send a whole request, body included")
 	f.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "how often the registry looks for expired documents")
 	f.DurationVar(&cfg.WaitTimeout, "wait-timeout", cfg.WaitTimeout, "longest wait for a verdict with ?wait=true, or for a group's answer to an offer API write")
+	f.StringVar(&cfg.SearchAdvertise, "search-advertise", "", "the URL the API reaches this searcher at (http://HOST:PORT of its --http); the API finds the searcher's members by it in their consumer group")
 	f.DurationVar(&cfg.SearchWait, "search-wait", cfg.SearchWait, "longest a search waits for the position it asks to read after (\"after\"), then answers 504")
 	f.DurationVar(&cfg.ViewStaleness, "view-staleness", cfg.ViewStaleness, "how long a view may be behind its topic: the API answers 503 from a view further behind (or still catching up after a start), /readyz fails, and a view whose partition stands still that long behind its topic is restarted")
 	f.StringVar(&cfg.ZooKeeper, "zookeeper", "", "ZooKeeper ensemble host:port,... of the numerator's coordinator, the cache's shard owners and the servers --reads cache asks (empty: in process, one master)")

@@ -44,6 +44,8 @@ type partIndex struct {
 
 	mu       sync.RWMutex
 	applied  int64              // next offset to apply
+	target   int64              // the feed's end when the partition was assigned: answered for once applied
+	current  bool               // applied reached target
 	versions map[string]int64   // pk -> version applied (tombstones too)
 	vectors  map[string]vectors // pk -> its embeddings, normalised, for kNN
 	changed  chan struct{}      // closed and replaced when applied moves
@@ -221,6 +223,7 @@ func (p *partIndex) apply(changes []change, next int64) error {
 		}
 	}
 	p.applied = next
+	p.current = p.current || next >= p.target
 	close(p.changed)
 	p.changed = make(chan struct{})
 	p.mu.Unlock()
@@ -286,6 +289,24 @@ func normalised(es map[string][]float32) vectors {
 		out[name] = u
 	}
 	return out
+}
+
+// catchUp sets the offset the index must apply before it answers for its
+// partition: the feed's end when the partition was assigned (a member
+// that takes a partition over catches up on its own copy first; until
+// then the answer names the partition missing).
+func (p *partIndex) catchUp(end int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = end
+	p.current = p.applied >= end
+}
+
+// answers reports whether the index has caught up with its partition.
+func (p *partIndex) answers() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.current
 }
 
 // hasVersion reports whether the index applied a version of pk at least

@@ -43,6 +43,10 @@ type Query struct {
 	// at least this one (the version a writer sent; read-your-writes
 	// without knowing the feed's positions).
 	MinVersion *PKVersion `json:"min_version,omitempty"`
+	// WithSort asks for each hit's sort values and the partitions
+	// answered for (Hit.Sort, Result.Held): what the API merges the
+	// members' answers by.
+	WithSort bool `json:"with_sort,omitempty"`
 }
 
 // PKVersion is a document's version.
@@ -94,6 +98,8 @@ type Result struct {
 	// Partial says some partitions did not answer (Missing).
 	Partial bool    `json:"partial"`
 	Missing []int32 `json:"missing,omitempty"`
+	// Held are the partitions answered for, with Query.WithSort.
+	Held []int32 `json:"held,omitempty"`
 }
 
 // Hit is one document found.
@@ -102,6 +108,8 @@ type Hit struct {
 	Version int64          `json:"version"`
 	Score   float64        `json:"score"`
 	Fields  map[string]any `json:"fields"`
+	// Sort are the hit's sort values, with Query.WithSort.
+	Sort []string `json:"sort,omitempty"`
 }
 
 // QueryError is a query that cannot be run: Member names the part at

@@ -49,9 +49,14 @@ type WaitError struct {
 	Applied  int64
 	// Version, if set, is what the search waited for instead.
 	Version *PKVersion
+	// reason is a member's own words for it (Remote).
+	reason string
 }
 
 func (e *WaitError) Error() string {
+	if e.reason != "" {
+		return e.reason
+	}
 	where := fmt.Sprintf("partition %d of the feed applied up to offset %d", e.Position.Partition, e.Applied-1)
 	switch {
 	case e.Applied < 0:
@@ -84,6 +89,10 @@ type Config struct {
 	Discover time.Duration
 	Metrics  *streams.LoopMetrics
 	Logger   *slog.Logger
+	// Advertise, if set, is the URL the searcher serves searches at
+	// (its process's HTTP): the API finds it by its group membership
+	// (Remote) and fans searches out to it.
+	Advertise string
 	// OnReady, if set, is called once Run runs: an index opens when its
 	// partition is assigned, and answers for what it applied (a search
 	// waits for what it must see with After or MinVersion).
@@ -135,10 +144,18 @@ func (s *Searcher) Run(ctx context.Context) error {
 		DeadTopic: topics.DocumentsDead, Logger: s.cfg.Logger, Metrics: s.cfg.Metrics,
 		// Positions come from the indexes: the group's commits only make
 		// the group hand the partitions out.
-		ClientOptions: []kgo.Opt{kgo.ConsumeRegex(), kgo.AdjustFetchOffsetsFn(s.resume), kgo.MetadataMaxAge(s.cfg.Discover)},
+		ClientOptions: s.clientOptions(),
 		OnRevoked:     s.revoked,
 		OnClient:      s.client.Store,
 		BatchHandler:  s.handle})
+}
+
+func (s *Searcher) clientOptions() []kgo.Opt {
+	opts := []kgo.Opt{kgo.ConsumeRegex(), kgo.AdjustFetchOffsetsFn(s.resume), kgo.MetadataMaxAge(s.cfg.Discover)}
+	if s.cfg.Advertise != "" {
+		opts = append(opts, memberClientID(s.cfg.Advertise))
+	}
+	return opts
 }
 
 func (s *Searcher) onReady() {
@@ -149,7 +166,18 @@ func (s *Searcher) onReady() {
 
 // resume opens each assigned partition's index and starts it where the
 // index left it.
-func (s *Searcher) resume(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+func (s *Searcher) resume(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	var names []string
+	for topic := range offsets {
+		names = append(names, topic)
+	}
+	ends, err := s.cfg.Cluster.Admin().ListEndOffsets(ctx, names...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("search: the feeds' ends: %w", err)
+	}
 	for topic, parts := range offsets {
 		client, ok := strings.CutPrefix(topic, topics.SaasPrefix)
 		if !ok {
@@ -160,6 +188,8 @@ func (s *Searcher) resume(_ context.Context, offsets map[string]map[int32]kgo.Of
 			if err != nil {
 				return nil, err
 			}
+			end, _ := ends.Lookup(topic, p)
+			pi.catchUp(end.Offset)
 			at, _ := pi.position()
 			offsets[topic][p] = kgo.NewOffset().At(at)
 		}
@@ -373,7 +403,10 @@ func (s *Searcher) Search(ctx context.Context, client string, q Query) (*Result,
 	if err != nil {
 		return nil, err
 	}
-	if q.After != nil {
+	// A member asked by the API (WithSort) waits only for the partitions
+	// it holds: another member answers for the others.
+	mine := func(p int32) bool { return !q.WithSort || s.heldParts(client)[p] != nil }
+	if q.After != nil && mine(q.After.Partition) {
 		if err := s.wait(ctx, client, *q.After, nil); err != nil {
 			return nil, err
 		}
@@ -382,11 +415,18 @@ func (s *Searcher) Search(ctx context.Context, client string, q Query) (*Result,
 		if n == 0 {
 			return nil, &WaitError{Applied: -1, Version: v} // no feed yet
 		}
-		if err := s.wait(ctx, client, Position{Partition: streams.Partition(client+"/"+v.PK, n)}, v); err != nil {
-			return nil, err
+		if p := streams.Partition(client+"/"+v.PK, n); mine(p) {
+			if err := s.wait(ctx, client, Position{Partition: p}, v); err != nil {
+				return nil, err
+			}
 		}
 	}
 	held := s.heldParts(client)
+	for p, pi := range held {
+		if !pi.answers() {
+			delete(held, p) // catching up: named missing, not answered short
+		}
+	}
 	res := &Result{Hits: []Hit{}}
 	if len(held) < int(n) {
 		s.discover()
@@ -394,6 +434,8 @@ func (s *Searcher) Search(ctx context.Context, client string, q Query) (*Result,
 	for p := range n {
 		if held[p] == nil {
 			res.Partial, res.Missing = true, append(res.Missing, p)
+		} else if q.WithSort {
+			res.Held = append(res.Held, p)
 		}
 	}
 	bq := q.bleveQuery(fields, time.Now())
@@ -437,16 +479,7 @@ func (s *Searcher) Search(ctx context.Context, client string, q Query) (*Result,
 		more := len(matches) > q.Limit
 		matches = matches[:min(len(matches), q.Limit)]
 		if more && len(matches) > 0 {
-			last := matches[len(matches)-1]
-			after := slices.Clone(last.Sort)
-			for i, so := range order {
-				if _, ok := so.(*bsearch.SortScore); ok {
-					// Bleve's hit holds a placeholder; search_after
-					// takes the score itself.
-					after[i] = strconv.FormatFloat(last.Score, 'g', -1, 64)
-				}
-			}
-			res.Cursor = cursor{After: after}.encode()
+			res.Cursor = cursorAfter(order, matches[len(matches)-1])
 		}
 	}
 	for _, m := range matches {
@@ -457,7 +490,11 @@ func (s *Searcher) Search(ctx context.Context, client string, q Query) (*Result,
 		if d == nil {
 			continue // removed meanwhile
 		}
-		res.Hits = append(res.Hits, Hit{PK: m.ID, Version: d.Version, Score: score(m.Score), Fields: d.Fields})
+		h := Hit{PK: m.ID, Version: d.Version, Score: score(m.Score), Fields: d.Fields}
+		if q.WithSort {
+			h.Sort, h.Score = m.Sort, m.Score
+		}
+		res.Hits = append(res.Hits, h)
 	}
 	return res, nil
 }

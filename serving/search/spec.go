@@ -7,4 +7,4 @@ import (
 // Spec is the searcher as the platform registers it (package component).
 var Spec = component.Spec{Name: "searcher", User: true, Port: 8092,
 	Summary: "indexes every client's search feed (Bleve, per partition) and answers searches: words, filters, kNN",
-	Needs:   []string{"epochs"}, Groups: []string{Group}, Flags: []string{"search-wait"}}
+	Needs:   []string{"auth", "epochs"}, Groups: []string{Group}, Flags: []string{"search-wait", "search-advertise"}}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/serving/search"
 )
 
@@ -26,7 +27,7 @@ func (s *Server) postSearch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, err)
 		return
 	}
-	s.search(w, r, client, q)
+	serveSearch(w, r, s.cfg.Search, client, q)
 }
 
 // getSearch is GET /v1/clients/{client}/search?q=WORDS&limit=N&cursor=C:
@@ -46,15 +47,42 @@ func (s *Server) getSearch(w http.ResponseWriter, r *http.Request) {
 		}
 		q.Limit = n
 	}
-	s.search(w, r, client, q)
+	serveSearch(w, r, s.cfg.Search, client, q)
 }
 
-func (s *Server) search(w http.ResponseWriter, r *http.Request, client string, q search.Query) {
-	if s.cfg.Search == nil {
-		writeError(w, http.StatusServiceUnavailable, errors.New("no searcher in this process: run the searcher component beside the api"))
+// MemberSearch is a searcher member's POST /v1/clients/{client}/search,
+// which the API fans searches out to (search.Remote): the caller's token,
+// as the API forwards it, is checked as the API's route checks it.
+func MemberSearch(searcher Searcher, a *auth.Authenticator) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, err := a.Request(r)
+		if err == nil {
+			err = auth.FromContext(ctx).Check(auth.Client, r.PathValue("client"))
+		}
+		if err != nil {
+			authError(w, err)
+			return
+		}
+		client := r.PathValue("client")
+		if !validClient(w, client) {
+			return
+		}
+		var q search.Query
+		if status, err := decodeBody(w, r, 1<<20, &q); err != nil {
+			writeError(w, status, err)
+			return
+		}
+		serveSearch(w, r.WithContext(ctx), searcher, client, q)
+	}
+}
+
+func serveSearch(w http.ResponseWriter, r *http.Request, searcher Searcher, client string, q search.Query) {
+	if searcher == nil {
+		writeError(w, http.StatusServiceUnavailable, errors.New("no searcher"))
 		return
 	}
-	res, err := s.cfg.Search.Search(r.Context(), client, q)
+	ctx := search.WithToken(r.Context(), r.Header.Get("Authorization"))
+	res, err := searcher.Search(ctx, client, q)
 	var qe *search.QueryError
 	var we *search.WaitError
 	switch {

@@ -308,7 +308,8 @@ func startNumerator(ctx context.Context, p *process) error {
 // API of the process searches through it.
 func startSearcher(ctx context.Context, p *process) error {
 	s := search.New(search.Config{Cluster: p.kafka, Dir: filepath.Join(p.scfg.StateDir, "searcher"), Epochs: p.epochs,
-		Wait: p.cfg.SearchWait, Metrics: streams.NewLoopMetrics(p.reg), Logger: p.log, OnReady: p.readyFunc()})
+		Wait: p.cfg.SearchWait, Advertise: p.cfg.SearchAdvertise, Metrics: streams.NewLoopMetrics(p.reg), Logger: p.log,
+		OnReady: p.readyFunc()})
 	p.searcher = s
 	p.sup.Go(ctx, search.Spec.Name, true, s.Run)
 	return nil
@@ -339,7 +340,9 @@ func startAPI(ctx context.Context, p *process) error {
 	if err != nil {
 		return err
 	}
-	var searcher api.Searcher
+	// The process's own searcher, else the members of the searcher's
+	// group, each asked for the partitions it holds.
+	var searcher api.Searcher = search.NewRemote(search.RemoteConfig{Cluster: p.kafka, Epochs: p.epochs, Logger: p.log})
 	if p.searcher != nil {
 		searcher = p.searcher
 	}
@@ -374,6 +377,10 @@ func startHTTP(ctx context.Context, p *process) error {
 			}
 			fmt.Fprintln(w, `{"status":"ready"}`)
 		})
+		if p.searcher != nil {
+			// A searcher member: the API's searches fan out to it.
+			probes.Handle("POST /v1/clients/{client}/search", api.MemberSearch(p.searcher, p.auth))
+		}
 		handler = probes
 	}
 	ln, err := net.Listen("tcp", p.cfg.HTTPAddr)

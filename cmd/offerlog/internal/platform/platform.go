@@ -118,6 +118,10 @@ type Config struct {
 	// SearchWait bounds how long a search waits for the position it asks
 	// to read after (search.DefaultWait).
 	SearchWait time.Duration
+	// SearchAdvertise is the URL a searcher member is reached at by the
+	// API (its --http, as others reach it); empty: the API of its own
+	// process only.
+	SearchAdvertise string
 	// Numerator configures the numerator (its Streams, Coordinator and
 	// Logger are filled in by Run).
 	Numerator numerator.Config

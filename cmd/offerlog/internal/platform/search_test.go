@@ -6,7 +6,11 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform/platformtest"
+	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/serving/search"
 )
 
@@ -70,4 +74,102 @@ func TestSearchThroughTheAPI(t *testing.T) {
 	expect(t, "an unknown client", s, b, http.StatusNotFound, `"error"`)
 	s, b = call(t, "POST", p.url("/v1/clients/shop/search"), `{"query":"x","min_version":{"pk":"1","version":99}}`)
 	expect(t, "a version never written", s, b, http.StatusGatewayTimeout, `"field":"after"`)
+}
+
+// TestSearchFansOutToTheSearcherMembers runs the production form: the API
+// in a process of its own, two searcher members sharing the feed's
+// partitions, each found by the API through the searcher's group. A search
+// asks both and merges them, pages included; with one member stopped the
+// answer names its partitions missing, never hangs, and once the other
+// took them over and caught up on its own copy, the answer is whole again.
+func TestSearchFansOutToTheSearcherMembers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	b := testkit.Broker(t, "")
+	base := func(components ...string) platform.Config {
+		cfg := platformtest.Config(t.TempDir())
+		cfg.Brokers, cfg.Components, cfg.GRPCAddr = b.Addrs(), components, ""
+		return cfg
+	}
+	api := base(platform.ComponentRegistry, platform.ComponentIndexer, platform.ComponentAPI)
+	running := platformtest.Start(t, api)
+	url := func(path string) string { return "http://" + running.Info.HTTPAddr + path }
+	s, body := call(t, "PUT", url("/v1/clients/shop/epochs/1"), epochBody)
+	expect(t, "register epoch", s, body, http.StatusCreated, `"epoch":1`)
+	var members []*platformtest.Running
+	for range 2 {
+		cfg := base(search.Spec.Name)
+		cfg.HTTPAddr = freeAddr(t)
+		cfg.SearchAdvertise = "http://" + cfg.HTTPAddr
+		members = append(members, platformtest.Start(t, cfg))
+	}
+	const docs = 40
+	for i := range docs {
+		body := fmt.Sprintf(`{"pk":"%d","version":1,"epoch":1,"action":"UPSERT","timestamp":%q,"fields":{"title":"lamp %d","price":%d,"tags":["t"]},"embeddings":{"vec":[1,%d]}}`,
+			i, docTime, i, 10*i, i)
+		s, b := call(t, "POST", url("/v1/clients/shop/documents?wait=true"), body)
+		expect(t, "post", s, b, http.StatusOK, `"verdict":"ACCEPTED"`)
+	}
+	all := func() (pks []string, partial bool) {
+		q := `{"query":"lamp","sort":[{"field":"price"}],"limit":7}`
+		for {
+			s, b := call(t, "POST", url("/v1/clients/shop/search"), q)
+			if s != http.StatusOK {
+				t.Fatalf("search: %d %s", s, b)
+			}
+			var r search.Result
+			if err := json.Unmarshal([]byte(b), &r); err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range r.Hits {
+				pks = append(pks, h.PK)
+			}
+			partial = partial || r.Partial
+			if r.Cursor == "" {
+				return pks, partial
+			}
+			q = fmt.Sprintf(`{"query":"lamp","sort":[{"field":"price"}],"limit":7,"cursor":%q}`, r.Cursor)
+		}
+	}
+	inOrder := func(pks []string) bool {
+		if len(pks) != docs {
+			return false
+		}
+		for i, pk := range pks {
+			if pk != fmt.Sprint(i) {
+				return false
+			}
+		}
+		return true
+	}
+	// Both members hold some of the feed's partitions once each has seen
+	// the feed (a member joins before its metadata names the topic).
+	testkit.Eventually(t, 2*time.Minute, "the partitions shared by both members", func() bool {
+		for _, m := range members {
+			s, b := call(t, "POST", "http://"+m.Info.HTTPAddr+"/v1/clients/shop/search", `{"query":"lamp","with_sort":true,"limit":1}`)
+			var r search.Result
+			if s != http.StatusOK || json.Unmarshal([]byte(b), &r) != nil || len(r.Held) == 0 || len(r.Held) == 4 {
+				return false
+			}
+		}
+		return true
+	})
+	testkit.Eventually(t, 2*time.Minute, "every document found through both members, in order, by pages", func() bool {
+		pks, partial := all()
+		return !partial && inOrder(pks)
+	})
+	s, body = call(t, "POST", url("/v1/clients/shop/search"), `{"knn":{"field":"vec","vector":[1,39],"k":3}}`)
+	expect(t, "a kNN over both members", s, body, http.StatusOK, `"pk":"39"`)
+
+	if err := members[1].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	sawPartial := false
+	testkit.Eventually(t, 2*time.Minute, "the remaining member answers for every partition", func() bool {
+		pks, partial := all()
+		sawPartial = sawPartial || partial
+		return !partial && inOrder(pks)
+	})
+	t.Logf("a partial answer seen while the partitions moved: %v", sawPartial)
 }
