@@ -458,8 +458,42 @@ func (l *topologyLoad) errorsIn(from, to time.Time) map[string]int {
 	return out
 }
 
+// searchAll pages through every document a search through API process p
+// finds, by pk, at the version found.
+func (l *topologyLoad) searchAll(ctx context.Context, p *pod) (map[string]int64, bool, error) {
+	found := map[string]int64{}
+	partial := false
+	q := `{"filters":[{"field":"price","gte":0}],"limit":1000}`
+	for {
+		s, b, err := l.callPod(ctx, p, "POST", "/v1/clients/shop/search", q)
+		if err != nil || s != 200 {
+			return found, partial, fmt.Errorf("search: %d %s %v", s, b, err)
+		}
+		var r struct {
+			Hits []struct {
+				PK      string
+				Version int64
+			}
+			Cursor  string
+			Partial bool
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			return found, partial, err
+		}
+		for _, h := range r.Hits {
+			found[h.PK] = h.Version
+		}
+		partial = partial || r.Partial
+		if r.Cursor == "" {
+			return found, partial, nil
+		}
+		q = fmt.Sprintf(`{"filters":[{"field":"price","gte":0}],"limit":1000,"cursor":%q}`, r.Cursor)
+	}
+}
+
 // check reads every acknowledged write through every API process, at
-// its version or newer; and the sellers' counters against a recount.
+// its version or newer; finds every acknowledged document by a search;
+// and the sellers' counters against a recount.
 func (l *topologyLoad) check(t *testing.T, ctx context.Context) {
 	l.mu.Lock()
 	docs, offers, sellers := l.docs, l.offers, l.sellers
@@ -482,6 +516,32 @@ func (l *topologyLoad) check(t *testing.T, ctx context.Context) {
 			if err != nil || s != 200 || json.Unmarshal(b, &a) != nil || a.Version < v {
 				t.Errorf("%s: offer %s acknowledged at version %d reads %d %s %v", p.name, id, v, s, b, err)
 			}
+		}
+	}
+	// Every acknowledged document is found by a search through every API
+	// process, at its version or newer: the API fans out to the searcher's
+	// members, which went through the faults too.
+	for _, p := range l.c.podsOf("api") {
+		var missing []string
+		var last string
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			found, partial, err := l.searchAll(ctx, p)
+			missing = missing[:0]
+			for pk, v := range docs {
+				if found[pk] < v {
+					missing = append(missing, fmt.Sprintf("%s@%d (found %d)", pk, v, found[pk]))
+				}
+			}
+			if err == nil && !partial && len(missing) == 0 {
+				break
+			}
+			last = fmt.Sprintf("partial %v, err %v", partial, err)
+			if time.Now().After(deadline) {
+				t.Errorf("%s: a search does not find %d acknowledged documents (%s): %v", p.name, len(missing), last, missing[:min(len(missing), 10)])
+				break
+			}
+			time.Sleep(time.Second)
 		}
 	}
 	l.mu.Lock()

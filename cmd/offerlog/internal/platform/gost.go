@@ -278,6 +278,7 @@ func (g *process) serveGRPC(ctx context.Context, addr string, svc *offerapi.Serv
 	svc.RegisterGRPC(srv)
 	svc.RegisterStageStates(srv)
 	docs.RegisterGRPC(srv)
+	docs.RegisterSearchGRPC(srv)
 	g.sup.Go(ctx, "grpc", false, func(ctx context.Context) error {
 		go func() {
 			<-ctx.Done()

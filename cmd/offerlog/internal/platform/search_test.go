@@ -5,9 +5,17 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/api"
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform/platformtest"
 	"github.com/offerlog/offerlog/internal/testkit"
@@ -62,6 +70,21 @@ func TestSearchThroughTheAPI(t *testing.T) {
 	expect(t, "delete 3", s, b, http.StatusOK, `"verdict":"ACCEPTED"`)
 	find("after the delete", `{"query":"red","min_version":{"pk":"3","version":2}}`, "1")
 
+	// The same over gRPC, in protobuf's well-known JSON form.
+	conn, err := grpc.NewClient(p.info.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req, _ := structpb.NewStruct(map[string]any{"client": "shop", "query": map[string]any{"query": "bicycle"}})
+	out := new(structpb.Struct)
+	if err := conn.Invoke(t.Context(), api.SearchMethod, req, out); err != nil || !strings.Contains(fmt.Sprint(out.AsMap()["hits"]), "pk:2") {
+		t.Errorf("SearchService.Search: %v %v", out.AsMap(), err)
+	}
+	bad, _ := structpb.NewStruct(map[string]any{"client": "shop", "query": map[string]any{"query": "x", "limit": 5000}})
+	if err := conn.Invoke(t.Context(), api.SearchMethod, bad, out); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "limit") {
+		t.Errorf("SearchService.Search of a bad query: %v", err)
+	}
 	s, b = call(t, "GET", p.url("/v1/clients/shop/search?q=bicycle"), "")
 	expect(t, "the simple GET", s, b, http.StatusOK, `"pk":"2"`)
 	s, b = call(t, "POST", p.url("/v1/clients/shop/search"), `{"knn":{"field":"vec","vector":[1,2,3],"k":1}}`)
