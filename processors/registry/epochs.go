@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"maps"
+	"slices"
 	"context"
 	"errors"
 	"fmt"
@@ -66,6 +68,13 @@ func (c *Catalogue) put(s *schemas.EpochSchema) {
 	copy(list[i+1:], list[i:])
 	list[i] = s
 	c.byClient[s.Client] = list
+}
+
+// Clients returns the clients that have an epoch, sorted.
+func (c *Catalogue) Clients() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return slices.Sorted(maps.Keys(c.byClient))
 }
 
 func (c *Catalogue) notify() {

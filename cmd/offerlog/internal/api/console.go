@@ -20,6 +20,7 @@ import (
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/processors/scheduler"
 	"github.com/offerlog/offerlog/schemas"
+	"github.com/offerlog/offerlog/serving/search"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -61,14 +62,16 @@ func (s *Server) routeConsole() {
 		"/scheduler": s.consoleScheduler,
 		"/numerator": s.consoleNumerator,
 		"/dead":      s.consoleDead,
+		"/search":    s.consoleSearch,
 	}
 	for path, fill := range pages {
 		s.mux.HandleFunc("GET /console"+path, func(w http.ResponseWriter, r *http.Request) {
 			if !s.consoleAdmin(w, r) {
 				return
 			}
-			p := &consolePage{Page: strings.TrimPrefix(path, "/"), Insecure: !s.cfg.Auth.Enabled(), Message: r.URL.Query().Get("message"),
-				DeadTopic: r.URL.Query().Get("topic")}
+			v := r.URL.Query()
+			p := &consolePage{Page: strings.TrimPrefix(path, "/"), Insecure: !s.cfg.Auth.Enabled(), Message: v.Get("message"),
+				DeadTopic: v.Get("topic"), SearchClient: v.Get("client"), SearchWords: v.Get("q")}
 			if p.Page == "" {
 				p.Page = "overview"
 			}
@@ -109,6 +112,11 @@ type consolePage struct {
 	DeadTopics           []consoleTopic
 	DeadTopic            string
 	Letters              []consoleLetter
+	// The search page: the clients, the one searched and its words, the
+	// answer.
+	Clients                   []string
+	SearchClient, SearchWords string
+	Search                    *search.Result
 }
 
 type consoleTopic struct {
@@ -524,6 +532,24 @@ func (s *Server) consoleDead(ctx context.Context, p *consolePage) error {
 
 // consoleRedrive puts one dead letter back on its topic (admin only, a
 // form of this site).
+// consoleSearch searches a client's documents by words (GET form: the
+// client and the words in the URL).
+func (s *Server) consoleSearch(ctx context.Context, p *consolePage) error {
+	p.Clients = s.cfg.Epochs.Clients()
+	if p.SearchClient == "" || p.SearchWords == "" {
+		return nil
+	}
+	if s.cfg.Search == nil {
+		return errors.New("no searcher")
+	}
+	res, err := s.cfg.Search.Search(ctx, p.SearchClient, search.Query{Query: p.SearchWords, Limit: 50})
+	if err != nil {
+		return err
+	}
+	p.Search = res
+	return nil
+}
+
 func (s *Server) consoleRedrive(w http.ResponseWriter, r *http.Request) {
 	if !s.consoleAdmin(w, r) {
 		return

@@ -62,8 +62,18 @@ func TestConsoleInABrowser(t *testing.T) {
 		return len(testkit.ReadAll(t, s.kafka, topics.OffersDead)) > 0
 	})
 
+	// A document the search page finds.
+	if code, b := s.call("PUT", "/v1/clients/shop/epochs/1", `{"fields":[{"name":"title","type":"string"}]}`, s.admin); code != http.StatusCreated {
+		t.Fatalf("epoch: %d %s", code, b)
+	}
+	doc := `{"pk":"k1","epoch":1,"version":1,"action":"UPSERT","timestamp":"2026-11-24T10:00:00Z","fields":{"title":"green lantern"}}`
+	if code, b := s.call("POST", "/v1/clients/shop/documents?wait=true", doc, s.admin); code != http.StatusOK {
+		t.Fatalf("document: %d %s", code, b)
+	}
+	s.eventually(http.StatusOK, "POST", "/v1/clients/shop/search", `{"query":"lantern","min_version":{"pk":"k1","version":1}}`, s.admin)
+
 	ctx := browser(t)
-	var location, groups, topicsText, stages, generations, letters, message, refused string
+	var location, groups, topicsText, stages, generations, letters, message, refused, hits string
 	err := chromedp.Do(ctx,
 		// Without a token the console asks for one.
 		chromedp.Navigate(base+"/console"),
@@ -84,6 +94,14 @@ func TestConsoleInABrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS("button.redrive")),
 		chromedp.WaitVisible(chromedp.CSS("#message")),
 		into(&message, chromedp.Text(chromedp.CSS("#message"))),
+		// A search box per client: the client chosen, words typed.
+		chromedp.Navigate(base+"/console/search"),
+		chromedp.WaitVisible(chromedp.CSS("#q")),
+		chromedp.SetValue(chromedp.CSS("#client"), "shop"),
+		chromedp.SendKeys(chromedp.CSS("#q"), "lantern"),
+		chromedp.Click(chromedp.CSS("#searchbutton")),
+		chromedp.WaitVisible(chromedp.CSS("#hits")),
+		into(&hits, chromedp.Text(chromedp.CSS("#hits"))),
 		// Signed out, a seller's token is refused: the console is admins'.
 		chromedp.Click(chromedp.CSS("header form button")),
 		chromedp.WaitVisible(chromedp.CSS("#token")),
@@ -104,6 +122,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		{"the dead letters", letters, "undecodable"},
 		{"the re-drive", message, "re-driven: offers.dead"},
 		{"a seller's sign-in", refused, "admin"},
+		{"the search", hits, "green lantern"},
 	} {
 		if !strings.Contains(c.text, c.want) {
 			t.Errorf("%s: %q lacks %q", c.what, c.text, c.want)
@@ -123,7 +142,7 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	// Every page reads without JavaScript: none has a script, and the
 	// policy forbids them.
-	for _, page := range []string{"", "/topics", "/groups", "/tables", "/scheduler", "/numerator", "/dead?topic=offers.dead"} {
+	for _, page := range []string{"", "/topics", "/groups", "/tables", "/scheduler", "/numerator", "/dead?topic=offers.dead", "/search?client=shop&q=lantern"} {
 		req, _ := http.NewRequest("GET", base+"/console"+page, nil)
 		req.Header.Set("Authorization", "Bearer "+s.admin)
 		resp, err := http.DefaultClient.Do(req)
