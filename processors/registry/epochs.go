@@ -1,12 +1,12 @@
 package registry
 
 import (
-	"maps"
-	"slices"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
