@@ -333,7 +333,8 @@ func TestAPoisonRecordIsDeadLettered(t *testing.T) {
 }
 
 // TestARestartAnswersAlike: a searcher stopped and started on its disk
-// resumes where it was and answers every query as before.
+// resumes where it was and answers every query as before; so does one
+// whose indexes a replay rebuilt from the feed (offerlog replay searcher).
 func TestARestartAnswersAlike(t *testing.T) {
 	f := newFixture(t)
 	f.put(corpus...)
@@ -350,6 +351,18 @@ func TestARestartAnswersAlike(t *testing.T) {
 	for i, q := range queries {
 		if got := fmt.Sprint(f.search(q).Hits); got != before[i] {
 			t.Errorf("%+v after a restart: %s, before %s", q, got, before[i])
+		}
+	}
+	f.stop()
+	if err := search.Replay(testkit.Context(t, time.Minute), search.Config{Cluster: testkit.Cluster(t, f.brokers), Dir: f.dir,
+		Logger: testkit.Logger()}); err != nil {
+		t.Fatal(err)
+	}
+	f.start()
+	f.settle()
+	for i, q := range queries {
+		if got := fmt.Sprint(f.search(q).Hits); got != before[i] {
+			t.Errorf("%+v after a replay: %s, before %s", q, got, before[i])
 		}
 	}
 }

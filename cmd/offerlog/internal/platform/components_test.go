@@ -6,6 +6,7 @@ import (
 
 	"github.com/offerlog/offerlog/processors/indexer"
 	"github.com/offerlog/offerlog/processors/registry"
+	"github.com/offerlog/offerlog/serving/search"
 	"github.com/offerlog/offerlog/streams/component"
 )
 
@@ -75,7 +76,7 @@ func TestWhatIsDerivedFromTheList(t *testing.T) {
 		}
 		ports[addr] = name
 	}
-	want := []string{ComponentRegistry, ComponentIndexer, ComponentNumerator, ComponentOffers, ComponentDrafts, ComponentCabinet}
+	want := []string{ComponentRegistry, ComponentIndexer, ComponentNumerator, ComponentOffers, ComponentDrafts, ComponentCabinet, search.Spec.Name}
 	if got := Replayable(); !slices.Equal(got, want) {
 		t.Errorf("replayable %v, want %v", got, want)
 	}
