@@ -132,8 +132,8 @@ func components() []entry {
 			return nil
 		}},
 		{Spec: search.Spec, start: startSearcher, replay: func(ctx context.Context, r Replaying) error {
-		return search.Replay(ctx, search.Config{Cluster: r.Streams.Cluster, Dir: filepath.Join(r.Streams.StateDir, "searcher"), Logger: r.Logger})
-	}},
+			return search.Replay(ctx, search.Config{Cluster: r.Streams.Cluster, Dir: filepath.Join(r.Streams.StateDir, "searcher"), Logger: r.Logger})
+		}},
 		// The offer API's views: drafts, cabinet, presets, feed statuses and,
 		// unless it reads through the cache, the offers and their archive.
 		{Spec: component.Spec{Name: componentOfferAPI, Summary: "the offer API's views and answers", Needs: []string{componentAuth}, Stores: 6},
