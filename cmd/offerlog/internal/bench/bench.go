@@ -150,6 +150,7 @@ var Scenarios = []Scenario{
 	{Name: "scale", Doc: "the pipeline with 1, 2 and 4 members of each group, each run on a broker of its own: how it grows with processes", Run: runScale},
 	{Name: "numerator", Doc: "numerator: doc_ids for new keys across 16 shards, then a generation with 5% new and 5% vanished keys", Run: runNumerator},
 	{Name: "cache", NoStores: true, Doc: "serving cache: materialise a table of --keys keys in a server, then Gets of 10 keys from 64 callers against 2 replicas", Run: runCache},
+	{Name: "search", Doc: "searcher: index --docs documents of a feed (3 fields, a 32-dimension embedding) against raw Bleve, then word, filter and kNN queries while the feed grows, and a write's time to be found", Run: runSearch},
 	{Name: "burst", Doc: "timer burst: --burst timers of one stage due in the same second, fired while another stage's probe timers fall due every 10 ms", Run: runBurst},
 	{Name: "scheduler", Doc: "stage scheduler: --keys pending timers, three external stages on offers created at 5 000/s, timer lateness meanwhile", Run: runSchedulerBench},
 	{Name: "offers", Doc: "offer storage: load offers into the aggregate, API writes and reads by id (and the same reads of a trivial Go server), replay of the aggregate", Run: runOffers},
