@@ -48,6 +48,7 @@ type partIndex struct {
 	current  bool               // applied reached target
 	versions map[string]int64   // pk -> version applied (tombstones too)
 	vectors  map[string]vectors // pk -> its embeddings, normalised, for kNN
+	expires  map[string]int64   // pk -> Unix ms its TTL ends at, for the documents with one
 	changed  chan struct{}      // closed and replaced when applied moves
 }
 
@@ -94,7 +95,7 @@ func openPart(dir, client string, partition int32) (*partIndex, error) {
 		return nil, fmt.Errorf("search index %s: %w", dir, err)
 	}
 	p := &partIndex{client: client, partition: partition, idx: idx, versions: map[string]int64{}, vectors: map[string]vectors{},
-		changed: make(chan struct{})}
+		expires: map[string]int64{}, changed: make(chan struct{})}
 	v, err := idx.GetInternal(appliedKey)
 	if err != nil {
 		idx.Close()
@@ -130,6 +131,9 @@ func (p *partIndex) load() error {
 				var d shown
 				if json.Unmarshal([]byte(s), &d) == nil && len(d.Embeddings) > 0 {
 					p.vectors[h.ID] = normalised(d.Embeddings)
+				}
+				if d.ExpiresAt != nil {
+					p.expires[h.ID] = d.ExpiresAt.UnixMilli()
 				}
 			}
 			after = h.Sort
@@ -168,6 +172,7 @@ func (p *partIndex) apply(changes []change, next int64) error {
 	b := p.idx.NewBatch()
 	versions := map[string]int64{}
 	vecs := map[string]vectors{}
+	expires := map[string]int64{} // 0: none
 	for _, c := range changes {
 		cur, ok := versions[c.pk]
 		if !ok {
@@ -191,7 +196,7 @@ func (p *partIndex) apply(changes []change, next int64) error {
 			if err := b.Index(c.pk, map[string]any{fieldLive: false, fieldVersion: float64(c.version), fieldExpires: float64(0)}); err != nil {
 				return err
 			}
-			vecs[c.pk] = nil
+			vecs[c.pk], expires[c.pk] = nil, 0
 			continue
 		}
 		doc, sh := bleveDoc(c.doc)
@@ -203,7 +208,10 @@ func (p *partIndex) apply(changes []change, next int64) error {
 		if err := b.Index(c.pk, doc); err != nil {
 			return err
 		}
-		vecs[c.pk] = normalised(sh.Embeddings)
+		vecs[c.pk], expires[c.pk] = normalised(sh.Embeddings), 0
+		if c.doc.ExpiresAt != nil {
+			expires[c.pk] = c.doc.ExpiresAt.UnixMilli()
+		}
 	}
 	pos := make([]byte, 8)
 	binary.BigEndian.PutUint64(pos, uint64(next))
@@ -220,6 +228,13 @@ func (p *partIndex) apply(changes []change, next int64) error {
 			delete(p.vectors, pk)
 		} else {
 			p.vectors[pk] = v
+		}
+	}
+	for pk, at := range expires {
+		if at == 0 {
+			delete(p.expires, pk)
+		} else {
+			p.expires[pk] = at
 		}
 	}
 	p.applied = next

@@ -364,32 +364,54 @@ func (p *partIndex) partHits(q *Query, bq bquery.Query, order bsearch.SortOrder,
 func (p *partIndex) knnHits(q *Query, bq bquery.Query) ([]*bsearch.DocumentMatch, error) {
 	k := q.KNN
 	target := normalised(map[string][]float32{k.Field: k.Vector})[k.Field]
-	// The candidates: every document the words and filters let in.
-	req := bleve.NewSearchRequestOptions(bq, 1<<30, 0, false)
-	req.Sort = bsearch.SortOrder{&bsearch.SortScore{Desc: true}, &bsearch.SortDocID{}}
-	res, err := p.idx.Search(req)
-	if err != nil {
-		return nil, err
-	}
-	words := q.Query != ""
-	p.mu.RLock()
-	var out []*bsearch.DocumentMatch
-	for _, h := range res.Hits {
-		v := p.vectors[h.ID][k.Field]
+	cosine := func(pk string) (float64, bool) {
+		v := p.vectors[pk][k.Field]
 		if v == nil || target == nil {
-			continue
+			return 0, false
 		}
 		var dot float32
 		for i := range v {
 			dot += v[i] * target[i]
 		}
-		score := float64(dot)
-		if words {
-			score += h.Score
-		}
-		out = append(out, &bsearch.DocumentMatch{ID: h.ID, Score: score})
+		return float64(dot), true
 	}
-	p.mu.RUnlock()
+	var out []*bsearch.DocumentMatch
+	if q.Query == "" && len(q.Filters) == 0 {
+		// Every live document is a candidate: the vectors in memory are
+		// those of the live documents; only a TTL is left to check.
+		now := time.Now().UnixMilli()
+		p.mu.RLock()
+		for pk := range p.vectors {
+			if at, ok := p.expires[pk]; ok && at <= now {
+				continue
+			}
+			if c, ok := cosine(pk); ok {
+				out = append(out, &bsearch.DocumentMatch{ID: pk, Score: c})
+			}
+		}
+		p.mu.RUnlock()
+	} else {
+		// The candidates: every document the words and filters let in.
+		req := bleve.NewSearchRequestOptions(bq, 1<<30, 0, false)
+		req.Sort = bsearch.SortOrder{&bsearch.SortScore{Desc: true}, &bsearch.SortDocID{}}
+		res, err := p.idx.Search(req)
+		if err != nil {
+			return nil, err
+		}
+		words := q.Query != ""
+		p.mu.RLock()
+		for _, h := range res.Hits {
+			c, ok := cosine(h.ID)
+			if !ok {
+				continue
+			}
+			if words {
+				c += h.Score
+			}
+			out = append(out, &bsearch.DocumentMatch{ID: h.ID, Score: c})
+		}
+		p.mu.RUnlock()
+	}
 	slices.SortFunc(out, byScore)
 	if len(out) > k.K {
 		out = out[:k.K]

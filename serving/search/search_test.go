@@ -233,7 +233,7 @@ func TestVersionsDeletesAndTTL(t *testing.T) {
 	past := time.Now().Add(-time.Minute)
 	f.put(item{pk: "a", title: "old lamp", version: 1}, item{pk: "a", title: "new lamp", version: 3}, item{pk: "a", title: "stale lamp", version: 2},
 		item{pk: "b", title: "lamp shade", version: 1}, item{pk: "b", version: 2, delete: true},
-		item{pk: "c", title: "lamp oil", version: 1, expires: &past},
+		item{pk: "c", title: "lamp oil", version: 1, expires: &past, vec: []float32{1, 0, 0}},
 		item{pk: "d", title: "lamp post", version: 1})
 	if _, err := f.prod.ProduceSync(testkit.Context(t, time.Minute), &kgo.Record{Topic: topics.SaasTopic("shop"), Key: []byte("shop/d")}).First(); err != nil {
 		t.Fatal(err)
@@ -242,6 +242,10 @@ func TestVersionsDeletesAndTTL(t *testing.T) {
 	r := f.search(search.Query{Query: "lamp"})
 	if got := pks(r); !slices.Equal(got, []string{"a"}) || r.Hits[0].Version != 3 || r.Hits[0].Fields["title"] != "new lamp" {
 		t.Fatalf("lamps: %+v", r)
+	}
+	// A kNN over every document leaves out the expired one too.
+	if got := pks(f.search(search.Query{KNN: &search.KNN{Field: "vec", Vector: []float32{1, 0, 0}, K: 5}})); len(got) != 0 {
+		t.Fatalf("a kNN found %v: the only document with a vector expired", got)
 	}
 	f.put(item{pk: "b", title: "lamp shade again", version: 1}) // older than its delete
 	f.put(item{pk: "b", title: "lamp shade back", version: 5})
