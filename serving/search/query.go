@@ -375,7 +375,7 @@ func (p *partIndex) knnHits(q *Query, bq bquery.Query) ([]*bsearch.DocumentMatch
 		}
 		return float64(dot), true
 	}
-	var out []*bsearch.DocumentMatch
+	top := newTopK(k.K)
 	if q.Query == "" && len(q.Filters) == 0 {
 		// Every live document is a candidate: the vectors in memory are
 		// those of the live documents; only a TTL is left to check.
@@ -386,7 +386,7 @@ func (p *partIndex) knnHits(q *Query, bq bquery.Query) ([]*bsearch.DocumentMatch
 				continue
 			}
 			if c, ok := cosine(pk); ok {
-				out = append(out, &bsearch.DocumentMatch{ID: pk, Score: c})
+				top.add(pk, c)
 			}
 		}
 		p.mu.RUnlock()
@@ -408,16 +408,70 @@ func (p *partIndex) knnHits(q *Query, bq bquery.Query) ([]*bsearch.DocumentMatch
 			if words {
 				c += h.Score
 			}
-			out = append(out, &bsearch.DocumentMatch{ID: h.ID, Score: c})
+			top.add(h.ID, c)
 		}
 		p.mu.RUnlock()
 	}
-	slices.SortFunc(out, byScore)
-	if len(out) > k.K {
-		out = out[:k.K]
-	}
-	return out, nil
+	return top.sorted(), nil
 }
+
+// topK keeps the K best (score, then pk) of what it is given, in a heap
+// whose root is the worst kept: a kNN over a partition's documents holds
+// K of them, not all.
+type topK struct {
+	k int
+	h []*bsearch.DocumentMatch
+}
+
+func newTopK(k int) *topK { return &topK{k: k, h: make([]*bsearch.DocumentMatch, 0, k)} }
+
+// worse reports whether a ranks after b.
+func worse(a, b *bsearch.DocumentMatch) bool { return byScore(a, b) > 0 }
+
+func (t *topK) add(id string, score float64) {
+	if len(t.h) == t.k {
+		if !worse(t.h[0], &bsearch.DocumentMatch{ID: id, Score: score}) {
+			return
+		}
+		t.h[0] = &bsearch.DocumentMatch{ID: id, Score: score}
+		t.down(0)
+		return
+	}
+	t.h = append(t.h, &bsearch.DocumentMatch{ID: id, Score: score})
+	for i := len(t.h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !worse(t.h[i], t.h[parent]) {
+			break
+		}
+		t.h[i], t.h[parent] = t.h[parent], t.h[i]
+		i = parent
+	}
+}
+
+func (t *topK) down(i int) {
+	for {
+		l, r, w := 2*i+1, 2*i+2, i
+		if l < len(t.h) && worse(t.h[l], t.h[w]) {
+			w = l
+		}
+		if r < len(t.h) && worse(t.h[r], t.h[w]) {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		t.h[i], t.h[w] = t.h[w], t.h[i]
+		i = w
+	}
+}
+
+// sorted returns what is kept, best first.
+func (t *topK) sorted() []*bsearch.DocumentMatch {
+	out := slices.Clone(t.h)
+	slices.SortFunc(out, byScore)
+	return out
+}
+
 
 func byScore(a, b *bsearch.DocumentMatch) int {
 	if c := cmp.Compare(b.Score, a.Score); c != 0 {
