@@ -472,7 +472,6 @@ func (t *topK) sorted() []*bsearch.DocumentMatch {
 	return out
 }
 
-
 func byScore(a, b *bsearch.DocumentMatch) int {
 	if c := cmp.Compare(b.Score, a.Score); c != 0 {
 		return c
