@@ -47,7 +47,9 @@ type partIndex struct {
 	target   int64              // the feed's end when the partition was assigned: answered for once applied
 	current  bool               // applied reached target
 	versions map[string]int64   // pk -> version applied (tombstones too)
-	vectors  map[string]vectors // pk -> its embeddings, normalised, for kNN
+	// byField holds the embeddings, normalised, for kNN: by embedding name,
+	// then pk (a kNN ranges over one embedding's map, no lookup a document).
+	byField map[string]map[string][]float32
 	expires  map[string]int64   // pk -> Unix ms its TTL ends at, for the documents with one
 	changed  chan struct{}      // closed and replaced when applied moves
 }
@@ -94,7 +96,7 @@ func openPart(dir, client string, partition int32) (*partIndex, error) {
 	if err != nil {
 		return nil, fmt.Errorf("search index %s: %w", dir, err)
 	}
-	p := &partIndex{client: client, partition: partition, idx: idx, versions: map[string]int64{}, vectors: map[string]vectors{},
+	p := &partIndex{client: client, partition: partition, idx: idx, versions: map[string]int64{}, byField: map[string]map[string][]float32{},
 		expires: map[string]int64{}, changed: make(chan struct{})}
 	v, err := idx.GetInternal(appliedKey)
 	if err != nil {
@@ -130,7 +132,7 @@ func (p *partIndex) load() error {
 			if s, ok := h.Fields[fieldDoc].(string); ok {
 				var d shown
 				if json.Unmarshal([]byte(s), &d) == nil && len(d.Embeddings) > 0 {
-					p.vectors[h.ID] = normalised(d.Embeddings)
+					p.setVectors(h.ID, normalised(d.Embeddings))
 				}
 				if d.ExpiresAt != nil {
 					p.expires[h.ID] = d.ExpiresAt.UnixMilli()
@@ -224,11 +226,7 @@ func (p *partIndex) apply(changes []change, next int64) error {
 		p.versions[pk] = v
 	}
 	for pk, v := range vecs {
-		if v == nil {
-			delete(p.vectors, pk)
-		} else {
-			p.vectors[pk] = v
-		}
+		p.setVectors(pk, v)
 	}
 	for pk, at := range expires {
 		if at == 0 {
@@ -243,6 +241,24 @@ func (p *partIndex) apply(changes []change, next int64) error {
 	p.changed = make(chan struct{})
 	p.mu.Unlock()
 	return nil
+}
+
+// setVectors makes vs pk's embeddings (nil: none). Under p.mu, or
+// before p is shared.
+func (p *partIndex) setVectors(pk string, vs vectors) {
+	for name, m := range p.byField {
+		if _, ok := vs[name]; !ok {
+			delete(m, pk)
+		}
+	}
+	for name, v := range vs {
+		m := p.byField[name]
+		if m == nil {
+			m = map[string][]float32{}
+			p.byField[name] = m
+		}
+		m[pk] = v
+	}
 }
 
 // bleveDoc returns what Bleve indexes of d, and how hits show it.

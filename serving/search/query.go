@@ -364,16 +364,22 @@ func (p *partIndex) partHits(q *Query, bq bquery.Query, order bsearch.SortOrder,
 func (p *partIndex) knnHits(q *Query, bq bquery.Query) ([]*bsearch.DocumentMatch, error) {
 	k := q.KNN
 	target := normalised(map[string][]float32{k.Field: k.Vector})[k.Field]
+	dot := func(v []float32) float64 {
+		var d float32
+		for i := range v {
+			d += v[i] * target[i]
+		}
+		return float64(d)
+	}
+	p.mu.RLock()
+	vecs := p.byField[k.Field]
+	p.mu.RUnlock()
 	cosine := func(pk string) (float64, bool) {
-		v := p.vectors[pk][k.Field]
+		v := vecs[pk]
 		if v == nil || target == nil {
 			return 0, false
 		}
-		var dot float32
-		for i := range v {
-			dot += v[i] * target[i]
-		}
-		return float64(dot), true
+		return dot(v), true
 	}
 	top := newTopK(k.K)
 	if q.Query == "" && len(q.Filters) == 0 {
@@ -381,12 +387,15 @@ func (p *partIndex) knnHits(q *Query, bq bquery.Query) ([]*bsearch.DocumentMatch
 		// those of the live documents; only a TTL is left to check.
 		now := time.Now().UnixMilli()
 		p.mu.RLock()
-		for pk := range p.vectors {
-			if at, ok := p.expires[pk]; ok && at <= now {
-				continue
+		ttl := len(p.expires) > 0
+		for pk, v := range vecs {
+			if ttl {
+				if at, ok := p.expires[pk]; ok && at <= now {
+					continue
+				}
 			}
-			if c, ok := cosine(pk); ok {
-				top.add(pk, c)
+			if target != nil {
+				top.add(pk, dot(v))
 			}
 		}
 		p.mu.RUnlock()
@@ -430,8 +439,9 @@ func worse(a, b *bsearch.DocumentMatch) bool { return byScore(a, b) > 0 }
 
 func (t *topK) add(id string, score float64) {
 	if len(t.h) == t.k {
-		if !worse(t.h[0], &bsearch.DocumentMatch{ID: id, Score: score}) {
-			return
+		root := t.h[0]
+		if score < root.Score || score == root.Score && id > root.ID {
+			return // no better than the worst kept
 		}
 		t.h[0] = &bsearch.DocumentMatch{ID: id, Score: score}
 		t.down(0)
