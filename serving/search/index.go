@@ -43,15 +43,15 @@ type partIndex struct {
 	idx       bleve.Index
 
 	mu       sync.RWMutex
-	applied  int64              // next offset to apply
-	target   int64              // the feed's end when the partition was assigned: answered for once applied
-	current  bool               // applied reached target
-	versions map[string]int64   // pk -> version applied (tombstones too)
+	applied  int64            // next offset to apply
+	target   int64            // the feed's end when the partition was assigned: answered for once applied
+	current  bool             // applied reached target
+	versions map[string]int64 // pk -> version applied (tombstones too)
 	// byField holds the embeddings, normalised, for kNN: by embedding name,
 	// then pk (a kNN ranges over one embedding's map, no lookup a document).
 	byField map[string]map[string][]float32
-	expires  map[string]int64   // pk -> Unix ms its TTL ends at, for the documents with one
-	changed  chan struct{}      // closed and replaced when applied moves
+	expires map[string]int64 // pk -> Unix ms its TTL ends at, for the documents with one
+	changed chan struct{}    // closed and replaced when applied moves
 }
 
 // vectors are a document's embeddings by name, each of unit length.
