@@ -51,9 +51,6 @@ type RemoteConfig struct {
 // for concurrent use.
 type Remote struct {
 	cfg RemoteConfig
-
-	mu    sync.Mutex
-	count map[string]countAt
 }
 
 // NewRemote returns a Remote of cfg.
@@ -64,7 +61,7 @@ func NewRemote(cfg RemoteConfig) *Remote {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Remote{cfg: cfg, count: map[string]countAt{}}
+	return &Remote{cfg: cfg}
 }
 
 // members returns the URLs of the searcher's members that serve searches.
