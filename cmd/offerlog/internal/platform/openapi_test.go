@@ -89,6 +89,10 @@ func TestAnswersFitTheOpenAPIDescription(t *testing.T) {
 	check("POST", "/v1/clients/shop/documents", `{"pk":"1"}`, admin)   // 400
 	check("GET", "/v1/clients/shop/documents/1", "", admin)
 	check("GET", "/v1/clients/shop/documents/nosuch", "", admin)
+	check("POST", "/v1/clients/shop/search", `{"query":"x","min_version":{"pk":"1","version":2}}`, admin)
+	check("POST", "/v1/clients/shop/search", `{"query":"x","limit":5000}`, admin) // 422
+	check("GET", "/v1/clients/shop/search?q=x", "", admin)
+	check("GET", "/v1/clients/nosuch/search?q=x", "", admin) // 404
 	if b := check("GET", "/v1/numerator/check?state=0.0.1.7&data=0.0.1.5", "", seller); !strings.Contains(b, "no state 0.0.1.7") {
 		t.Errorf("a state the cluster has not: %s", b)
 	}
