@@ -157,7 +157,7 @@ func Run(ctx context.Context, cfg Config) error {
 			mu.Lock()
 			l, ok := loaders[b.Partition]
 			if !ok {
-				l = &loader{cfg: cfg, known: map[string]schemas.FeedEntry{}, partial: map[string]int64{},
+				l = &loader{cfg: cfg, known: map[string]schemas.FeedEntry{}, drawn: map[string]string{}, partial: map[string]int64{},
 					status: map[string]*schemas.FeedStatus{}}
 				loaders[b.Partition] = l
 			}
@@ -181,6 +181,9 @@ type loader struct {
 	// known holds the index entries this loader wrote and the view may not
 	// show yet, by feeds.index key.
 	known map[string]schemas.FeedEntry
+	// drawn holds the ids of CREATEs sent and not answered yet, by
+	// feeds.index key.
+	drawn map[string]string
 	// partial holds, by seller, the last task of which this loader saw an
 	// item refused (dead-lettered, or INVALID for the aggregate).
 	partial map[string]int64
@@ -401,13 +404,13 @@ func (l *loader) lookup(key string) (schemas.FeedEntry, bool, error) {
 // unmatched one creates an offer. It returns the commands in the order of
 // the items' first appearance, and how many items were skipped as older.
 func Plan(run []schemas.FeedItem, lookup func(key string) (schemas.FeedEntry, bool, error), newID func() string) ([]*schemas.OfferCommand, int, error) {
-	cmds, _, older, err := plan(run, lookup, newID)
+	cmds, _, older, err := plan(run, lookup, func(string) string { return newID() })
 	return cmds, len(older), err
 }
 
 // plan is Plan, with the index in run of the item each command stands
 // for, and the indexes of the items skipped as older.
-func plan(run []schemas.FeedItem, lookup func(key string) (schemas.FeedEntry, bool, error), newID func() string) (
+func plan(run []schemas.FeedItem, lookup func(key string) (schemas.FeedEntry, bool, error), newID func(key string) string) (
 	cmds []*schemas.OfferCommand, idx []int, older []int, err error) {
 	last := map[string]int{}
 	var order []string
@@ -427,7 +430,7 @@ func plan(run []schemas.FeedItem, lookup func(key string) (schemas.FeedEntry, bo
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		c := &schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: newID(), SellerID: it.SellerID,
+		c := &schemas.OfferCommand{Kind: schemas.CommandCreate, SellerID: it.SellerID,
 			ExpectedVersion: -1, Offer: it.Offer, TaskID: it.TaskID, ExternalID: it.ExternalID}
 		switch {
 		case ok && e.TaskID > it.TaskID:
@@ -435,6 +438,8 @@ func plan(run []schemas.FeedItem, lookup func(key string) (schemas.FeedEntry, bo
 			continue
 		case ok:
 			c.Kind, c.OfferID = schemas.CommandFeedUpsert, e.OfferID
+		default:
+			c.OfferID = newID(k)
 		}
 		cmds = append(cmds, c)
 		idx = append(idx, last[k])
@@ -447,10 +452,24 @@ func plan(run []schemas.FeedItem, lookup func(key string) (schemas.FeedEntry, bo
 // for each item, the status to count it in (nil: counted already).
 func (l *loader) items(ctx context.Context, run []schemas.FeedItem, counted []*schemas.FeedStatus) error {
 	var idErr error
-	newID := func() string {
+	fresh := func() string {
 		id, err := l.cfg.IDs.New(ctx)
 		if err != nil && idErr == nil {
 			idErr = err
+		}
+		return id
+	}
+	// An item's CREATE keeps the id it was first sent with until it is
+	// answered: a batch tried again after its answers were lost (a broker
+	// killed after the commands were appended) sends the same commands,
+	// not new offers; the index may not show the first ones yet.
+	newID := func(key string) string {
+		if id, ok := l.drawn[key]; ok {
+			return id
+		}
+		id := fresh()
+		if id != "" {
+			l.drawn[key] = id
 		}
 		return id
 	}
@@ -482,15 +501,17 @@ func (l *loader) items(ctx context.Context, run []schemas.FeedItem, counted []*s
 			if errs[i] != nil {
 				return errs[i]
 			}
+			// Answered: a later CREATE of the item draws anew.
+			delete(l.drawn, offers.FeedKey(c.SellerID, c.ExternalID))
 			switch res[i].Outcome {
 			case schemas.OutcomeCollision:
 				// Ids are unique by construction (offers.IDs); an offer of
 				// an id drawn at random before 0.5.0 may still hold one.
-				c.OfferID = newID()
+				c.OfferID = newID(offers.FeedKey(c.SellerID, c.ExternalID))
 				again, againIdx = append(again, c), append(againIdx, idx[i])
 			case schemas.OutcomeNotFound:
 				// Deleted since the index was read: the item makes a new offer.
-				c.Kind, c.OfferID = schemas.CommandCreate, newID()
+				c.Kind, c.OfferID = schemas.CommandCreate, newID(offers.FeedKey(c.SellerID, c.ExternalID))
 				again, againIdx = append(again, c), append(againIdx, idx[i])
 			case schemas.OutcomeConflict:
 				if c.Kind != schemas.CommandCreate {

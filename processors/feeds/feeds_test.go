@@ -19,7 +19,7 @@ func TestPlan(t *testing.T) {
 	}
 	lookup := func(k string) (schemas.FeedEntry, bool, error) { e, ok := index[k]; return e, ok, nil }
 	n := 0
-	newID := func() string { n++; return fmt.Sprint("N", n) } // drawn for every item kept, used by creates
+	newID := func() string { n++; return fmt.Sprint("N", n) } // drawn for the creates only
 	run := []schemas.FeedItem{
 		item("s", "fresh", 5, "fresh"),
 		item("s", "matched", 5, "first"),
@@ -41,8 +41,8 @@ func TestPlan(t *testing.T) {
 	exp := []want{
 		{schemas.CommandCreate, "N1", "fresh"},
 		{schemas.CommandFeedUpsert, "O-matched", "first"},
-		{schemas.CommandCreate, "N4", "two"},
-		{schemas.CommandCreate, "N5", "other"},
+		{schemas.CommandCreate, "N2", "two"},
+		{schemas.CommandCreate, "N3", "other"},
 	}
 	if older != 1 || len(cmds) != len(exp) {
 		t.Fatalf("%d older, %d commands: %+v", older, len(cmds), cmds)
