@@ -140,6 +140,22 @@ func fieldTypes(epochs []*schemas.EpochSchema) (map[string]schemas.FieldType, ma
 	return fields, embeddings
 }
 
+// prepare checks q against the client's epochs and fills its defaults, as
+// a searcher and a Remote both must before they search: it returns the
+// client's fields and q's cursor.
+func prepare(epochs Epochs, client string, q *Query) (map[string]schemas.FieldType, cursor, error) {
+	list := epochs.List(client)
+	if len(list) == 0 {
+		return nil, cursor{}, fmt.Errorf("%q: %w", client, ErrUnknownClient)
+	}
+	fields, embeddings := fieldTypes(list)
+	if err := q.validate(fields, embeddings); err != nil {
+		return nil, cursor{}, err
+	}
+	cur, err := decodeCursor(q.Cursor)
+	return fields, cur, err
+}
+
 // validate checks q against the client's fields and embeddings, and fills
 // its defaults.
 func (q *Query) validate(fields map[string]schemas.FieldType, embeddings map[string]int) error {

@@ -83,15 +83,7 @@ func (r *Remote) members(ctx context.Context) ([]string, error) {
 
 // Search runs q over the client's documents on every member.
 func (r *Remote) Search(ctx context.Context, client string, q Query) (*Result, error) {
-	epochs := r.cfg.Epochs.List(client)
-	if len(epochs) == 0 {
-		return nil, fmt.Errorf("%q: %w", client, ErrUnknownClient)
-	}
-	fields, embeddings := fieldTypes(epochs)
-	if err := q.validate(fields, embeddings); err != nil {
-		return nil, err
-	}
-	if _, err := decodeCursor(q.Cursor); err != nil {
+	if _, _, err := prepare(r.cfg.Epochs, client, &q); err != nil {
 		return nil, err
 	}
 	n, err := streams.PartitionsOf(ctx, r.cfg.Cluster.Admin(), topics.SaasTopic(client))

@@ -387,15 +387,7 @@ func (s *Searcher) wait(ctx context.Context, client string, pos Position, v *PKV
 
 // Search runs q over the client's documents.
 func (s *Searcher) Search(ctx context.Context, client string, q Query) (*Result, error) {
-	epochs := s.cfg.Epochs.List(client)
-	if len(epochs) == 0 {
-		return nil, fmt.Errorf("%q: %w", client, ErrUnknownClient)
-	}
-	fields, embeddings := fieldTypes(epochs)
-	if err := q.validate(fields, embeddings); err != nil {
-		return nil, err
-	}
-	cur, err := decodeCursor(q.Cursor)
+	fields, cur, err := prepare(s.cfg.Epochs, client, &q)
 	if err != nil {
 		return nil, err
 	}
