@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -44,13 +43,7 @@ func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	// A shard owner may be starting: wait for one as long as for the answer.
 	cfg := serving.ClientConfig{Hosts: serving.StaticHosts(strings.Split(*hosts, ",")...), PingPeriod: 200 * time.Millisecond,
 		NoShardWait: *timeout, Logger: log}
-	ca := *tlsCA
-	if ca == "" && token.data != nil {
-		if def := filepath.Join(*token.data, "tls", "ca.pem"); fileExists(def) {
-			ca = def
-		}
-	}
-	if ca != "" {
+	if ca := token.defaultCA(*tlsCA); ca != "" {
 		t, err := streams.ClientTLS(ca)
 		if err != nil {
 			return err

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -83,10 +82,8 @@ func runSearch(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	client := &http.Client{Timeout: *timeout}
 	ca := *tlsCA
-	if ca == "" && token.data != nil && strings.HasPrefix(*api, "https:") {
-		if def := filepath.Join(*token.data, "tls", "ca.pem"); fileExists(def) {
-			ca = def
-		}
+	if strings.HasPrefix(*api, "https:") {
+		ca = token.defaultCA(ca)
 	}
 	if ca != "" {
 		t, err := streams.ClientTLS(ca)

@@ -56,6 +56,18 @@ func (t tokenFlag) get() (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
+// defaultCA returns ca, or when it is empty the CA offerlog dev --tls
+// makes in the data directory (DATA/tls/ca.pem) if it exists, else "".
+func (t tokenFlag) defaultCA(ca string) string {
+	if ca != "" || t.data == nil {
+		return ca
+	}
+	if def := filepath.Join(*t.data, "tls", "ca.pem"); fileExists(def) {
+		return def
+	}
+	return ""
+}
+
 // runToken manages API tokens. They are records on auth.tokens, written
 // with the broker's credentials: whoever may write that topic manages
 // tokens (on the embedded broker, the holder of the data directory).
