@@ -32,8 +32,8 @@ func samples() map[string]any {
 		Recent: []RecentResult{{Topic: "offers.commands", Partition: 1, Offset: 9, Outcome: "OK", Version: 3}}}
 	return map[string]any{
 		RawDocumentName: &doc,
-		EpochSchemaName: &EpochSchema{Client: "shop", Epoch: 1, RegisteredAt: ts,
-			Fields:     []FieldSpec{{Name: "title", Type: TypeString, Required: true}, {Name: "tags", Type: TypeStringList}},
+		EpochSchemaName: &EpochSchema{Client: "shop", Epoch: 1, RegisteredAt: ts, Analyzer: AnalyzerEnglish,
+			Fields:     []FieldSpec{{Name: "title", Type: TypeString, Required: true, Analyzer: AnalyzerRussian}, {Name: "tags", Type: TypeStringList}},
 			Embeddings: []EmbeddingSpec{{Name: "e", Dimension: 2}}},
 		RegistryRecordName: &rec,
 		VerdictName: &Verdict{Client: "shop", PK: "42", Verdict: Stale, Reason: "older version",

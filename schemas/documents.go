@@ -128,7 +128,24 @@ type FieldSpec struct {
 	Name     string    `avro:"name" json:"name"`
 	Type     FieldType `avro:"type" json:"type"`
 	Required bool      `avro:"required" json:"required"`
+	// Analyzer is how the searcher reads the words of a string or
+	// string_list field (one of Analyzers); "" is the epoch's.
+	Analyzer string `avro:"analyzer" json:"analyzer,omitempty"`
 }
+
+// The analyzers the searcher reads a string field's words with. Each
+// folds case and diacritics (é is e, ё is е); english and russian also
+// drop their language's stop words and stem (bicycles is bicycle,
+// велосипеды is велосипед). Exact matches (filters, sort) read the value
+// as it is, whatever the analyzer.
+const (
+	AnalyzerStandard = "standard"
+	AnalyzerEnglish  = "english"
+	AnalyzerRussian  = "russian"
+)
+
+// Analyzers lists the analyzers an epoch may name.
+var Analyzers = []string{AnalyzerStandard, AnalyzerEnglish, AnalyzerRussian}
 
 // EmbeddingSpec declares one embedding of an epoch.
 type EmbeddingSpec struct {
@@ -143,6 +160,21 @@ type EpochSchema struct {
 	Fields       []FieldSpec     `avro:"fields" json:"fields"`
 	Embeddings   []EmbeddingSpec `avro:"embeddings" json:"embeddings"`
 	RegisteredAt time.Time       `avro:"registered_at" json:"registered_at"`
+	// Analyzer is the analyzer of the string fields that name none (one
+	// of Analyzers); "" is AnalyzerStandard.
+	Analyzer string `avro:"analyzer" json:"analyzer,omitempty"`
+}
+
+// AnalyzerOf returns the analyzer the searcher reads f's words with: its
+// own, else the epoch's, else AnalyzerStandard.
+func (e *EpochSchema) AnalyzerOf(f FieldSpec) string {
+	switch {
+	case f.Analyzer != "":
+		return f.Analyzer
+	case e.Analyzer != "":
+		return e.Analyzer
+	}
+	return AnalyzerStandard
 }
 
 // RegistryRecord is the registry's record of a document (registry-table,

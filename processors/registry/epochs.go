@@ -141,7 +141,7 @@ func (c *Catalogue) Check(s *schemas.EpochSchema) (*schemas.EpochSchema, error) 
 }
 
 func sameSchema(a, b *schemas.EpochSchema) bool {
-	if len(a.Fields) != len(b.Fields) || len(a.Embeddings) != len(b.Embeddings) {
+	if len(a.Fields) != len(b.Fields) || len(a.Embeddings) != len(b.Embeddings) || a.Analyzer != b.Analyzer {
 		return false
 	}
 	for i := range a.Fields {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"strings"
@@ -12,20 +13,9 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/mapping"
 	bquery "github.com/blevesearch/bleve/v2/search/query"
 
 	"github.com/offerlog/offerlog/schemas"
-)
-
-// The fields of a Bleve document that are the searcher's own, not a
-// client's: a client's field names are identifiers without a leading
-// underscore (registry.Validate), so they never collide.
-const (
-	fieldLive    = "_live"    // true for a document, false for a delete's tombstone
-	fieldVersion = "_version" // the feed's version of the pk
-	fieldExpires = "_expires" // Unix milliseconds its TTL ends at (neverExpires: none)
-	fieldDoc     = "_doc"     // the document as the hits show it (JSON), stored, not indexed
 )
 
 // neverExpires is fieldExpires of a document without a TTL.
@@ -35,6 +25,9 @@ const neverExpires = float64(1 << 52)
 // feed the index has not applied: written in the same Bleve batch as the
 // documents it applied, so a restart resumes exactly there.
 var appliedKey = []byte("offerlog.applied")
+
+// layoutKey is the internal key of the index's layout.
+var layoutKey = []byte("offerlog.layout")
 
 // partIndex is the index of one partition of a client's feed.
 type partIndex struct {
@@ -57,42 +50,11 @@ type partIndex struct {
 // vectors are a document's embeddings by name, each of unit length.
 type vectors map[string][]float32
 
-// newMapping is every partition index's mapping: a client's fields are
-// mapped as they come (strings full-text with the standard analyzer,
-// numbers numeric with doc values for sorting, booleans), the searcher's
-// own explicitly.
-func newMapping() mapping.IndexMapping {
-	m := bleve.NewIndexMapping()
-	m.StoreDynamic = false
-	m.IndexDynamic = true
-	m.DocValuesDynamic = true
-	doc := bleve.NewDocumentMapping()
-	stored := bleve.NewTextFieldMapping()
-	stored.Index, stored.Store, stored.IncludeInAll, stored.DocValues = false, true, false, false
-	doc.AddFieldMappingsAt(fieldDoc, stored)
-	version := bleve.NewNumericFieldMapping()
-	version.Store, version.IncludeInAll = true, false
-	doc.AddFieldMappingsAt(fieldVersion, version)
-	expires := bleve.NewNumericFieldMapping()
-	expires.IncludeInAll = false
-	doc.AddFieldMappingsAt(fieldExpires, expires)
-	live := bleve.NewBooleanFieldMapping()
-	live.IncludeInAll = false
-	doc.AddFieldMappingsAt(fieldLive, live)
-	m.DefaultMapping = doc
-	return m
-}
-
 // openPart opens (or creates) the index of a partition in dir and loads
-// what kNN and the version rule keep in memory.
-func openPart(dir, client string, partition int32) (*partIndex, error) {
-	var idx bleve.Index
-	var err error
-	if _, statErr := os.Stat(dir); statErr == nil {
-		idx, err = bleve.Open(dir)
-	} else {
-		idx, err = bleve.New(dir, newMapping())
-	}
+// what kNN and the version rule keep in memory. An index of another
+// layout than this searcher's is removed: it is rebuilt from the feed.
+func openPart(dir, client string, partition int32, log *slog.Logger) (*partIndex, error) {
+	idx, err := openIndex(dir, log)
 	if err != nil {
 		return nil, fmt.Errorf("search index %s: %w", dir, err)
 	}
@@ -111,6 +73,43 @@ func openPart(dir, client string, partition int32) (*partIndex, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// openIndex opens the Bleve index in dir, of this searcher's layout.
+func openIndex(dir string, log *slog.Logger) (bleve.Index, error) {
+	if _, err := os.Stat(dir); err == nil {
+		idx, err := bleve.Open(dir)
+		if err != nil {
+			return nil, err
+		}
+		v, err := idx.GetInternal(layoutKey)
+		if err != nil || string(v) == layout {
+			if err != nil {
+				idx.Close()
+			}
+			return idx, err
+		}
+		if err := idx.Close(); err != nil {
+			return nil, err
+		}
+		log.Info("search: an index of another layout is rebuilt from the feed", "dir", dir, "layout", string(v), "want", layout)
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+	}
+	m, err := newMapping()
+	if err != nil {
+		return nil, err
+	}
+	idx, err := bleve.New(dir, m)
+	if err != nil {
+		return nil, err
+	}
+	if err := idx.SetInternal(layoutKey, []byte(layout)); err != nil {
+		idx.Close()
+		return nil, err
+	}
+	return idx, nil
 }
 
 // load reads every document's version and embeddings from the index.
@@ -164,6 +163,7 @@ type change struct {
 	pk      string
 	version int64
 	doc     *schemas.SaasDocument // nil: remove
+	epoch   *schemas.EpochSchema  // the doc's: how its fields are read
 }
 
 // apply applies changes, the records of the feed up to next (exclusive),
@@ -201,7 +201,7 @@ func (p *partIndex) apply(changes []change, next int64) error {
 			vecs[c.pk], expires[c.pk] = nil, 0
 			continue
 		}
-		doc, sh := bleveDoc(c.doc)
+		doc, sh := bleveDoc(c.doc, c.epoch)
 		raw, err := json.Marshal(sh)
 		if err != nil {
 			return err
@@ -261,32 +261,54 @@ func (p *partIndex) setVectors(pk string, vs vectors) {
 	}
 }
 
-// bleveDoc returns what Bleve indexes of d, and how hits show it.
-func bleveDoc(d *schemas.SaasDocument) (map[string]any, shown) {
+// bleveDoc returns what Bleve indexes of d, and how hits show it: its
+// numbers and booleans at their names, its strings and string lists as
+// they are and as words, by the analyzer its epoch names for each.
+func bleveDoc(d *schemas.SaasDocument, epoch *schemas.EpochSchema) (map[string]any, shown) {
 	doc := map[string]any{fieldLive: true, fieldVersion: float64(d.Version), fieldExpires: neverExpires}
 	sh := shown{PK: d.PK, Version: d.Version, Epoch: d.Epoch, Timestamp: d.Timestamp, ExpiresAt: d.ExpiresAt, Fields: map[string]any{}}
 	if d.ExpiresAt != nil {
 		doc[fieldExpires] = float64(d.ExpiresAt.UnixMilli())
 	}
+	exact := map[string]any{}
+	words := map[string]map[string]any{} // analyzer -> field -> value
+	text := func(name string, v any) {
+		exact[name] = v
+		a := schemas.AnalyzerStandard
+		if epoch != nil {
+			a = epoch.AnalyzerOf(schemas.FieldSpec{Name: name})
+			for _, f := range epoch.Fields {
+				if f.Name == name {
+					a = epoch.AnalyzerOf(f)
+				}
+			}
+		}
+		if words[a] == nil {
+			words[a] = map[string]any{}
+		}
+		words[a][name] = v
+	}
 	for _, f := range d.Fields {
-		var v any
 		switch {
 		case f.String != nil:
-			v = *f.String
-		case f.Int64 != nil:
-			sh.Fields[f.Name] = *f.Int64
-			doc[f.Name] = float64(*f.Int64)
-			continue
-		case f.Double != nil:
-			v = *f.Double
-		case f.Bool != nil:
-			v = *f.Bool
+			text(f.Name, *f.String)
+			sh.Fields[f.Name] = *f.String
 		case f.StringList != nil:
-			v = f.StringList
-		default:
-			continue
+			text(f.Name, f.StringList)
+			sh.Fields[f.Name] = f.StringList
+		case f.Int64 != nil:
+			sh.Fields[f.Name], doc[f.Name] = *f.Int64, float64(*f.Int64)
+		case f.Double != nil:
+			sh.Fields[f.Name], doc[f.Name] = *f.Double, *f.Double
+		case f.Bool != nil:
+			sh.Fields[f.Name], doc[f.Name] = *f.Bool, *f.Bool
 		}
-		sh.Fields[f.Name], doc[f.Name] = v, v
+	}
+	if len(exact) > 0 {
+		doc[exactRoot] = exact
+	}
+	for a, fields := range words {
+		doc[wordsRoot+a] = fields
 	}
 	if len(d.Embeddings) > 0 {
 		sh.Embeddings = map[string][]float32{}

@@ -62,7 +62,7 @@ func Merge(q Query, partitions int32, answers []*Result) (*Result, error) {
 		}
 		hits = page
 	} else {
-		order := q.sortOrder()
+		order := q.sortOrder(nil) // by the members' sort values
 		scoring, desc := order.CacheIsScore(), order.CacheDescending()
 		match := func(h Hit) *bsearch.DocumentMatch {
 			return &bsearch.DocumentMatch{ID: h.PK, Score: h.Score, Sort: h.Sort}

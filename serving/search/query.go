@@ -55,9 +55,9 @@ type PKVersion struct {
 	Version int64  `json:"version"`
 }
 
-// Filter restricts the hits by one field: Eq (a string field holds the
-// words of it, a number equals it, a boolean is it), In (any of), and the
-// range bounds of a number.
+// Filter restricts the hits by one field: Eq (a string field is it, a
+// string list holds it, exactly: case and accents count; a number equals
+// it, a boolean is it), In (any of), and the range bounds of a number.
 type Filter struct {
 	Field string   `json:"field"`
 	Eq    any      `json:"eq,omitempty"`
@@ -124,32 +124,44 @@ func queryErr(member, format string, args ...any) error {
 	return &QueryError{Member: member, Reason: fmt.Sprintf(format, args...)}
 }
 
-// fieldTypes returns the fields and embeddings of a client's epochs, the
-// latest epoch's type winning.
-func fieldTypes(epochs []*schemas.EpochSchema) (map[string]schemas.FieldType, map[string]int) {
-	fields, embeddings := map[string]schemas.FieldType{}, map[string]int{}
+// fieldsOf returns what a client's epochs declare, the latest epoch's
+// type of a field winning.
+func fieldsOf(epochs []*schemas.EpochSchema) *clientFields {
+	f := &clientFields{types: map[string]schemas.FieldType{}, analyzers: map[string][]string{}, embeddings: map[string]int{}}
 	slices.SortFunc(epochs, func(a, b *schemas.EpochSchema) int { return cmp.Compare(a.Epoch, b.Epoch) })
 	for _, e := range epochs {
-		for _, f := range e.Fields {
-			fields[f.Name] = f.Type
+		for _, fs := range e.Fields {
+			if _, ok := f.types[fs.Name]; !ok && (fs.Type == schemas.TypeString || fs.Type == schemas.TypeStringList) {
+				f.words = append(f.words, fs.Name)
+			}
+			f.types[fs.Name] = fs.Type
+			if fs.Type == schemas.TypeString || fs.Type == schemas.TypeStringList {
+				if a := e.AnalyzerOf(fs); !slices.Contains(f.analyzers[fs.Name], a) {
+					f.analyzers[fs.Name] = append(f.analyzers[fs.Name], a)
+				}
+			}
 		}
 		for _, v := range e.Embeddings {
-			embeddings[v.Name] = v.Dimension
+			f.embeddings[v.Name] = v.Dimension
 		}
 	}
-	return fields, embeddings
+	f.words = slices.DeleteFunc(f.words, func(name string) bool {
+		t := f.types[name]
+		return t != schemas.TypeString && t != schemas.TypeStringList
+	})
+	return f
 }
 
 // prepare checks q against the client's epochs and fills its defaults, as
 // a searcher and a Remote both must before they search: it returns the
 // client's fields and q's cursor.
-func prepare(epochs Epochs, client string, q *Query) (map[string]schemas.FieldType, cursor, error) {
+func prepare(epochs Epochs, client string, q *Query) (*clientFields, cursor, error) {
 	list := epochs.List(client)
 	if len(list) == 0 {
 		return nil, cursor{}, fmt.Errorf("%q: %w", client, ErrUnknownClient)
 	}
-	fields, embeddings := fieldTypes(list)
-	if err := q.validate(fields, embeddings); err != nil {
+	fields := fieldsOf(list)
+	if err := q.validate(fields.types, fields.embeddings); err != nil {
 		return nil, cursor{}, err
 	}
 	cur, err := decodeCursor(q.Cursor)
@@ -244,29 +256,36 @@ func fits(t schemas.FieldType, v any) bool {
 }
 
 // bleveQuery returns the Bleve query of q's words and filters, restricted
-// to what is visible at now.
-func (q *Query) bleveQuery(fields map[string]schemas.FieldType, now time.Time) bquery.Query {
+// to what is visible at now: the words are asked of each field named (or
+// every string field) with each analyzer its epochs read it with.
+func (q *Query) bleveQuery(fields *clientFields, now time.Time) bquery.Query {
 	parts := []bquery.Query{visible(now)}
 	for _, f := range q.Filters {
-		parts = append(parts, filterQuery(f, fields[f.Field]))
+		parts = append(parts, filterQuery(f))
 	}
 	if q.Query != "" {
-		if len(q.Fields) == 0 {
-			parts = append(parts, bleve.NewMatchQuery(q.Query))
-		} else {
-			var any []bquery.Query
-			for _, f := range q.Fields {
+		names := q.Fields
+		if len(names) == 0 {
+			names = fields.words
+		}
+		var any []bquery.Query
+		for _, f := range names {
+			for _, p := range fields.wordPaths(f) {
 				m := bleve.NewMatchQuery(q.Query)
-				m.SetField(f)
+				m.SetField(p[0])
+				m.Analyzer = p[1]
 				any = append(any, m)
 			}
-			parts = append(parts, bleve.NewDisjunctionQuery(any...))
 		}
+		if len(any) == 0 {
+			return bleve.NewMatchNoneQuery()
+		}
+		parts = append(parts, bleve.NewDisjunctionQuery(any...))
 	}
 	return bleve.NewConjunctionQuery(parts...)
 }
 
-func filterQuery(f Filter, t schemas.FieldType) bquery.Query {
+func filterQuery(f Filter) bquery.Query {
 	if f.Gte != nil || f.Gt != nil || f.Lte != nil || f.Lt != nil {
 		lo, hi := f.Gte, f.Lte
 		loIn, hiIn := true, true
@@ -294,9 +313,9 @@ func filterQuery(f Filter, t schemas.FieldType) bquery.Query {
 func valueQuery(field string, v any) bquery.Query {
 	switch v := v.(type) {
 	case string:
-		m := bleve.NewMatchPhraseQuery(v)
-		m.SetField(field)
-		return m
+		t := bleve.NewTermQuery(v)
+		t.SetField(exactPath(field))
+		return t
 	case bool:
 		b := bleve.NewBoolFieldQuery(v)
 		b.SetField(field)
@@ -313,12 +332,17 @@ func valueQuery(field string, v any) bquery.Query {
 	return bleve.NewMatchNoneQuery()
 }
 
-// sortOrder is q's Bleve sort: its fields, then the score, then the pk.
-func (q *Query) sortOrder() bsearch.SortOrder {
+// sortOrder is q's Bleve sort: its fields (a string by its value as it
+// is), then the score, then the pk. With fields nil it orders hits by
+// their sort values alone (the paths are not looked at).
+func (q *Query) sortOrder(fields *clientFields) bsearch.SortOrder {
 	var by []string
 	score := false
 	for _, s := range q.Sort {
 		name := s.Field
+		if fields != nil && fields.types[name] == schemas.TypeString {
+			name = exactPath(name)
+		}
 		if name == "_score" {
 			score = true
 			if s.Order != "asc" {

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	bsearch "github.com/blevesearch/bleve/v2/search"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/schemas"
@@ -73,6 +74,10 @@ func (e *WaitError) Error() string {
 // Epochs are the clients' epoch schemas (registry.Catalogue).
 type Epochs interface {
 	List(client string) []*schemas.EpochSchema
+	Get(client string, epoch int64) (*schemas.EpochSchema, bool)
+	// Sync returns once the epochs are read to the end they had when it
+	// was called.
+	Sync(ctx context.Context, adm *kadm.Client) error
 }
 
 // Config is a searcher's.
@@ -138,6 +143,9 @@ var feedPattern = "^" + strings.ReplaceAll(topics.SaasPrefix, ".", `\.`) + ".+"
 
 // Run reads the feeds into the indexes until ctx ends, then closes them.
 func (s *Searcher) Run(ctx context.Context) error {
+	if s.cfg.Epochs == nil || s.cfg.Cluster == nil {
+		return errors.New("search: a searcher needs its cluster and the epochs")
+	}
 	defer s.closeAll()
 	s.ready.Do(s.onReady)
 	return streams.RunLoop(ctx, streams.LoopConfig{Cluster: s.cfg.Cluster, Group: Group, Topics: []string{feedPattern},
@@ -211,7 +219,7 @@ func (s *Searcher) open(client string, partition int32) (*partIndex, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, err
 	}
-	pi, err := openPart(dir, client, partition)
+	pi, err := openPart(dir, client, partition, s.cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +271,7 @@ func (s *Searcher) closeAll() {
 // handle applies a batch of a feed's partition to its index: what it read
 // again below the index's position is skipped, a record that does not
 // decode is dead-lettered.
-func (s *Searcher) handle(_ context.Context, b *streams.Batch) error {
+func (s *Searcher) handle(ctx context.Context, b *streams.Batch) error {
 	client, _ := strings.CutPrefix(b.Topic, topics.SaasPrefix)
 	pi, err := s.open(client, b.Partition)
 	if err != nil {
@@ -298,6 +306,15 @@ func (s *Searcher) handle(_ context.Context, b *streams.Batch) error {
 		c := change{pk: pk, version: d.Version}
 		if d.Action != schemas.ActionDelete {
 			c.doc = &d
+			known, err := s.epoch(ctx, client, d.Epoch)
+			if err != nil {
+				return err
+			}
+			if known == nil {
+				b.Dead(r, fmt.Sprintf("%s's epoch %d is not registered", client, d.Epoch))
+				continue
+			}
+			c.epoch = known
 		}
 		changes = append(changes, c)
 	}
@@ -308,6 +325,22 @@ func (s *Searcher) handle(_ context.Context, b *streams.Batch) error {
 		return streams.Fatal(fmt.Errorf("search: index %s[%d]: %w", b.Topic, b.Partition, err))
 	}
 	return nil
+}
+
+// epoch returns the schema of a client's epoch, which decides how a
+// document of it is indexed: one the searcher has not read yet is waited
+// for (the indexer feeds a document only once its epoch is on the log),
+// so that an index is built alike whenever it is built. It returns nil
+// for an epoch not on the log.
+func (s *Searcher) epoch(ctx context.Context, client string, epoch int64) (*schemas.EpochSchema, error) {
+	if e, ok := s.cfg.Epochs.Get(client, epoch); ok {
+		return e, nil
+	}
+	if err := s.cfg.Epochs.Sync(ctx, s.cfg.Cluster.Admin()); err != nil {
+		return nil, fmt.Errorf("search: read the epochs: %w", err)
+	}
+	e, _ := s.cfg.Epochs.Get(client, epoch)
+	return e, nil
 }
 
 // held returns the client's indexes this searcher holds, by partition.
@@ -454,7 +487,7 @@ func (s *Searcher) Search(ctx context.Context, client string, q Query) (*Result,
 		}
 		matches = page
 	} else {
-		order := q.sortOrder()
+		order := q.sortOrder(fields)
 		for _, pi := range held {
 			r, err := pi.partHits(&q, bq, order, cur)
 			if err != nil {

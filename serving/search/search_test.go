@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -26,6 +27,14 @@ func epochs() *registry.Catalogue {
 		Fields: []schemas.FieldSpec{{Name: "title", Type: schemas.TypeString, Required: true}, {Name: "price", Type: schemas.TypeInt64},
 			{Name: "score", Type: schemas.TypeDouble}, {Name: "new", Type: schemas.TypeBool}, {Name: "tags", Type: schemas.TypeStringList}},
 		Embeddings: []schemas.EmbeddingSpec{{Name: "vec", Dimension: 3}}})
+	// lang's first epoch names analyzers; its second reads title in
+	// Russian and makes size a number.
+	c.Put(&schemas.EpochSchema{Client: "lang", Epoch: 1, RegisteredAt: time.Now().Add(-time.Hour), Analyzer: schemas.AnalyzerRussian,
+		Fields: []schemas.FieldSpec{{Name: "title", Type: schemas.TypeString, Analyzer: schemas.AnalyzerEnglish}, {Name: "body", Type: schemas.TypeString},
+			{Name: "note", Type: schemas.TypeString, Analyzer: schemas.AnalyzerStandard}, {Name: "code", Type: schemas.TypeString},
+			{Name: "size", Type: schemas.TypeString}}})
+	c.Put(&schemas.EpochSchema{Client: "lang", Epoch: 2, RegisteredAt: time.Now().Add(-time.Minute),
+		Fields: []schemas.FieldSpec{{Name: "title", Type: schemas.TypeString, Analyzer: schemas.AnalyzerRussian}, {Name: "size", Type: schemas.TypeInt64}}})
 	return c
 }
 
@@ -75,7 +84,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	b := testkit.Broker(t, "")
 	f := &fixture{t: t, brokers: b.Addrs(), dir: t.TempDir()}
-	testkit.EnsureTopics(t, f.brokers, append(topics.Catalogue(2), topics.ForClient("shop", 2)...))
+	testkit.EnsureTopics(t, f.brokers, slices.Concat(topics.Catalogue(2), topics.ForClient("shop", 2), topics.ForClient("lang", 2)))
 	f.prod = testkit.Client(t, f.brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
 	f.start()
 	return f
@@ -150,6 +159,19 @@ func (f *fixture) search(q search.Query) *search.Result {
 	return r
 }
 
+// putDoc writes a document to a client's feed.
+func (f *fixture) putDoc(client string, d *schemas.SaasDocument) {
+	f.t.Helper()
+	data, err := schemas.SaasDocuments.Encode(d)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	rec := &kgo.Record{Topic: topics.SaasTopic(client), Key: []byte(client + "/" + d.PK), Value: data}
+	if err := f.prod.ProduceSync(testkit.Context(f.t, time.Minute), rec).FirstErr(); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 func pks(r *search.Result) []string {
 	var out []string
 	for _, h := range r.Hits {
@@ -222,6 +244,76 @@ func TestWordsFiltersAndKNN(t *testing.T) {
 	r := f.search(search.Query{Query: "red bicycle", Limit: 1})
 	if r.Total < 2 || len(r.Hits) != 1 || r.Hits[0].PK != "1" || r.Hits[0].Fields["title"] != "red bicycle" || r.Partial {
 		t.Errorf("the best hit of red bicycle: %+v", r)
+	}
+}
+
+// TestAnalyzersExactValuesAndANewEpoch: words are read by the analyzer
+// each field's epoch names (English and Russian stems, folded case and
+// diacritics); filters and sort take a string as it is; a string that
+// reads as a date stays a string; a new epoch re-maps a field's analyzer
+// and type, and the documents of the older epoch are still found by their
+// own.
+func TestAnalyzersExactValuesAndANewEpoch(t *testing.T) {
+	f := newFixture(t)
+	str := func(s string) schemas.Field { return schemas.Field{String: &s} }
+	doc := func(pk string, epoch int64, fields map[string]schemas.Field) *schemas.SaasDocument {
+		d := &schemas.SaasDocument{PK: pk, Action: schemas.ActionUpsert, Epoch: epoch, Version: 1, Timestamp: time.Now().UTC().Truncate(time.Millisecond)}
+		for _, name := range slices.Sorted(maps.Keys(fields)) {
+			fd := fields[name]
+			fd.Name = name
+			d.Fields = append(d.Fields, fd)
+		}
+		return d
+	}
+	size := int64(42)
+	f.putDoc("lang", doc("a", 1, map[string]schemas.Field{"title": str("Red Bicycles for kids"), "body": str("Детские велосипеды"),
+		"note": str("Café crème"), "code": str("AB-12"), "size": str("2024-01-01")}))
+	f.putDoc("lang", doc("b", 1, map[string]schemas.Field{"title": str("The bicycle's bell"), "body": str("Ёлочные игрушки"),
+		"note": str("CAFE"), "code": str("ab-12"), "size": str("XL")}))
+	f.putDoc("lang", doc("c", 2, map[string]schemas.Field{"title": str("Велосипеды и самокаты"), "size": {Int64: &size}}))
+	f.putDoc("lang", doc("d", 2, map[string]schemas.Field{"title": str("Bicycles")}))
+	f.putDoc("lang", doc("e", 1, map[string]schemas.Field{"code": str("2024-01-01")}))
+	adm := testkit.Admin(t, f.brokers)
+	testkit.Eventually(t, time.Minute, "lang's feed applied", func() bool {
+		ends, err := adm.ListEndOffsets(context.Background(), topics.SaasTopic("lang"))
+		ok := err == nil
+		ends.Each(func(o kadm.ListedOffset) { ok = ok && f.s.Applied("lang", o.Partition) >= o.Offset })
+		return ok
+	})
+	check := func(name string, q search.Query, want ...string) {
+		t.Helper()
+		r, err := f.s.Search(testkit.Context(t, time.Minute), "lang", q)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := pks(r)
+		if len(q.Sort) == 0 {
+			got, want = sorted(got), sorted(want)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
+	}
+	words := func(q string, fields ...string) search.Query { return search.Query{Query: q, Fields: fields} }
+	check("English stems and possessives (epoch 1's title)", words("bicycle", "title"), "a", "b")
+	check("a Russian stem (the epoch's analyzer)", words("велосипед", "body"), "a")
+	check("ё is е", words("елочные", "body"), "b")
+	check("English stop words are not searched", words("the", "title"))
+	check("case and accents fold", words("cafe", "note"), "a", "b")
+	check("every string field, each by its analyzer", words("CAFÉ"), "a", "b")
+	check("epoch 2's title is Russian, epoch 1's still English", words("велосипед", "title"), "c")
+	check("a title of epoch 2 read in Russian: no English stem", words("bicycle", "title"), "a", "b")
+	eq := func(field string, v any) search.Query {
+		return search.Query{Filters: []search.Filter{{Field: field, Eq: v}}}
+	}
+	check("an exact value: case counts", eq("code", "AB-12"), "a")
+	check("a string that reads as a date is a string", eq("code", "2024-01-01"), "e")
+	check("and has words", words("2024", "code"), "e")
+	check("sorted by a string as it is", search.Query{Filters: []search.Filter{{Field: "code", In: []any{"AB-12", "ab-12"}}},
+		Sort: []search.Sort{{Field: "code", Order: "desc"}}}, "b", "a")
+	check("epoch 2's size is a number", search.Query{Filters: []search.Filter{{Field: "size", Gte: f64(40)}}}, "c")
+	if _, err := f.s.Search(testkit.Context(t, time.Minute), "lang", eq("size", "XL")); err == nil {
+		t.Error("a string filter on a field the newest epoch makes a number was taken")
 	}
 }
 
@@ -359,7 +451,7 @@ func TestARestartAnswersAlike(t *testing.T) {
 	}
 	f.stop()
 	if err := search.Replay(testkit.Context(t, time.Minute), search.Config{Cluster: testkit.Cluster(t, f.brokers), Dir: f.dir,
-		Logger: testkit.Logger()}); err != nil {
+		Epochs: epochs(), Logger: testkit.Logger()}); err != nil {
 		t.Fatal(err)
 	}
 	f.start()

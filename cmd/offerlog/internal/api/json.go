@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/offerlog/offerlog/schemas"
@@ -184,13 +186,19 @@ func recordJSON(r *schemas.RegistryRecord) RecordJSON {
 type EpochJSON struct {
 	Fields     []schemas.FieldSpec     `json:"fields"`
 	Embeddings []schemas.EmbeddingSpec `json:"embeddings"`
+	// Analyzer is the analyzer of the string fields that name none.
+	Analyzer string `json:"analyzer,omitempty"`
 }
 
 // validateEpoch checks the fields and embeddings of a schema: non-empty
-// unique names, known types, positive dimensions.
+// unique names, known types, positive dimensions, known analyzers, named
+// on words only.
 func validateEpoch(e *EpochJSON) *FieldError {
 	if len(e.Fields) == 0 {
 		return fieldErr("fields", "an epoch declares at least one field")
+	}
+	if e.Analyzer != "" && !slices.Contains(schemas.Analyzers, e.Analyzer) {
+		return fieldErr("analyzer", "want one of %s; got %q", strings.Join(schemas.Analyzers, ", "), e.Analyzer)
 	}
 	seen := map[string]bool{}
 	for i, f := range e.Fields {
@@ -208,6 +216,13 @@ func validateEpoch(e *EpochJSON) *FieldError {
 		}
 		if !known {
 			return fieldErr(at+".type", "want one of string, int64, double, bool, string_list; got %q", f.Type)
+		}
+		switch {
+		case f.Analyzer == "":
+		case !slices.Contains(schemas.Analyzers, f.Analyzer):
+			return fieldErr(at+".analyzer", "want one of %s; got %q", strings.Join(schemas.Analyzers, ", "), f.Analyzer)
+		case f.Type != schemas.TypeString && f.Type != schemas.TypeStringList:
+			return fieldErr(at+".analyzer", "%q is %s: an analyzer reads the words of string and string_list fields", f.Name, f.Type)
 		}
 	}
 	for i, em := range e.Embeddings {

@@ -76,6 +76,10 @@ func TestValidateEpoch(t *testing.T) {
 		{"bad type", `{"fields":[{"name":"a","type":"text"}]}`, "fields[0].type"},
 		{"clash", `{"fields":[{"name":"a","type":"string"}],"embeddings":[{"name":"a","dimension":3}]}`, "embeddings[0].name"},
 		{"dimension", `{"fields":[{"name":"a","type":"string"}],"embeddings":[{"name":"e","dimension":0}]}`, "embeddings[0].dimension"},
+		{"analyzers", `{"analyzer":"russian","fields":[{"name":"a","type":"string","analyzer":"english"},{"name":"t","type":"string_list","analyzer":"standard"}]}`, ""},
+		{"epoch analyzer", `{"analyzer":"french","fields":[{"name":"a","type":"string"}]}`, "analyzer"},
+		{"field analyzer", `{"fields":[{"name":"a","type":"string","analyzer":"klingon"}]}`, "fields[0].analyzer"},
+		{"analyzer of a number", `{"fields":[{"name":"a","type":"string"},{"name":"n","type":"int64","analyzer":"english"}]}`, "fields[1].analyzer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -400,7 +400,7 @@ func (s *Server) putEpoch(w http.ResponseWriter, r *http.Request) {
 	if body.Embeddings == nil {
 		body.Embeddings = []schemas.EmbeddingSpec{}
 	}
-	sch := &schemas.EpochSchema{Client: client, Epoch: epoch, Fields: body.Fields, Embeddings: body.Embeddings,
+	sch := &schemas.EpochSchema{Client: client, Epoch: epoch, Fields: body.Fields, Embeddings: body.Embeddings, Analyzer: body.Analyzer,
 		RegisteredAt: time.Now().UTC().Truncate(time.Millisecond)}
 	ctx := r.Context()
 	if err := s.cfg.Epochs.Sync(ctx, s.adm); err != nil {

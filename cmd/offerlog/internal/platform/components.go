@@ -132,7 +132,10 @@ func components() []entry {
 			return nil
 		}},
 		{Spec: search.Spec, start: startSearcher, replay: func(ctx context.Context, r Replaying) error {
-			return search.Replay(ctx, search.Config{Cluster: r.Streams.Cluster, Dir: filepath.Join(r.Streams.StateDir, "searcher"), Logger: r.Logger})
+			epochs, stop := followEpochs(ctx, r)
+			defer stop()
+			return search.Replay(ctx, search.Config{Cluster: r.Streams.Cluster, Dir: filepath.Join(r.Streams.StateDir, "searcher"), Epochs: epochs,
+				Logger: r.Logger})
 		}},
 		// The offer API's views: drafts, cabinet, presets, feed statuses and,
 		// unless it reads through the cache, the offers and their archive.

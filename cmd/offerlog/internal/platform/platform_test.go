@@ -85,6 +85,8 @@ func TestAPIEndToEndAndRestart(t *testing.T) {
 	expect(t, "register the same epoch again", s, b, http.StatusOK, `"epoch":1`)
 	s, b = call(t, "PUT", p.url("/v1/clients/shop/epochs/1"), `{"fields":[{"name":"title","type":"int64"}]}`)
 	expect(t, "change a registered epoch", s, b, http.StatusConflict, "different schema")
+	s, b = call(t, "PUT", p.url("/v1/clients/shop/epochs/1"), strings.Replace(epochBody, `{"fields"`, `{"analyzer":"english","fields"`, 1))
+	expect(t, "change a registered epoch's analyzer", s, b, http.StatusConflict, "different schema")
 	s, b = call(t, "PUT", p.url("/v1/clients/shop/epochs/2"), `{"fields":[{"name":"title","type":"text"}]}`)
 	expect(t, "unknown field type", s, b, http.StatusUnprocessableEntity, `"field":"fields[0].type"`)
 	s, b = call(t, "PUT", p.url("/v1/clients/Bad!/epochs/1"), epochBody)

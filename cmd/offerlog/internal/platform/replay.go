@@ -60,12 +60,18 @@ func Replay(ctx context.Context, name string, r Replaying) error {
 	return fmt.Errorf("%q: %w (replayable: %v)", name, ErrNotReplayable, Replayable())
 }
 
-func replayRegistry(ctx context.Context, r Replaying) error {
-	epochs := registry.NewCatalogue(r.Config.EpochGrace)
+// followEpochs returns the epoch catalogue, followed until stop is called.
+func followEpochs(ctx context.Context, r Replaying) (epochs *registry.Catalogue, stop func()) {
+	epochs = registry.NewCatalogue(r.Config.EpochGrace)
 	fctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = epochs.Follow(fctx, r.Streams.Cluster, r.Logger) }()
-	defer func() { cancel(); <-done }()
+	return epochs, func() { cancel(); <-done }
+}
+
+func replayRegistry(ctx context.Context, r Replaying) error {
+	epochs, stop := followEpochs(ctx, r)
+	defer stop()
 	return registry.Replay(ctx, registry.Config{Streams: r.Streams, Rules: r.Config.Rules, Epochs: epochs, Framing: r.Config.ExportFraming,
 		Logger: r.Logger}, r.Config.Partitions, r.Config.Replication)
 }

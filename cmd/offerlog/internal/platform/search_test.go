@@ -70,6 +70,18 @@ func TestSearchThroughTheAPI(t *testing.T) {
 	expect(t, "delete 3", s, b, http.StatusOK, `"verdict":"ACCEPTED"`)
 	find("after the delete", `{"query":"red","min_version":{"pk":"3","version":2}}`, "1")
 
+	// A client whose epoch names analyzers: its words are found by stem.
+	s, b = call(t, "PUT", p.url("/v1/clients/lang/epochs/1"),
+		`{"analyzer":"russian","fields":[{"name":"title","type":"string"},{"name":"en","type":"string","analyzer":"english"}]}`)
+	expect(t, "register an epoch with analyzers", s, b, http.StatusCreated, `"analyzer":"russian"`)
+	s, b = call(t, "POST", p.url("/v1/clients/lang/documents?wait=true"),
+		fmt.Sprintf(`{"pk":"r","version":1,"epoch":1,"action":"UPSERT","timestamp":%q,"fields":{"title":"Детские велосипеды","en":"Red bicycles"}}`, docTime))
+	expect(t, "post r", s, b, http.StatusOK, `"verdict":"ACCEPTED"`)
+	s, b = call(t, "POST", p.url("/v1/clients/lang/search"), `{"query":"велосипед","min_version":{"pk":"r","version":1}}`)
+	expect(t, "a Russian stem", s, b, http.StatusOK, `"pk":"r"`)
+	s, b = call(t, "GET", p.url("/v1/clients/lang/search?q=bicycle"), "")
+	expect(t, "an English stem", s, b, http.StatusOK, `"pk":"r"`)
+
 	// The same over gRPC, in protobuf's well-known JSON form.
 	conn, err := grpc.NewClient(p.info.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
