@@ -28,7 +28,6 @@ const layout = "2"
 // lists under exactPath (the value as it is: filters and sort) and
 // wordsPath (the words, by the field's analyzer).
 const (
-	fieldLive    = "_live"    // true for a document, false for a delete's tombstone
 	fieldVersion = "_version" // the feed's version of the pk
 	fieldExpires = "_expires" // Unix milliseconds its TTL ends at (neverExpires: none)
 	fieldDoc     = "_doc"     // the document as the hits show it (JSON), stored, not indexed
@@ -100,9 +99,6 @@ func newMapping() (mapping.IndexMapping, error) {
 	expires := bleve.NewNumericFieldMapping()
 	expires.IncludeInAll = false
 	doc.AddFieldMappingsAt(fieldExpires, expires)
-	live := bleve.NewBooleanFieldMapping()
-	live.IncludeInAll = false
-	doc.AddFieldMappingsAt(fieldLive, live)
 	m.DefaultMapping = doc
 	return m, m.Validate()
 }

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -8,12 +9,12 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	bquery "github.com/blevesearch/bleve/v2/search/query"
+	index "github.com/blevesearch/bleve_index_api"
 
 	"github.com/offerlog/offerlog/schemas"
 )
@@ -40,9 +41,9 @@ type partIndex struct {
 	target   int64            // the feed's end when the partition was assigned: answered for once applied
 	current  bool             // applied reached target
 	versions map[string]int64 // pk -> version applied (tombstones too)
-	// byField holds the embeddings, normalised, for kNN: by embedding name,
-	// then pk (a kNN ranges over one embedding's map, no lookup a document).
-	byField map[string]map[string][]float32
+	// slabs hold the embeddings, normalised, for kNN: by vecKey (a kNN
+	// scans one embedding's slab).
+	slabs   map[string]*slab
 	expires map[string]int64 // pk -> Unix ms its TTL ends at, for the documents with one
 	changed chan struct{}    // closed and replaced when applied moves
 }
@@ -58,7 +59,7 @@ func openPart(dir, client string, partition int32, log *slog.Logger) (*partIndex
 	if err != nil {
 		return nil, fmt.Errorf("search index %s: %w", dir, err)
 	}
-	p := &partIndex{client: client, partition: partition, idx: idx, versions: map[string]int64{}, byField: map[string]map[string][]float32{},
+	p := &partIndex{client: client, partition: partition, idx: idx, versions: map[string]int64{}, slabs: map[string]*slab{},
 		expires: map[string]int64{}, changed: make(chan struct{})}
 	v, err := idx.GetInternal(appliedKey)
 	if err != nil {
@@ -195,7 +196,7 @@ func (p *partIndex) apply(changes []change, next int64) error {
 		if c.doc == nil {
 			// A tombstone keeps the version, so that an older upsert read
 			// later does not bring the document back.
-			if err := b.Index(c.pk, map[string]any{fieldLive: false, fieldVersion: float64(c.version), fieldExpires: float64(0)}); err != nil {
+			if err := b.Index(c.pk, map[string]any{fieldVersion: float64(c.version)}); err != nil {
 				return err
 			}
 			vecs[c.pk], expires[c.pk] = nil, 0
@@ -243,21 +244,28 @@ func (p *partIndex) apply(changes []change, next int64) error {
 	return nil
 }
 
+// vecKey is the slab of an embedding's vectors of a dimension (a new
+// epoch may change it: vectors of two dimensions are not compared).
+func vecKey(name string, dim int) string { return fmt.Sprintf("%s/%d", name, dim) }
+
 // setVectors makes vs pk's embeddings (nil: none). Under p.mu, or
 // before p is shared.
 func (p *partIndex) setVectors(pk string, vs vectors) {
-	for name, m := range p.byField {
-		if _, ok := vs[name]; !ok {
-			delete(m, pk)
-		}
-	}
+	keep := map[string]bool{}
 	for name, v := range vs {
-		m := p.byField[name]
-		if m == nil {
-			m = map[string][]float32{}
-			p.byField[name] = m
+		key := vecKey(name, len(v))
+		keep[key] = true
+		sl := p.slabs[key]
+		if sl == nil {
+			sl = newSlab(len(v))
+			p.slabs[key] = sl
 		}
-		m[pk] = v
+		sl.set(pk, v)
+	}
+	for key, sl := range p.slabs {
+		if !keep[key] {
+			sl.remove(pk)
+		}
 	}
 }
 
@@ -265,7 +273,7 @@ func (p *partIndex) setVectors(pk string, vs vectors) {
 // numbers and booleans at their names, its strings and string lists as
 // they are and as words, by the analyzer its epoch names for each.
 func bleveDoc(d *schemas.SaasDocument, epoch *schemas.EpochSchema) (map[string]any, shown) {
-	doc := map[string]any{fieldLive: true, fieldVersion: float64(d.Version), fieldExpires: neverExpires}
+	doc := map[string]any{fieldVersion: float64(d.Version), fieldExpires: neverExpires}
 	sh := shown{PK: d.PK, Version: d.Version, Epoch: d.Epoch, Timestamp: d.Timestamp, ExpiresAt: d.ExpiresAt, Fields: map[string]any{}}
 	if d.ExpiresAt != nil {
 		doc[fieldExpires] = float64(d.ExpiresAt.UnixMilli())
@@ -379,37 +387,72 @@ func (p *partIndex) position() (int64, <-chan struct{}) {
 	return p.applied, p.changed
 }
 
-// visible is the query every search of the partition is restricted by:
-// live documents whose TTL has not ended at now.
-func visible(now time.Time) bquery.Query {
-	live := bleve.NewBoolFieldQuery(true)
-	live.SetField(fieldLive)
-	nowMs := float64(now.UnixMilli())
-	inclusive := false
-	expires := bleve.NewNumericRangeInclusiveQuery(&nowMs, nil, &inclusive, nil)
-	expires.SetField(fieldExpires)
-	return bleve.NewConjunctionQuery(live, expires)
+// maxExpiredIDs is the most expired documents restrict names one by one;
+// past it, it asks the index for the TTLs ended.
+const maxExpiredIDs = 1000
+
+// restrict returns q restricted to the documents visible at now: those
+// whose TTL has not ended. (A delete's tombstone holds no field of a
+// client: no query of words, filters or vectors finds it.) Most
+// partitions have no document past its TTL: q is asked as it is, with
+// no range over every document's TTL.
+func (p *partIndex) restrict(q bquery.Query, now time.Time) bquery.Query {
+	return p.restrictNaming(q, now, maxExpiredIDs)
 }
 
-// document returns the stored document of pk, nil if it has none live.
-func (p *partIndex) document(pk string) (*shown, error) {
-	q := bleve.NewDocIDQuery([]string{pk})
-	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(q, visible(time.Now())), 1, 0, false)
-	req.Fields = []string{fieldDoc}
-	res, err := p.idx.Search(req)
-	if err != nil || len(res.Hits) == 0 {
+// restrictNaming is restrict naming at most most expired documents.
+func (p *partIndex) restrictNaming(q bquery.Query, now time.Time, most int) bquery.Query {
+	nowMs := now.UnixMilli()
+	var expired []string
+	p.mu.RLock()
+	for pk, at := range p.expires {
+		if at <= nowMs {
+			expired = append(expired, pk)
+		}
+	}
+	p.mu.RUnlock()
+	switch {
+	case len(expired) == 0:
+		return q
+	case len(expired) <= most:
+		return bquery.NewBooleanQuery([]bquery.Query{q}, nil, []bquery.Query{bleve.NewDocIDQuery(expired)})
+	}
+	end := float64(nowMs)
+	inclusive := true
+	ended := bleve.NewNumericRangeInclusiveQuery(nil, &end, nil, &inclusive)
+	ended.SetField(fieldExpires)
+	return bquery.NewBooleanQuery([]bquery.Query{q}, nil, []bquery.Query{ended})
+}
+
+// document returns the stored document of pk, nil if it has none visible
+// at now (a tombstone stores none).
+func (p *partIndex) document(pk string, now time.Time) (*shown, error) {
+	doc, err := p.idx.Document(pk)
+	if err != nil || doc == nil {
 		return nil, err
 	}
-	return decodeShown(res.Hits[0].Fields[fieldDoc])
+	var stored []byte
+	doc.VisitFields(func(f index.Field) {
+		if f.Name() == fieldDoc {
+			stored = f.Value()
+		}
+	})
+	if stored == nil {
+		return nil, nil
+	}
+	d, err := decodeShown(stored)
+	if err != nil || d.ExpiresAt != nil && !d.ExpiresAt.After(now) {
+		return nil, err
+	}
+	return d, nil
 }
 
-func decodeShown(v any) (*shown, error) {
-	s, ok := v.(string)
-	if !ok {
+func decodeShown(s []byte) (*shown, error) {
+	if len(s) == 0 {
 		return nil, errors.New("search: a document without its stored form")
 	}
 	var d shown
-	dec := json.NewDecoder(strings.NewReader(s))
+	dec := json.NewDecoder(bytes.NewReader(s))
 	dec.UseNumber()
 	if err := dec.Decode(&d); err != nil {
 		return nil, err

@@ -255,11 +255,12 @@ func fits(t schemas.FieldType, v any) bool {
 	return false
 }
 
-// bleveQuery returns the Bleve query of q's words and filters, restricted
-// to what is visible at now: the words are asked of each field named (or
+// bleveQuery returns the Bleve query of q's words and filters (nil: a
+// kNN alone), each partition restricts it to what is visible
+// (partIndex.restrict): the words are asked of each field named (or
 // every string field) with each analyzer its epochs read it with.
-func (q *Query) bleveQuery(fields *clientFields, now time.Time) bquery.Query {
-	parts := []bquery.Query{visible(now)}
+func (q *Query) bleveQuery(fields *clientFields) bquery.Query {
+	var parts []bquery.Query
 	for _, f := range q.Filters {
 		parts = append(parts, filterQuery(f))
 	}
@@ -281,6 +282,12 @@ func (q *Query) bleveQuery(fields *clientFields, now time.Time) bquery.Query {
 			return bleve.NewMatchNoneQuery()
 		}
 		parts = append(parts, bleve.NewDisjunctionQuery(any...))
+	}
+	switch len(parts) {
+	case 0:
+		return nil
+	case 1:
+		return parts[0]
 	}
 	return bleve.NewConjunctionQuery(parts...)
 }
@@ -388,11 +395,11 @@ func decodeCursor(s string) (cursor, error) {
 }
 
 // partHits searches one partition for a word or filter query: the page
-// after c, in order, and one hit more (whether there is a next page).
-func (p *partIndex) partHits(q *Query, bq bquery.Query, order bsearch.SortOrder, c cursor) (*bleve.SearchResult, error) {
-	req := bleve.NewSearchRequestOptions(bq, q.Limit+1, 0, false)
+// after c, in order, and one hit more (whether there is a next page),
+// without their documents (only the merged page's are read).
+func (p *partIndex) partHits(q *Query, bq bquery.Query, order bsearch.SortOrder, c cursor, now time.Time) (*bleve.SearchResult, error) {
+	req := bleve.NewSearchRequestOptions(p.restrict(bq, now), q.Limit+1, 0, false)
 	req.Sort = order.Copy()
-	req.Fields = []string{fieldDoc}
 	if len(c.After) > 0 {
 		req.SearchAfter = c.After
 	}
@@ -400,66 +407,61 @@ func (p *partIndex) partHits(q *Query, bq bquery.Query, order bsearch.SortOrder,
 }
 
 // knnHits returns the partition's K nearest documents to k's vector among
-// those bq matches, by cosine plus the words' score when q has words.
-func (p *partIndex) knnHits(q *Query, bq bquery.Query) ([]*bsearch.DocumentMatch, error) {
+// those bq matches (nil: every document), by cosine plus the words' score
+// when q has words.
+func (p *partIndex) knnHits(q *Query, bq bquery.Query, now time.Time) ([]*bsearch.DocumentMatch, error) {
 	k := q.KNN
 	target := normalised(map[string][]float32{k.Field: k.Vector})[k.Field]
-	dot := func(v []float32) float64 {
-		var d float32
-		for i := range v {
-			d += v[i] * target[i]
-		}
-		return float64(d)
-	}
-	p.mu.RLock()
-	vecs := p.byField[k.Field]
-	p.mu.RUnlock()
-	cosine := func(pk string) (float64, bool) {
-		v := vecs[pk]
-		if v == nil || target == nil {
-			return 0, false
-		}
-		return dot(v), true
-	}
 	top := newTopK(k.K)
-	if q.Query == "" && len(q.Filters) == 0 {
-		// Every live document is a candidate: the vectors in memory are
-		// those of the live documents; only a TTL is left to check.
-		now := time.Now().UnixMilli()
+	if target == nil {
+		return nil, nil // a zero vector is near nothing
+	}
+	if bq == nil {
+		// Every document is a candidate: the vectors in memory are those
+		// of the documents (not the tombstones'); only a TTL is left to
+		// check.
+		nowMs := now.UnixMilli()
 		p.mu.RLock()
-		ttl := len(p.expires) > 0
-		for pk, v := range vecs {
-			if ttl {
-				if at, ok := p.expires[pk]; ok && at <= now {
-					continue
+		defer p.mu.RUnlock()
+		sl := p.slabs[vecKey(k.Field, len(target))]
+		if sl == nil {
+			return nil, nil
+		}
+		if len(p.expires) == 0 {
+			sl.scan(target, top.add)
+		} else {
+			sl.scan(target, func(pk string, d float64) {
+				if at, ok := p.expires[pk]; !ok || at > nowMs {
+					top.add(pk, d)
 				}
-			}
-			if target != nil {
-				top.add(pk, dot(v))
-			}
+			})
 		}
-		p.mu.RUnlock()
-	} else {
-		// The candidates: every document the words and filters let in.
-		req := bleve.NewSearchRequestOptions(bq, 1<<30, 0, false)
-		req.Sort = bsearch.SortOrder{&bsearch.SortScore{Desc: true}, &bsearch.SortDocID{}}
-		res, err := p.idx.Search(req)
-		if err != nil {
-			return nil, err
+		return top.sorted(), nil
+	}
+	// The candidates: every document the words and filters let in.
+	req := bleve.NewSearchRequestOptions(p.restrict(bq, now), 1<<30, 0, false)
+	req.Sort = bsearch.SortOrder{&bsearch.SortScore{Desc: true}, &bsearch.SortDocID{}}
+	res, err := p.idx.Search(req)
+	if err != nil {
+		return nil, err
+	}
+	words := q.Query != ""
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	sl := p.slabs[vecKey(k.Field, len(target))]
+	if sl == nil {
+		return nil, nil
+	}
+	for _, h := range res.Hits {
+		v := sl.get(h.ID)
+		if v == nil {
+			continue
 		}
-		words := q.Query != ""
-		p.mu.RLock()
-		for _, h := range res.Hits {
-			c, ok := cosine(h.ID)
-			if !ok {
-				continue
-			}
-			if words {
-				c += h.Score
-			}
-			top.add(h.ID, c)
+		c := float64(dot(v, target))
+		if words {
+			c += h.Score
 		}
-		p.mu.RUnlock()
+		top.add(h.ID, c)
 	}
 	return top.sorted(), nil
 }

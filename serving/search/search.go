@@ -463,20 +463,50 @@ func (s *Searcher) Search(ctx context.Context, client string, q Query) (*Result,
 			res.Held = append(res.Held, p)
 		}
 	}
-	bq := q.bleveQuery(fields, time.Now())
+	now := time.Now()
+	bq := q.bleveQuery(fields)
+	// Each partition is asked at once (its own index, its own lock).
+	type answer struct {
+		pi      *partIndex
+		matches []*bsearch.DocumentMatch
+		total   uint64
+		err     error
+	}
+	answers := make([]answer, 0, len(held))
+	for _, pi := range held {
+		answers = append(answers, answer{pi: pi})
+	}
+	order := q.sortOrder(fields)
+	var wg sync.WaitGroup
+	for i := range answers {
+		a := &answers[i]
+		wg.Go(func() {
+			if q.KNN != nil {
+				a.matches, a.err = a.pi.knnHits(&q, bq, now)
+				return
+			}
+			r, err := a.pi.partHits(&q, bq, order, cur, now)
+			if err != nil {
+				a.err = err
+				return
+			}
+			a.matches, a.total = r.Hits, r.Total
+		})
+	}
+	wg.Wait()
 	var matches []*bsearch.DocumentMatch
 	owner := map[*bsearch.DocumentMatch]*partIndex{}
-	if q.KNN != nil {
-		for _, pi := range held {
-			hits, err := pi.knnHits(&q, bq)
-			if err != nil {
-				return nil, err
-			}
-			for _, h := range hits {
-				owner[h] = pi
-			}
-			matches = append(matches, hits...)
+	for _, a := range answers {
+		if a.err != nil {
+			return nil, a.err
 		}
+		res.Total += a.total
+		for _, h := range a.matches {
+			owner[h] = a.pi
+		}
+		matches = append(matches, a.matches...)
+	}
+	if q.KNN != nil {
 		slices.SortFunc(matches, byScore)
 		matches = matches[:min(len(matches), q.KNN.K)]
 		res.Total = uint64(len(matches))
@@ -487,18 +517,6 @@ func (s *Searcher) Search(ctx context.Context, client string, q Query) (*Result,
 		}
 		matches = page
 	} else {
-		order := q.sortOrder(fields)
-		for _, pi := range held {
-			r, err := pi.partHits(&q, bq, order, cur)
-			if err != nil {
-				return nil, err
-			}
-			res.Total += r.Total
-			for _, h := range r.Hits {
-				owner[h] = pi
-			}
-			matches = append(matches, r.Hits...)
-		}
 		scoring, desc := order.CacheIsScore(), order.CacheDescending()
 		slices.SortStableFunc(matches, func(a, b *bsearch.DocumentMatch) int { return order.Compare(scoring, desc, a, b) })
 		more := len(matches) > q.Limit
@@ -508,7 +526,7 @@ func (s *Searcher) Search(ctx context.Context, client string, q Query) (*Result,
 		}
 	}
 	for _, m := range matches {
-		d, err := shownOf(owner[m], m)
+		d, err := owner[m].document(m.ID, now)
 		if err != nil {
 			return nil, err
 		}
@@ -522,12 +540,4 @@ func (s *Searcher) Search(ctx context.Context, client string, q Query) (*Result,
 		res.Hits = append(res.Hits, h)
 	}
 	return res, nil
-}
-
-// shownOf returns the stored document of a hit.
-func shownOf(pi *partIndex, m *bsearch.DocumentMatch) (*shown, error) {
-	if v, ok := m.Fields[fieldDoc]; ok {
-		return decodeShown(v)
-	}
-	return pi.document(m.ID)
 }
