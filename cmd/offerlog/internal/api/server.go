@@ -129,6 +129,7 @@ func New(cfg Config) (*Server, error) {
 	s.route("GET /v1/clients/{client}/epochs", clientPath, s.listEpochs)
 	s.route("POST /v1/clients/{client}/documents", clientPath, s.postDocument)
 	s.route("GET /v1/clients/{client}/documents/{pk}", clientPath, s.getDocument)
+	s.route("GET /v1/clients/{client}/verdicts/{partition}/{offset}", clientPath, s.getVerdict)
 	s.route("POST /v1/clients/{client}/search", clientPath, s.postSearch)
 	s.route("GET /v1/clients/{client}/search", clientPath, s.getSearch)
 	s.route("GET /v1/numerator/check", anyToken, s.numeratorCheck)

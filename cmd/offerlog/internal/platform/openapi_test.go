@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -83,10 +84,32 @@ func TestAnswersFitTheOpenAPIDescription(t *testing.T) {
 	check("PUT", "/v1/clients/shop/epochs/x", `{}`, admin)                                                            // 400
 	check("GET", "/v1/clients/shop/epochs", "", admin)
 	doc1 := `{"pk":"1","epoch":1,"version":1,"action":"UPSERT","timestamp":"2026-11-24T10:00:00Z","fields":{"title":"bike"}}`
-	check("POST", "/v1/clients/shop/documents", doc1, admin)
+	var async, stale struct {
+		Partition int32
+		Offset    int64
+	}
+	if err := json.Unmarshal([]byte(check("POST", "/v1/clients/shop/documents", doc1, admin)), &async); err != nil {
+		t.Fatal(err)
+	}
 	check("POST", "/v1/clients/shop/documents?wait=true", strings.Replace(doc1, `"version":1`, `"version":2`, 1), admin)
-	check("POST", "/v1/clients/shop/documents?wait=true", doc1, admin) // 409 stale
-	check("POST", "/v1/clients/shop/documents", `{"pk":"1"}`, admin)   // 400
+	if err := json.Unmarshal([]byte(check("POST", "/v1/clients/shop/documents?wait=true", doc1, admin)), &stale); err != nil { // 409 stale
+		t.Fatal(err)
+	}
+	// The verdicts, by the positions the posts were answered.
+	verdict := func(p int32, o int64) string { return fmt.Sprintf("/v1/clients/shop/verdicts/%d/%d", p, o) }
+	if b := check("GET", verdict(async.Partition, async.Offset), "", admin); !strings.Contains(b, `"verdict":"ACCEPTED"`) || !strings.Contains(b, `"pk":"1"`) {
+		t.Errorf("the async post's verdict: %s", b)
+	}
+	if b := check("GET", verdict(stale.Partition, stale.Offset), "", admin); !strings.Contains(b, `"verdict":"STALE"`) {
+		t.Errorf("the stale post's verdict: %s", b)
+	}
+	if b := check("GET", strings.Replace(verdict(async.Partition, async.Offset), "shop", "other", 1), "", admin); !strings.Contains(b, "no post of other") {
+		t.Errorf("another client's position: %s", b) // 404
+	}
+	check("GET", verdict(async.Partition, 1<<40), "", admin)         // 404
+	check("GET", "/v1/clients/shop/verdicts/x/1", "", admin)         // 400
+	check("GET", verdict(async.Partition, async.Offset), "", seller) // 403
+	check("POST", "/v1/clients/shop/documents", `{"pk":"1"}`, admin) // 400
 	check("GET", "/v1/clients/shop/documents/1", "", admin)
 	check("GET", "/v1/clients/shop/documents/nosuch", "", admin)
 	check("POST", "/v1/clients/shop/search", `{"query":"x","min_version":{"pk":"1","version":2}}`, admin)
