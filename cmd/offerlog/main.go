@@ -35,6 +35,7 @@ func commands() []command {
 		{"produce", "--brokers B TOPIC", "produce JSON lines {\"key\",\"value\"} from stdin as Avro events", runProduce},
 		{"consume", "--brokers B TOPIC [--from-beginning] [--max N] [--timeout D]", "print a topic's events as JSON lines", runConsume},
 		{"feeds", "status --brokers B [--seller S] TASK", "print the status of a feed task (loading, done, partial or failed, with its counts) as JSON", runFeeds},
+		{"cabinet", "recount --brokers B [SELLER...]", "compare each seller's cabinet (counters, presets) with a count from scratch over its offers; exit 1 if any differ", runCabinet},
 		{"lag", "--brokers B [GROUP]", "print the consumer lag of a group, or of every group, per topic and partition", runLag},
 		{"deadletters", "list|redrive --brokers B DEADTOPIC [--offset N [--partition P] | --all]", "list a dead-letter topic, or put its records back on their topics", runDeadLetters},
 		{"replay", "--brokers B GROUP [--data DIR] [--reemit] [--allow-gaps]", "rebuild a processor group's table from its inputs (--reemit: its outputs too, marked)", runReplay},

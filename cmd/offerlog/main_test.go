@@ -19,6 +19,7 @@ import (
 
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/processors/cabinet"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/serving"
 	"github.com/offerlog/offerlog/streams"
@@ -639,5 +640,59 @@ func TestTheCacheCutsByVirtualShardsByDefault(t *testing.T) {
 		if named := strings.Count(string(data), "- --virtual-shards\n"); named == 0 || named != caches {
 			t.Errorf("%s: %d cache servers, %d of them with --virtual-shards", file, caches, named)
 		}
+	}
+}
+
+// TestCabinetRecount: offerlog cabinet recount compares each seller's
+// cabinet (its spread keys summed) with a count over its offers, the
+// archived ones included, and exits 1 naming those that differ.
+func TestCabinetRecount(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	b := testkit.Broker(t, "")
+	addr := strings.Join(b.Addrs(), ",")
+	if code, _, stderr := offerlog(t, "", "topics", "ensure", "--brokers", addr, "--partitions", "2"); code != 0 {
+		t.Fatalf("ensure: %d %s", code, stderr)
+	}
+	put := func(topic, key string, data []byte, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		testkit.Put(t, b.Addrs(), topic, []byte(key), data)
+	}
+	offer := func(id, seller string, sold bool) *schemas.OfferRecord {
+		p := int64(100)
+		r := &schemas.OfferRecord{Offer: schemas.Offer{ID: id, SellerID: seller, Status: schemas.OfferActive, Price: &p}}
+		if sold {
+			r.Offer.Status, r.Billing = schemas.OfferSold, schemas.Billing{Sold: true, SoldPrice: p}
+		}
+		return r
+	}
+	// s1: two offers, one sold and archived since; its cabinet spread
+	// over two keys. s2: an offer its cabinet does not count.
+	a, sold, other := offer("a", "s1", false), offer("b", "s1", true), offer("c", "s2", false)
+	for _, r := range []*schemas.OfferRecord{a, other} {
+		data, err := schemas.OfferRecords.Encode(r)
+		put(topics.OffersTable, r.Offer.ID, data, err)
+	}
+	data, err := schemas.OfferRecords.Encode(sold)
+	put(topics.OffersArchive, "b", data, err)
+	for i, r := range []*schemas.OfferRecord{a, sold} {
+		part := cabinet.Recount([]*schemas.OfferRecord{r})["s1"]
+		data, err := schemas.SellerCabinets.Encode(part)
+		put(topics.CabinetTable, fmt.Sprint("s1/", i), data, err)
+	}
+	code, out, stderr := offerlog(t, "", "cabinet", "recount", "--brokers", addr, "s1")
+	if code != 0 || !strings.Contains(out, `"seller":"s1","equal":true`) || !strings.Contains(out, `"sold":1`) {
+		t.Fatalf("cabinet recount s1: %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = offerlog(t, "", "cabinet", "recount", "--brokers", addr)
+	if code != 1 || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"seller":"s2","equal":false`) || !strings.Contains(stderr, "1 sellers differs") {
+		t.Fatalf("cabinet recount: %d\n%s%s", code, out, stderr)
+	}
+	if code, _, _ := offerlog(t, "", "cabinet", "count", "--brokers", addr); code != 2 {
+		t.Fatalf("cabinet count: %d, want 2", code)
 	}
 }
