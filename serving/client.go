@@ -224,6 +224,12 @@ func (c *Client) call(ctx context.Context, host string, keys []string, withOffse
 	req := &servingv1.GetRequest{Keys: keys, Table: c.cfg.Table, WithOffsets: withOffsets}
 	resp, err := servingv1.NewCacheClient(conn).Get(ctx, req, grpc.WaitForReady(true))
 	if err != nil {
+		// A server still loading names its shard: learnt, so that its
+		// range is known before it answers (one holding none names an
+		// empty range, not learnt over what the client knew).
+		if sh := ShardOf(err); sh != nil && sh.Hi > sh.Lo {
+			c.learn(host, sh)
+		}
 		return nil, err
 	}
 	c.learn(host, resp.Shard)

@@ -331,6 +331,30 @@ func (s *Server) Ready() bool {
 	return s.shard != nil && s.ready
 }
 
+// withShard returns st's error carrying shard as a detail: an answer that
+// is not the keys still names the shard the server holds (ShardOf).
+func withShard(st *status.Status, shard *servingv1.Shard) error {
+	if d, err := st.WithDetails(shard); err == nil {
+		return d.Err()
+	}
+	return st.Err()
+}
+
+// ShardOf returns the shard an error of Get names (a server still loading
+// it, or holding none: an empty range), nil if it names none.
+func ShardOf(err error) *servingv1.Shard {
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil
+	}
+	for _, d := range st.Details() {
+		if sh, ok := d.(*servingv1.Shard); ok {
+			return sh
+		}
+	}
+	return nil
+}
+
 // Get answers the keys of the server's shard; see the Cache service.
 func (s *Server) Get(_ context.Context, req *servingv1.GetRequest) (*servingv1.GetResponse, error) {
 	s.mu.RLock()
@@ -339,11 +363,14 @@ func (s *Server) Get(_ context.Context, req *servingv1.GetRequest) (*servingv1.G
 	case req.Table != "" && req.Table != s.cfg.Table:
 		return nil, status.Errorf(codes.NotFound, "this server holds %s, not %s", s.cfg.Table, req.Table)
 	case s.shard == nil:
+		// The shard is always returned (the seed): none, an empty range
+		// of this host, which a client routes nothing to.
 		s.gets.With("no shard").Inc()
-		return nil, status.Error(codes.Unavailable, "no shard held")
+		return nil, withShard(status.New(codes.Unavailable, "no shard held"),
+			&servingv1.Shard{Table: s.cfg.Table, Dc: s.cfg.DC, Host: s.cfg.Host})
 	case !s.ready:
 		s.gets.With("loading").Inc()
-		return nil, status.Errorf(codes.Unavailable, "shard of %s (%s) still loading", s.cfg.Table, describe(s.shard))
+		return nil, withShard(status.Newf(codes.Unavailable, "shard of %s (%s) still loading", s.cfg.Table, describe(s.shard)), s.shard)
 	}
 	resp := &servingv1.GetResponse{Shard: s.shard, AllMatched: true}
 	for _, k := range req.Keys {

@@ -307,17 +307,19 @@ func TestTwoDataCentresOfFourShards(t *testing.T) {
 		t.Errorf("Get of a key nobody holds: %v after %s", err, time.Since(start))
 	}
 
-	// A server whose ZooKeeper session goes stops answering at once.
+	// A server whose ZooKeeper session goes stops answering at once, and
+	// says so with its shard (none: an empty range of its host).
 	b2 := c.servers["b/b-host-2"]
 	b2.owner.Close()
-	testkit.Eventually(t, 2*time.Second, "the server without a session refuses", func() bool {
+	testkit.Eventually(t, 2*time.Second, "the server without a session refuses, naming no shard", func() bool {
 		conn, err := grpc.NewClient(b2.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			return false
 		}
 		defer conn.Close()
 		_, err = servingv1.NewCacheClient(conn).Get(ctx, &servingv1.GetRequest{})
-		return status.Code(err) == codes.Unavailable
+		sh := serving.ShardOf(err)
+		return status.Code(err) == codes.Unavailable && sh != nil && sh.Hi == sh.Lo && sh.Host == "b-host-2" && sh.Table == table
 	})
 }
 
