@@ -30,6 +30,7 @@ func (s *Server) routeOffers() {
 	route("PUT /v1/drafts/{id}", anyToken, s.saveDraft)
 	route("POST /v1/drafts/{id}/publish", anyToken, s.publishDraft)
 	route("GET /v1/offers/{id}", anyToken, s.getOffer)
+	route("GET /v1/offers/{id}/stages", anyToken, s.getOfferStages)
 	route("PUT /v1/offers/{id}", anyToken, s.updateOffer)
 	route("DELETE /v1/offers/{id}", anyToken, s.deleteOffer)
 	route("GET /v1/sellers/{seller}/offers", sellerPath, s.listOffers)
@@ -151,6 +152,17 @@ func (s *Server) getOffer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, o)
+}
+
+// getOfferStages answers which stage queues hold an offer and its pending
+// timers.
+func (s *Server) getOfferStages(w http.ResponseWriter, r *http.Request) {
+	st, err := s.cfg.Offers.Stages(r.Context(), r.PathValue("id"))
+	if err != nil {
+		offerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 func (s *Server) updateOffer(w http.ResponseWriter, r *http.Request) {

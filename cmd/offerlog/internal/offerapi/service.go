@@ -212,6 +212,54 @@ func (s *Service) Offer(ctx context.Context, id string, minVersion int64) (*Offe
 	return versionOf(r), nil
 }
 
+// StageStatus is where an offer stands with one stage of the scheduler.
+type StageStatus struct {
+	Stage string `json:"stage"`
+	// Queued: the offer is in the stage's queue, waiting or being worked
+	// on (the record cannot tell which: queued until the stage's result).
+	Queued bool `json:"queued"`
+	// Again: an outside change the stage wants came while it was queued;
+	// its result queues the offer once more.
+	Again bool `json:"again,omitempty"`
+	// TimerAt is the stage's pending timer, if it has one.
+	TimerAt *time.Time `json:"timer_at,omitempty"`
+	// StateVersion and StateType are the stage's private state's version
+	// (what a compare-and-set names) and type; its bytes are the stage's.
+	StateVersion int64  `json:"state_version"`
+	StateType    string `json:"state_type,omitempty"`
+}
+
+// OfferStages is an offer's standing with every stage that has a part of
+// it, by stage name.
+type OfferStages struct {
+	ID      string        `json:"id"`
+	Version int64         `json:"version"`
+	Stages  []StageStatus `json:"stages"`
+}
+
+// Stages returns where offer id stands with the scheduler's stages: the
+// queues that hold it and its pending timers. It answers as Offer does
+// (NotFound for an offer the caller may not read).
+func (s *Service) Stages(ctx context.Context, id string) (*OfferStages, error) {
+	r, err := s.record(ctx, id)
+	if err == nil && mayActFor(ctx, r.Offer.SellerID) != nil {
+		return nil, errorf(NotFound, "id", "no offer %s", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &OfferStages{ID: id, Version: r.Version, Stages: []StageStatus{}}
+	for _, st := range r.Stages {
+		ss := StageStatus{Stage: st.Stage, Queued: st.Queued, Again: st.Again, StateVersion: st.Version, StateType: st.TypeURL}
+		if st.TimerAt != 0 {
+			at := time.UnixMilli(st.TimerAt).UTC()
+			ss.TimerAt = &at
+		}
+		out.Stages = append(out.Stages, ss)
+	}
+	return out, nil
+}
+
 // record returns the aggregate's record of a live offer id.
 func (s *Service) record(ctx context.Context, id string) (*schemas.OfferRecord, error) {
 	if e := checkID(id, "id", "an offer id"); e != nil {

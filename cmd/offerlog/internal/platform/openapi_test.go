@@ -132,6 +132,7 @@ func TestAnswersFitTheOpenAPIDescription(t *testing.T) {
 	check("POST", "/v1/drafts/"+d.ID+"/publish", `{}`, seller)
 	check("POST", "/v1/drafts/99999999999/publish", `{}`, seller) // 404
 	check("GET", "/v1/offers/"+d.ID, "", seller)
+	check("GET", "/v1/offers/"+d.ID+"/stages", "", seller)
 	check("PUT", "/v1/offers/"+d.ID, `{"expected_version":-1,"offer":`+secOffer+`}`, seller)
 	check("PUT", "/v1/offers/"+d.ID, `{"expected_version":1,"offer":`+secOffer+`}`, seller)  // 409
 	check("PUT", "/v1/offers/"+d.ID, `{"expected_version":-1,"offer":{"title":""}}`, seller) // 422
@@ -143,7 +144,8 @@ func TestAnswersFitTheOpenAPIDescription(t *testing.T) {
 	check("GET", "/v1/sellers/s1/feeds/1", "", seller)
 	check("GET", "/v1/sellers/s1/feeds/99", "", seller) // 404
 	check("DELETE", "/v1/offers/"+d.ID+"?expected_version=-1", "", seller)
-	check("GET", "/v1/offers/"+d.ID, "", seller) // 404
+	check("GET", "/v1/offers/"+d.ID, "", seller)           // 404
+	check("GET", "/v1/offers/"+d.ID+"/stages", "", seller) // 404
 	check("GET", "/schema-registry/subjects", "", seller)
 	check("GET", "/schema-registry/subjects/offers.events-value/versions", "", seller)
 	check("GET", "/schema-registry/subjects/offers.events-value/versions/latest", "", seller)

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/offerapi"
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform/platformtest"
 	"github.com/offerlog/offerlog/internal/testkit"
@@ -103,12 +104,19 @@ func (s *timerStage) Process(_ context.Context, o *schemas.Offer, _ int64, _ sch
 // until the test ends, and returns a producer for the test's commands.
 func startStages(t *testing.T, brokers []string, stages ...scheduler.StageConfig) *kgo.Client {
 	t.Helper()
+	prod, _ := startStagesWith(t, brokers, nil, stages...)
+	return prod
+}
+
+// startStagesWith is startStages with more components in the process.
+func startStagesWith(t *testing.T, brokers []string, more []string, stages ...scheduler.StageConfig) (*kgo.Client, *platformtest.Running) {
+	t.Helper()
 	cfg := platformtest.Config(t.TempDir())
 	cfg.Brokers = brokers
-	cfg.Components = []string{platform.ComponentOffers, platform.ComponentScheduler}
+	cfg.Components = append([]string{platform.ComponentOffers, platform.ComponentScheduler}, more...)
 	cfg.Stages = scheduler.Config{Stages: stages}
-	platformtest.Start(t, cfg)
-	return testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	r := platformtest.Start(t, cfg)
+	return testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks())), r
 }
 
 // serve serves stage over gRPC for the test and returns its address.
@@ -400,16 +408,37 @@ func (s *holdStage) Process(ctx context.Context, o *schemas.Offer, _ int64, _ sc
 // TestSlowCallOccupiesOneSlot: while a stage's call for one offer hangs,
 // 500 offers created after it pass through that stage (on its other
 // slots) and through another stage; the held offer gets its result once
-// its call returns.
+// its call returns. GET /v1/offers/{id}/stages shows it queued in the
+// held stage meanwhile, and in none once its result is in.
 func TestSlowCallOccupiesOneSlot(t *testing.T) {
 	brokers := testkit.Broker(t, "").Addrs()
 	hold := &holdStage{release: make(chan struct{})}
 	other := &attrStage{attr: "a", perOffer: map[string]int{}}
-	prod := startStages(t, brokers,
+	prod, running := startStagesWith(t, brokers, []string{platform.ComponentAPI},
 		scheduler.StageConfig{Name: "stage-s", Address: serve(t, hold), MaxParallelism: 4, Timeout: 5 * time.Minute},
 		scheduler.StageConfig{Name: "stage-a", Address: serve(t, other), MaxParallelism: 4})
 	slow := create(t, prod, "s", "slow", time.Now())
 	testkit.Eventually(t, time.Minute, "the slow offer's call started", func() bool { return hold.held.Load() == 1 })
+	stagesOf := func() map[string]bool {
+		resp, err := http.Get("http://" + running.Info.HTTPAddr + "/v1/offers/" + slow + "/stages")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var st offerapi.OfferStages
+		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil || st.ID != slow {
+			return nil
+		}
+		queued := map[string]bool{}
+		for _, s := range st.Stages {
+			queued[s.Stage] = s.Queued
+		}
+		return queued
+	}
+	testkit.Eventually(t, time.Minute, "the slow offer queued in stage-s, as its stages say", func() bool {
+		q := stagesOf()
+		return q["stage-s"] && !q["stage-a"]
+	})
 	ids := map[string]bool{}
 	for i := range 500 {
 		ids[create(t, prod, "s", fmt.Sprint("offer ", i), time.Now())] = true
@@ -441,6 +470,10 @@ func TestSlowCallOccupiesOneSlot(t *testing.T) {
 	testkit.Eventually(t, time.Minute, "the slow offer's result once its call returned", func() bool {
 		_, slowDone := done(false)
 		return slowDone
+	})
+	testkit.Eventually(t, time.Minute, "the slow offer in no queue, as its stages say", func() bool {
+		q := stagesOf()
+		return q != nil && !q["stage-s"] && !q["stage-a"]
 	})
 }
 
