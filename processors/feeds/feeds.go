@@ -150,6 +150,18 @@ func Run(ctx context.Context, cfg Config) error {
 	// of its own, and partitions load concurrently.
 	var mu sync.Mutex
 	loaders := map[int32]*loader{}
+	// kept keeps, by partition, what a revoked loader knew that the index
+	// view may not show yet: the ids of the CREATEs it sent and had no
+	// answer to, and the entries of those answered. The partition's next
+	// loader in this process starts from them: a broker restarted makes
+	// the group revoke and assign the same partitions while the answers
+	// of the commands appended before it were lost and the view catches
+	// up, and items read again must not make second offers.
+	type memory struct {
+		drawn map[string]string
+		known map[string]schemas.FeedEntry
+	}
+	kept := map[int32]memory{}
 	return streams.RunLoop(ctx, streams.LoopConfig{Cluster: cfg.Streams.Cluster, Group: Group, Topics: []string{topics.FeedsIngest},
 		DeadTopic: topics.OffersDead, Producer: cfg.Producer, Logger: cfg.Logger, Metrics: cfg.Metrics.Loop,
 		Backoff: streams.Backoff{Initial: cfg.Retry, Max: 30 * cfg.Retry},
@@ -157,7 +169,12 @@ func Run(ctx context.Context, cfg Config) error {
 			mu.Lock()
 			l, ok := loaders[b.Partition]
 			if !ok {
-				l = &loader{cfg: cfg, known: map[string]schemas.FeedEntry{}, drawn: map[string]string{}, partial: map[string]int64{},
+				m := kept[b.Partition]
+				delete(kept, b.Partition)
+				if m.drawn == nil {
+					m = memory{drawn: map[string]string{}, known: map[string]schemas.FeedEntry{}}
+				}
+				l = &loader{cfg: cfg, known: m.known, drawn: m.drawn, partial: map[string]int64{},
 					status: map[string]*schemas.FeedStatus{}}
 				loaders[b.Partition] = l
 			}
@@ -171,6 +188,9 @@ func Run(ctx context.Context, cfg Config) error {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, p := range taken[topics.FeedsIngest] {
+				if l := loaders[p]; l != nil {
+					kept[p] = memory{drawn: l.drawn, known: l.known}
+				}
 				delete(loaders, p)
 			}
 		}})
