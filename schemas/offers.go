@@ -163,6 +163,10 @@ type StageState struct {
 	// Again: while the stage (with patches) was queued, an outside change
 	// it is interested in came: its result queues it once more.
 	Again bool `avro:"again" json:"again,omitempty"`
+	// Waiting: an exclusive stage asked for the offer while another
+	// exclusive stage held it (was queued); it is queued once that one's
+	// result is in.
+	Waiting bool `avro:"waiting" json:"waiting,omitempty"`
 }
 
 // RecentResult is the result given to one input, remembered so that a

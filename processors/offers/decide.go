@@ -76,6 +76,9 @@ type Input struct {
 	// it is archived; 0: never. The aggregate's configuration, the same for
 	// every input, so that a replay decides as the first run did.
 	ArchiveAfter time.Duration
+	// Exclusive are the stages that never hold an offer together: the
+	// aggregate's configuration, as ArchiveAfter is.
+	Exclusive []string
 }
 
 // Decision is what the aggregate does with an input.

@@ -102,6 +102,8 @@ type handler struct {
 	onAnswer func(schemas.OfferResult)
 	// archiveAfter is Input.ArchiveAfter (Config.ArchiveAfter).
 	archiveAfter time.Duration
+	// exclusive is Input.Exclusive (Config.Exclusive).
+	exclusive []string
 }
 
 func current(ctx table.Context) *schemas.OfferRecord {
@@ -154,7 +156,7 @@ func (h *handler) command(ctx table.Context, data []byte) {
 		return
 	}
 	in := input(ctx)
-	in.Command, in.ArchiveAfter = &c, h.archiveAfter
+	in.Command, in.ArchiveAfter, in.Exclusive = &c, h.archiveAfter, h.exclusive
 	d := Decide(cur, in)
 	if d.Outcome == schemas.OutcomeInvalid {
 		h.reject(ctx, data, c.Kind, d)

@@ -20,6 +20,10 @@ type Config struct {
 	// Stages are the names of the configured stages (their queues are the
 	// aggregate's outputs).
 	Stages []string
+	// Exclusive are the stages that never hold an offer together
+	// (scheduler.StageConfig.Exclusive). A replay must be given those the
+	// log was written with.
+	Exclusive []string
 	// Partitions of offers.commands: a command on another partition than
 	// its key's is refused. 0: Run asks the broker.
 	Partitions int32
@@ -53,7 +57,8 @@ func (c *Config) graph() *table.Graph {
 	case after < 0:
 		after = 0
 	}
-	return newGraph(&handler{m: c.Metrics, stages: c.Stages, partitions: c.Partitions, onAnswer: c.OnAnswer, archiveAfter: after}, c.Framing)
+	return newGraph(&handler{m: c.Metrics, stages: c.Stages, partitions: c.Partitions, onAnswer: c.OnAnswer, archiveAfter: after,
+		exclusive: c.Exclusive}, c.Framing)
 }
 
 // Run runs the offer aggregate and its inbox (RunInbox) until ctx is

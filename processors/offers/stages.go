@@ -78,6 +78,14 @@ func stageCommand(cur *schemas.OfferRecord, in Input) Decision {
 			st.TimerAt = 0
 			d.Timer = &schemas.StageTimer{OfferID: cur.Offer.ID, Stage: c.Stage}
 		}
+		exclusive := slices.Contains(in.Exclusive, c.Stage)
+		if st.Waiting {
+			if !timer {
+				return refuse(schemas.OutcomeIgnored, cur, "stage", "%s waits for the offer already", c.Stage)
+			}
+			setStage(next, st)
+			return stateWritten(next, in, d, st.Version)
+		}
 		if st.Queued {
 			if !timer && (!c.Patch || st.Again) {
 				return refuse(schemas.OutcomeIgnored, cur, "stage", "already in the queue of %s", c.Stage)
@@ -86,6 +94,10 @@ func stageCommand(cur *schemas.OfferRecord, in Input) Decision {
 			// apply to this newer version without seeing it, queues it
 			// once more (Again).
 			st.Again = st.Again || c.Patch && !timer
+		} else if exclusive && holder(cur, in.Exclusive) != "" {
+			// Another exclusive stage holds the offer: this one waits for
+			// its result (one stage at a time, where stages ask for it).
+			st.Waiting = true
 		} else {
 			st.Queued = true
 			d.Queue = &schemas.QueueItem{OfferID: cur.Offer.ID, Stage: c.Stage, Version: cur.Version, StateVersion: st.Version, Low: c.Low, At: in.At}
@@ -142,6 +154,7 @@ func stageCommand(cur *schemas.OfferRecord, in Input) Decision {
 			// Given up, or refused: out of the queue (a redrive or the next
 			// change asks the stage again), nothing else touched.
 			setStage(next, st)
+			d.Queue = release(next, in)
 			return stateWritten(next, in, d, st.Version)
 		}
 		if c.State != nil {
@@ -184,12 +197,42 @@ func stageCommand(cur *schemas.OfferRecord, in Input) Decision {
 		}
 		if requeue {
 			d.Queue = &schemas.QueueItem{OfferID: cur.Offer.ID, Stage: c.Stage, Version: next.Version, StateVersion: st.Version, At: in.At}
+		} else {
+			d.Queue = release(next, in)
 		}
 		d.Effect = &schemas.StageEffect{Stage: c.Stage, Offer: next.Offer, Version: next.Version, State: st,
 			Changed: c.Offer != nil, At: in.At}
 		return d
 	}
 	return refuse(schemas.OutcomeInvalid, cur, "kind", "unknown command %q", c.Kind)
+}
+
+// holder returns the exclusive stage that holds r (is queued for it), ""
+// if none does.
+func holder(r *schemas.OfferRecord, exclusive []string) string {
+	for _, st := range r.Stages {
+		if st.Queued && slices.Contains(exclusive, st.Stage) {
+			return st.Stage
+		}
+	}
+	return ""
+}
+
+// release queues the first exclusive stage (by name) that waits for next,
+// once no exclusive stage holds it, and returns its queue item; nil if
+// none is to be queued. next is changed in place.
+func release(next *schemas.OfferRecord, in Input) *schemas.QueueItem {
+	if len(in.Exclusive) == 0 || holder(next, in.Exclusive) != "" {
+		return nil
+	}
+	for i, st := range next.Stages {
+		if st.Waiting {
+			st.Waiting, st.Queued = false, true
+			next.Stages[i] = st
+			return &schemas.QueueItem{OfferID: next.Offer.ID, Stage: st.Stage, Version: next.Version, StateVersion: st.Version, At: in.At}
+		}
+	}
+	return nil
 }
 
 // stateWritten is the decision to write next, changed only in its stage

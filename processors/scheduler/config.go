@@ -63,6 +63,12 @@ type StageConfig struct {
 	// fields changed since the stage read it (a whole result of an older
 	// version is always discarded and the stage run again).
 	Patches bool `yaml:"patches"`
+	// Exclusive makes the stage one of those that never run on an offer
+	// together (the seed's first version: one stage at a time on an
+	// offer): while another exclusive stage holds the offer (is queued
+	// for it), this one waits, and is queued once that one's result is
+	// in. Stages are optimistic by default (RULES.md).
+	Exclusive bool `yaml:"exclusive"`
 }
 
 // Config is the stages configuration file: which stages run.
@@ -175,6 +181,17 @@ func (c Config) Names() []string {
 	out := make([]string, len(c.Stages))
 	for i, s := range c.Stages {
 		out[i] = s.Name
+	}
+	return out
+}
+
+// Exclusive returns the names of the exclusive stages, in order.
+func (c Config) Exclusive() []string {
+	var out []string
+	for _, s := range c.Stages {
+		if s.Exclusive {
+			out = append(out, s.Name)
+		}
 	}
 	return out
 }

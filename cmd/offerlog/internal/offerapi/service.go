@@ -221,6 +221,9 @@ type StageStatus struct {
 	// Again: an outside change the stage wants came while it was queued;
 	// its result queues the offer once more.
 	Again bool `json:"again,omitempty"`
+	// Waiting: an exclusive stage that waits for another to release the
+	// offer.
+	Waiting bool `json:"waiting,omitempty"`
 	// TimerAt is the stage's pending timer, if it has one.
 	TimerAt *time.Time `json:"timer_at,omitempty"`
 	// StateVersion and StateType are the stage's private state's version
@@ -250,7 +253,7 @@ func (s *Service) Stages(ctx context.Context, id string) (*OfferStages, error) {
 	}
 	out := &OfferStages{ID: id, Version: r.Version, Stages: []StageStatus{}}
 	for _, st := range r.Stages {
-		ss := StageStatus{Stage: st.Stage, Queued: st.Queued, Again: st.Again, StateVersion: st.Version, StateType: st.TypeURL}
+		ss := StageStatus{Stage: st.Stage, Queued: st.Queued, Again: st.Again, Waiting: st.Waiting, StateVersion: st.Version, StateType: st.TypeURL}
 		if st.TimerAt != 0 {
 			at := time.UnixMilli(st.TimerAt).UTC()
 			ss.TimerAt = &at

@@ -203,7 +203,7 @@ func (c *Config) offers(s table.Config) offers.Config {
 	if after <= 0 {
 		after = -1 // offers.Config's "never"
 	}
-	return offers.Config{Streams: s, Stages: c.Stages.Names(), Framing: c.ExportFraming, ArchiveAfter: after}
+	return offers.Config{Streams: s, Stages: c.Stages.Names(), Exclusive: c.Stages.Exclusive(), Framing: c.ExportFraming, ArchiveAfter: after}
 }
 
 // Validate returns every problem of c joined, or nil.

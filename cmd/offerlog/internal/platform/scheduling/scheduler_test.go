@@ -885,3 +885,84 @@ func TestPushTopicCarriesEverySavedResult(t *testing.T) {
 		t.Fatal("a push topic for a stage without a push hook")
 	}
 }
+
+// heldStage marks offers with its attribute once release is closed,
+// counting the calls in flight on one offer across every heldStage that
+// shares its counter.
+type heldStage struct {
+	attr     string
+	release  chan struct{}
+	inflight *atomic.Int32
+	most     *atomic.Int32
+	calls    atomic.Int32
+}
+
+func (s *heldStage) ShouldProcess(_ context.Context, o *schemas.Offer, _ int64, _ schemas.StageState) (scheduler.Should, error) {
+	return scheduler.Should{Process: o.Attributes.Get(s.attr) != "done"}, nil
+}
+
+func (s *heldStage) Process(ctx context.Context, o *schemas.Offer, _ int64, _ schemas.StageState) (scheduler.Result, error) {
+	s.calls.Add(1)
+	n := s.inflight.Add(1)
+	defer s.inflight.Add(-1)
+	for {
+		m := s.most.Load()
+		if n <= m || s.most.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return scheduler.Result{}, ctx.Err()
+	}
+	return scheduler.Result{Offer: done(o, s.attr)}, nil
+}
+
+// TestExclusiveStagesRunOneAtATime: two stages marked exclusive, each
+// holding its call, never run on one offer together: while one holds it,
+// the other waits (its stages say so), and runs once the first's result
+// is in. Without `exclusive` both calls would be in flight at once.
+func TestExclusiveStagesRunOneAtATime(t *testing.T) {
+	brokers := testkit.Broker(t, "").Addrs()
+	release := make(chan struct{})
+	var inflight, most atomic.Int32
+	x := &heldStage{attr: "x", release: release, inflight: &inflight, most: &most}
+	y := &heldStage{attr: "y", release: release, inflight: &inflight, most: &most}
+	prod, running := startStagesWith(t, brokers, []string{platform.ComponentAPI},
+		scheduler.StageConfig{Name: "ex-x", Address: serve(t, x), MaxParallelism: 2, Exclusive: true, Timeout: 5 * time.Minute},
+		scheduler.StageConfig{Name: "ex-y", Address: serve(t, y), MaxParallelism: 2, Exclusive: true, Timeout: 5 * time.Minute})
+	id := create(t, prod, "s", "exclusive", time.Now())
+	testkit.Eventually(t, time.Minute, "one stage's call held", func() bool { return inflight.Load() == 1 })
+	testkit.Eventually(t, time.Minute, "the other stage waiting for the offer, as its stages say", func() bool {
+		resp, err := http.Get("http://" + running.Info.HTTPAddr + "/v1/offers/" + id + "/stages")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var st struct {
+			Stages []schemas.StageState `json:"stages"`
+		}
+		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
+			return false
+		}
+		queued, waiting := 0, 0
+		for _, s := range st.Stages {
+			if s.Queued {
+				queued++
+			}
+			if s.Waiting {
+				waiting++
+			}
+		}
+		return queued == 1 && waiting == 1
+	})
+	close(release)
+	testkit.Eventually(t, time.Minute, "both stages' results in", func() bool {
+		r := offer(t, brokers, id)
+		return r.Offer.Attributes.Get("x") == "done" && r.Offer.Attributes.Get("y") == "done"
+	})
+	if most.Load() != 1 || x.calls.Load() == 0 || y.calls.Load() == 0 {
+		t.Errorf("%d calls in flight at most on the offer (x called %d times, y %d)", most.Load(), x.calls.Load(), y.calls.Load())
+	}
+}
