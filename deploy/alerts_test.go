@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -38,6 +39,31 @@ func TestAlertRules(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// TestEveryAlertIsUnitTested: every alert of alerts.yaml is evaluated by
+// at least one of alerts_test.yaml's tests (promtool runs them).
+func TestEveryAlertIsUnitTested(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile("prometheus/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	tested := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*alertname:\s*(\S+)`).FindAllStringSubmatch(read("alerts_test.yaml"), -1) {
+		tested[m[1]] = true
+	}
+	alerts := regexp.MustCompile(`(?m)^\s*- alert:\s*(\S+)`).FindAllStringSubmatch(read("alerts.yaml"), -1)
+	if len(alerts) < 5 {
+		t.Fatalf("%d alerts read from alerts.yaml", len(alerts))
+	}
+	for _, m := range alerts {
+		if !tested[m[1]] {
+			t.Errorf("alert %s has no unit test in alerts_test.yaml", m[1])
 		}
 	}
 }

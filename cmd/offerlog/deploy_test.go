@@ -209,7 +209,7 @@ func usedMetrics(expr string) []string {
 }
 
 // TestAlertsAndDashboard checks deploy/prometheus/alerts.yaml and
-// deploy/grafana/offerlog.json: rules and panels are well formed and read
+// deploy/k8s/components/monitoring/offerlog.json: rules and panels are well formed and read
 // only metrics offerlog registers.
 func TestAlertsAndDashboard(t *testing.T) {
 	defined := definedMetrics(t)
@@ -268,7 +268,7 @@ func TestAlertsAndDashboard(t *testing.T) {
 			} `json:"targets"`
 		} `json:"panels"`
 	}
-	raw, err = os.ReadFile("../../deploy/grafana/offerlog.json")
+	raw, err = os.ReadFile("../../deploy/k8s/components/monitoring/offerlog.json")
 	if err != nil {
 		t.Fatal(err)
 	}

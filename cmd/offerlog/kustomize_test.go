@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -75,6 +77,114 @@ var kubeTypes = map[string]func() any{
 	"rbac.authorization.k8s.io/v1/Role":        func() any { return &rbacv1.Role{} },
 	"rbac.authorization.k8s.io/v1/RoleBinding": func() any { return &rbacv1.RoleBinding{} },
 	"monitoring.coreos.com/v1/PodMonitor":      func() any { return &podMonitor{} },
+	"monitoring.coreos.com/v1/PrometheusRule":  func() any { return &prometheusRule{} },
+}
+
+// prometheusRule is the part of the Prometheus Operator's PrometheusRule
+// the manifests use.
+type prometheusRule struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       struct {
+		Groups []struct {
+			Name  string `json:"name"`
+			Rules []struct {
+				Alert       string            `json:"alert"`
+				Expr        string            `json:"expr"`
+				For         string            `json:"for,omitempty"`
+				Labels      map[string]string `json:"labels"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"rules"`
+		} `json:"groups"`
+	} `json:"spec"`
+}
+
+// monitoring is the component of the Prometheus Operator's objects.
+const monitoring = "../../deploy/k8s/components/monitoring"
+
+// withMonitoring returns a kustomization of the example overlay with the
+// monitoring component, as a cluster with the Operator deploys it.
+func withMonitoring(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	abs := func(p string) string { // relative to dir: kustomize takes no absolute root
+		a, err := filepath.Abs(p)
+		if err == nil {
+			a, err = filepath.Rel(dir, a)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	k := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\ncomponents:\n- %s\n", abs(overlay), abs(monitoring))
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestTheBaseNeedsNoCRD: the example overlay (the base) holds Kubernetes'
+// own kinds only, so kubectl apply -k works on a bare cluster; with the
+// monitoring component it adds the PodMonitor, the PrometheusRule and the
+// dashboard's ConfigMap.
+func TestTheBaseNeedsNoCRD(t *testing.T) {
+	for _, d := range decodeDocs(t, renderKustomize(t, overlay)) {
+		if v, _ := d["apiVersion"].(string); strings.Contains(v, "monitoring.coreos.com") {
+			t.Errorf("the base holds a %s %v: a cluster without the Operator's CRDs refuses it", d["kind"], d["metadata"])
+		}
+	}
+	found := map[string]bool{}
+	for _, d := range decodeDocs(t, renderKustomize(t, withMonitoring(t))) {
+		name, _ := d["metadata"].(map[string]any)["name"].(string)
+		if d["kind"] == "ConfigMap" && strings.HasPrefix(name, "offerlog-dashboard") {
+			labels, _ := d["metadata"].(map[string]any)["labels"].(map[string]any)
+			data, _ := d["data"].(map[string]any)
+			found["dashboard"] = labels["grafana_dashboard"] == "1" && data["offerlog.json"] != nil
+		}
+		found[fmt.Sprint(d["kind"])] = true
+	}
+	for _, want := range []string{"PodMonitor", "PrometheusRule", "dashboard"} {
+		if !found[want] {
+			t.Errorf("the monitoring component renders no %s", want)
+		}
+	}
+}
+
+// TestPrometheusRuleIsTheAlerts: the component's PrometheusRule is
+// deploy/prometheus/alerts.yaml (which promtool tests), generated; with
+// OFFERLOG_UPDATE=1 the test writes it.
+func TestPrometheusRuleIsTheAlerts(t *testing.T) {
+	alerts, err := os.ReadFile("../../deploy/prometheus/alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("# Generated from deploy/prometheus/alerts.yaml (TestPrometheusRuleIsTheAlerts,\n" +
+		"# OFFERLOG_UPDATE=1 writes it): edit the alerts there.\n" +
+		"apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n  name: offerlog\n  namespace: offerlog\n" +
+		"  labels:\n    app: offerlog\nspec:\n")
+	for _, line := range strings.Split(strings.TrimRight(string(alerts), "\n"), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue // the file's own comment
+		}
+		if line == "" {
+			b.WriteString("\n")
+			continue
+		}
+		b.WriteString("  " + line + "\n")
+	}
+	path := filepath.Join(monitoring, "prometheusrule.yaml")
+	if os.Getenv("OFFERLOG_UPDATE") != "" {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != b.String() {
+		t.Errorf("%s is not deploy/prometheus/alerts.yaml as a PrometheusRule (%v): OFFERLOG_UPDATE=1 go test -run TestPrometheusRuleIsTheAlerts ./cmd/offerlog", path, err)
+	}
 }
 
 // podMonitor is the part of the Prometheus Operator's PodMonitor the
@@ -103,7 +213,7 @@ type podMonitor struct {
 func TestKubernetesManifestsAreValid(t *testing.T) {
 	kinds := map[string]int{}
 	var waits []string
-	for _, d := range decodeDocs(t, renderKustomize(t, overlay)) {
+	for _, d := range decodeDocs(t, renderKustomize(t, withMonitoring(t))) {
 		kind := fmt.Sprintf("%v/%v", d["apiVersion"], d["kind"])
 		name, _ := d["metadata"].(map[string]any)["name"].(string)
 		newObj, ok := kubeTypes[kind]
