@@ -9,65 +9,51 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/auth"
+	"github.com/offerlog/offerlog/schemas/proto/searchv1"
 	"github.com/offerlog/offerlog/serving/search"
 	"github.com/offerlog/offerlog/topics"
 )
 
-// SearchMethod is the search's gRPC method. Its request and answer are
-// google.protobuf.Struct, the JSON of the HTTP route in protobuf's
-// well-known form: {"client": C, "query": {...}} in, the answer out (any
-// gRPC client, grpcurl included, calls it without offerlog's .proto).
-const SearchMethod = "/offerlog.search.v1.SearchService/Search"
-
-type searchServer interface {
-	Search(context.Context, *structpb.Struct) (*structpb.Struct, error)
-}
-
-var searchServiceDesc = grpc.ServiceDesc{
-	ServiceName: "offerlog.search.v1.SearchService",
-	HandlerType: (*searchServer)(nil),
-	Methods: []grpc.MethodDesc{{MethodName: "Search", Handler: func(srv any, ctx context.Context, dec func(any) error,
-		interceptor grpc.UnaryServerInterceptor) (any, error) {
-		in := new(structpb.Struct)
-		if err := dec(in); err != nil {
-			return nil, err
-		}
-		s := srv.(searchServer)
-		if interceptor == nil {
-			return s.Search(ctx, in)
-		}
-		return interceptor(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: SearchMethod},
-			func(ctx context.Context, req any) (any, error) { return s.Search(ctx, req.(*structpb.Struct)) })
-	}}},
-	Metadata: "offerlog/search/v1",
-}
+// SearchMethod is the search's gRPC method (schemas/proto/search/v1).
+const SearchMethod = searchv1.SearchService_Search_FullMethodName
 
 // RegisterSearchGRPC registers the search (SearchMethod) on srv.
 func (s *Server) RegisterSearchGRPC(srv *grpc.Server) {
-	srv.RegisterService(&searchServiceDesc, searchService{s: s})
+	searchv1.RegisterSearchServiceServer(srv, searchService{s: s})
 }
 
-type searchService struct{ s *Server }
+type searchService struct {
+	searchv1.UnimplementedSearchServiceServer
+	s *Server
+}
 
-func (g searchService) Search(ctx context.Context, in *structpb.Struct) (*structpb.Struct, error) {
-	var req struct {
-		Client string       `json:"client"`
-		Query  search.Query `json:"query"`
+// The messages are the HTTP route's JSON member for member (their proto
+// names are its names): a request goes through that JSON into a
+// search.Query, an answer from it, so that both routes take and give the
+// same.
+var (
+	toJSON   = protojson.MarshalOptions{UseProtoNames: true}
+	fromJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
+)
+
+func (g searchService) Search(ctx context.Context, in *searchv1.SearchRequest) (*searchv1.SearchResponse, error) {
+	var q search.Query
+	if in.GetQuery() != nil {
+		raw, err := toJSON.Marshal(in.GetQuery())
+		if err == nil {
+			err = json.Unmarshal(raw, &q)
+		}
+		if err != nil {
+			return nil, status.Error(codes.InvalidArgument, "query: "+err.Error())
+		}
 	}
-	raw, err := in.MarshalJSON()
-	if err == nil {
-		err = json.Unmarshal(raw, &req)
-	}
-	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, "want {\"client\": C, \"query\": {...}}: "+err.Error())
-	}
-	if err := topics.ValidateClient(req.Client); err != nil {
+	if err := topics.ValidateClient(in.GetClient()); err != nil {
 		return nil, status.Error(codes.InvalidArgument, "client: "+err.Error())
 	}
-	if err := auth.FromContext(ctx).Check(auth.Client, req.Client); err != nil {
+	if err := auth.FromContext(ctx).Check(auth.Client, in.GetClient()); err != nil {
 		return nil, status.Error(codes.PermissionDenied, err.Error())
 	}
 	if g.s.cfg.Search == nil {
@@ -76,7 +62,7 @@ func (g searchService) Search(ctx context.Context, in *structpb.Struct) (*struct
 	if md, ok := metadata.FromIncomingContext(ctx); ok && len(md.Get("authorization")) > 0 {
 		ctx = search.WithToken(ctx, md.Get("authorization")[0])
 	}
-	res, err := g.s.cfg.Search.Search(ctx, req.Client, req.Query)
+	res, err := g.s.cfg.Search.Search(ctx, in.GetClient(), q)
 	var qe *search.QueryError
 	var we *search.WaitError
 	switch {
@@ -94,8 +80,8 @@ func (g searchService) Search(ctx context.Context, in *structpb.Struct) (*struct
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	out := new(structpb.Struct)
-	if err := out.UnmarshalJSON(data); err != nil {
+	out := new(searchv1.SearchResponse)
+	if err := fromJSON.Unmarshal(data, out); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	return out, nil

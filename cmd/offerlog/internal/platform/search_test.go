@@ -15,10 +15,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/offerlog/offerlog/cmd/offerlog/internal/api"
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform/platformtest"
 	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/schemas/proto/searchv1"
 	"github.com/offerlog/offerlog/serving/search"
 )
 
@@ -88,13 +88,20 @@ func TestSearchThroughTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	req, _ := structpb.NewStruct(map[string]any{"client": "shop", "query": map[string]any{"query": "bicycle"}})
-	out := new(structpb.Struct)
-	if err := conn.Invoke(t.Context(), api.SearchMethod, req, out); err != nil || !strings.Contains(fmt.Sprint(out.AsMap()["hits"]), "pk:2") {
-		t.Errorf("SearchService.Search: %v %v", out.AsMap(), err)
+	searcher := searchv1.NewSearchServiceClient(conn)
+	gte := 400.0
+	out, err := searcher.Search(t.Context(), &searchv1.SearchRequest{Client: "shop", Query: &searchv1.Query{Query: "bicycle",
+		Filters: []*searchv1.Filter{{Field: "price", Gte: &gte}, {Field: "tags", Eq: structpb.NewStringValue("t")}},
+		Sort:    []*searchv1.Sort{{Field: "price", Order: "desc"}}}})
+	if err != nil || len(out.GetHits()) != 1 || out.Hits[0].Pk != "2" || out.Hits[0].Fields.AsMap()["title"] != "blue bicycle" || out.Total != 1 {
+		t.Errorf("SearchService.Search: %v %v", out, err)
 	}
-	bad, _ := structpb.NewStruct(map[string]any{"client": "shop", "query": map[string]any{"query": "x", "limit": 5000}})
-	if err := conn.Invoke(t.Context(), api.SearchMethod, bad, out); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "limit") {
+	knn, err := searcher.Search(t.Context(), &searchv1.SearchRequest{Client: "shop", Query: &searchv1.Query{
+		Knn: &searchv1.KNN{Field: "vec", Vector: []float32{1, 0}, K: 1}}})
+	if err != nil || len(knn.GetHits()) != 1 || knn.Hits[0].Pk != "1" {
+		t.Errorf("SearchService.Search of a vector: %v %v", knn, err)
+	}
+	if _, err := searcher.Search(t.Context(), &searchv1.SearchRequest{Client: "shop", Query: &searchv1.Query{Query: "x", Limit: 5000}}); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "limit") {
 		t.Errorf("SearchService.Search of a bad query: %v", err)
 	}
 	s, b = call(t, "GET", p.url("/v1/clients/shop/search?q=bicycle"), "")

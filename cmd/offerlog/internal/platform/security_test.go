@@ -17,10 +17,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/offerlog/offerlog/cmd/offerlog/internal/api"
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform/platformtest"
@@ -28,6 +26,7 @@ import (
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/schemas/proto/documentv1"
 	"github.com/offerlog/offerlog/schemas/proto/offerv1"
+	"github.com/offerlog/offerlog/schemas/proto/searchv1"
 	"github.com/offerlog/offerlog/schemas/proto/servingv1"
 	"github.com/offerlog/offerlog/schemas/proto/stagev1"
 	"github.com/offerlog/offerlog/streams"
@@ -319,10 +318,8 @@ func TestEveryRouteAuthenticatesAndKeepsCallersToTheirScope(t *testing.T) {
 	states := stagev1.NewStageStatesClient(offerConn)
 	cache := servingv1.NewCacheClient(conn(s.Info.CacheAddr))
 	documents := documentv1.NewDocumentServiceClient(offerConn)
-	searchReq, err := structpb.NewStruct(map[string]any{"client": "c1", "query": map[string]any{"query": "x"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	searcher := searchv1.NewSearchServiceClient(offerConn)
+	searchReq := &searchv1.SearchRequest{Client: "c1", Query: &searchv1.Query{Query: "x"}}
 	send := &documentv1.SendRequest{Client: "c1", Async: true, Document: &documentv1.RawDocument{Pk: "g1", Version: 1, Epoch: 1,
 		Action: documentv1.Action_UPSERT, Timestamp: timestamppb.Now(), Fields: []*documentv1.Field{{Name: "title", Value: &documentv1.Field_String_{String_: "x"}}}}}
 	for _, c := range []struct {
@@ -380,13 +377,16 @@ func TestEveryRouteAuthenticatesAndKeepsCallersToTheirScope(t *testing.T) {
 			return err
 		}, codes.OK},
 		{"SearchService.Search, another client's token", otherClient, func(o grpc.CallOption) error {
-			return offerConn.Invoke(ctx, api.SearchMethod, searchReq, new(structpb.Struct), o)
+			_, err := searcher.Search(ctx, searchReq, o)
+			return err
 		}, codes.PermissionDenied},
 		{"SearchService.Search, no token", "", func(o grpc.CallOption) error {
-			return offerConn.Invoke(ctx, api.SearchMethod, searchReq, new(structpb.Struct), o)
+			_, err := searcher.Search(ctx, searchReq, o)
+			return err
 		}, codes.Unauthenticated},
 		{"SearchService.Search, the client's own token", client, func(o grpc.CallOption) error {
-			return offerConn.Invoke(ctx, api.SearchMethod, searchReq, new(structpb.Struct), o)
+			_, err := searcher.Search(ctx, searchReq, o)
+			return err
 		}, codes.OK},
 		{"Cache.Get, a seller's token", seller, func(o grpc.CallOption) error {
 			_, err := cache.Get(ctx, &servingv1.GetRequest{Keys: []string{d.ID}}, o)
@@ -407,8 +407,7 @@ func TestEveryRouteAuthenticatesAndKeepsCallersToTheirScope(t *testing.T) {
 	}
 	// Every method of the offer service, with no token, a revoked one,
 	// another seller's and the seller's own.
-	var gd *offerv1.Draft
-	gd, err = offersAPI.CurrentDraft(ctx, &offerv1.CurrentDraftRequest{Category: "cars"}, auth.Bearer(seller))
+	gd, err := offersAPI.CurrentDraft(ctx, &offerv1.CurrentDraftRequest{Category: "cars"}, auth.Bearer(seller))
 	if err != nil || gd.Owner != "user:s1" {
 		t.Fatalf("CurrentDraft with a seller token: %v %v", gd, err)
 	}
