@@ -1,8 +1,6 @@
 package search
 
 import (
-	"hash/fnv"
-
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
@@ -21,7 +19,7 @@ import (
 // layout is the version of what a partition's index holds and how
 // (mapping, field paths, analyzers): an index of another layout is
 // rebuilt from the feed when it opens.
-const layout = "3"
+const layout = "2"
 
 // The fields of a Bleve document that are the searcher's own, not a
 // client's: a client's field names are identifiers without a leading
@@ -33,23 +31,9 @@ const (
 	fieldVersion = "_version" // the feed's version of the pk
 	fieldExpires = "_expires" // Unix milliseconds its TTL ends at (neverExpires: none)
 	fieldDoc     = "_doc"     // the document as the hits show it (JSON), stored, not indexed
-	fieldTie     = "_tie"     // pkTie of the pk: the last key of every sort
 	exactRoot    = "_k"       // the strings as they are
 	wordsRoot    = "_w_"      // + the analyzer: the strings' words
 )
-
-// pkTie is the number every sort ends with, to order the hits that tie on
-// everything else (a filter's hits all score alike): the low 52 bits of
-// the pk's FNV-1a, exact in a float64. Bleve reads it column-wise from
-// its doc values, where a sort by _id read every matching document's
-// stored id (64 % of a filter query's time at 1 M documents). Two pks of
-// one hash (about one pair in 10^9 at a million documents) tie, and a
-// page boundary between them may show one twice or skip one.
-func pkTie(pk string) float64 {
-	h := fnv.New64a()
-	h.Write([]byte(pk))
-	return float64(h.Sum64() & (1<<52 - 1))
-}
 
 // exactPath is where a string field's value is indexed as it is.
 func exactPath(field string) string { return exactRoot + "." + field }
@@ -115,9 +99,6 @@ func newMapping() (mapping.IndexMapping, error) {
 	expires := bleve.NewNumericFieldMapping()
 	expires.IncludeInAll = false
 	doc.AddFieldMappingsAt(fieldExpires, expires)
-	tie := bleve.NewNumericFieldMapping()
-	tie.IncludeInAll, tie.DocValues = false, true
-	doc.AddFieldMappingsAt(fieldTie, tie)
 	m.DefaultMapping = doc
 	return m, m.Validate()
 }

@@ -273,7 +273,7 @@ func (p *partIndex) setVectors(pk string, vs vectors) {
 // numbers and booleans at their names, its strings and string lists as
 // they are and as words, by the analyzer its epoch names for each.
 func bleveDoc(d *schemas.SaasDocument, epoch *schemas.EpochSchema) (map[string]any, shown) {
-	doc := map[string]any{fieldVersion: float64(d.Version), fieldExpires: neverExpires, fieldTie: pkTie(d.PK)}
+	doc := map[string]any{fieldVersion: float64(d.Version), fieldExpires: neverExpires}
 	sh := shown{PK: d.PK, Version: d.Version, Epoch: d.Epoch, Timestamp: d.Timestamp, ExpiresAt: d.ExpiresAt, Fields: map[string]any{}}
 	if d.ExpiresAt != nil {
 		doc[fieldExpires] = float64(d.ExpiresAt.UnixMilli())

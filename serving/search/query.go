@@ -340,7 +340,7 @@ func valueQuery(field string, v any) bquery.Query {
 }
 
 // sortOrder is q's Bleve sort: its fields (a string by its value as it
-// is), then the score, then the pk's tie-break number (pkTie). With fields nil it orders hits by
+// is), then the score, then the pk. With fields nil it orders hits by
 // their sort values alone (the paths are not looked at).
 func (q *Query) sortOrder(fields *clientFields) bsearch.SortOrder {
 	var by []string
@@ -363,7 +363,7 @@ func (q *Query) sortOrder(fields *clientFields) bsearch.SortOrder {
 	if !score {
 		by = append(by, "-_score")
 	}
-	return bsearch.ParseSortOrderStrings(append(by, fieldTie))
+	return bsearch.ParseSortOrderStrings(append(by, "_id"))
 }
 
 // cursor is what a page's cursor holds: the last hit's sort values (a
