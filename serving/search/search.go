@@ -343,7 +343,7 @@ func (s *Searcher) epoch(ctx context.Context, client string, epoch int64) (*sche
 	return e, nil
 }
 
-// held returns the client's indexes this searcher holds, by partition.
+// heldParts returns the client's indexes this searcher holds, by partition.
 func (s *Searcher) heldParts(client string) map[int32]*partIndex {
 	s.mu.Lock()
 	defer s.mu.Unlock()

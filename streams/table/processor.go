@@ -116,7 +116,7 @@ func (g *Graph) OutputTopics() []string {
 	return out
 }
 
-// Group returns the table group that runs g with s, calling onReady
+// TableGroup returns the table group that runs g with s, calling onReady
 // (if set) once its first assignment has read its changelogs.
 func (g *Graph) TableGroup(s Config, onReady func()) *Group {
 	return &Group{Streams: s, Name: g.Group, Table: g.Table(), Inputs: g.InputTopics(), Outputs: g.OutputTopics(),

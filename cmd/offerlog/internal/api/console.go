@@ -530,8 +530,6 @@ func (s *Server) consoleDead(ctx context.Context, p *consolePage) error {
 	return err
 }
 
-// consoleRedrive puts one dead letter back on its topic (admin only, a
-// form of this site).
 // consoleSearch searches a client's documents by words (GET form: the
 // client and the words in the URL).
 func (s *Server) consoleSearch(ctx context.Context, p *consolePage) error {
@@ -550,6 +548,8 @@ func (s *Server) consoleSearch(ctx context.Context, p *consolePage) error {
 	return nil
 }
 
+// consoleRedrive puts one dead letter back on its topic (admin only, a
+// form of this site).
 func (s *Server) consoleRedrive(w http.ResponseWriter, r *http.Request) {
 	if !s.consoleAdmin(w, r) {
 		return

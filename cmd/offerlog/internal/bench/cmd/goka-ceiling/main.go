@@ -1,9 +1,9 @@
-// Command goka-ceiling runs the goka processor `offerlog bench` measures
+// Command goka-ceiling runs the goka processor offerlog-bench measures
 // beside offerlog's own (package gokaceiling) until it is stopped:
 //
 //	goka-ceiling --brokers HOST:PORT --state-dir DIR --source TOPIC --out TOPIC
 //
-// It is a binary of its own so that offerlog's links one Kafka client;
+// It is a binary of its own so that offerlog-bench links one Kafka client;
 // `make bench` builds it and hands it to the bench (--goka-ceiling).
 package main
 
