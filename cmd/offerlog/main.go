@@ -41,8 +41,8 @@ func commands() []command {
 		{"replay", "--brokers B GROUP [--data DIR] [--reemit] [--allow-gaps]", "rebuild a processor group's table from its inputs (--reemit: its outputs too, marked)", runReplay},
 		{"archive", "arm --brokers B", "give the offers deleted, sold or expired before archiving existed their archive time (run once after an upgrade)", runArchive},
 		{"repartition", "--brokers B --to N [--data DIR]", "move the platform's partitioned topics to N partitions (the platform stopped, every group caught up): copied by key, tables replayed", runRepartition},
-		{"numerator", "seal G | rebuild --force | reshard --scheme N  --brokers B [--wait D] | states --brokers B | check --state V --data V",
-			"seal a generation, rebuild or reshard the numerator's state; list its states; say whether data of one version may be used with a state", runNumerator},
+		{"numerator", "seal G | rebuild --force | reshard --scheme N  --brokers B [--wait D] | states --brokers B | check --state V --data V | shard (--scheme N | --state V) KEY...",
+			"seal a generation, rebuild or reshard the numerator's state; list its states; say whether data of one version may be used with a state; say a key's shard under a scheme", runNumerator},
 		{"scheduler", "recrawl --stage S --brokers B [--stages FILE] | redrive STAGE --brokers B", "queue every offer a stage wants into its low-priority queue; queue again the offers of its dead letters", runScheduler},
 		{"deploy", "init (--namespace NS | --secrets-dir DIR) --brokers B [--partitions N] [--credentials-only]", "make what a cluster needs before its components start: the Kafka user, the topics, the first admin token (idempotent)", runDeploy},
 	}

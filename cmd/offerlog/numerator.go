@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,12 +22,14 @@ import (
 // states, or answers the compatibility rule.
 func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: want seal, rebuild, reshard, states or check", errUsage)
+		return fmt.Errorf("%w: want seal, rebuild, reshard, states, check or shard", errUsage)
 	}
 	verb := args[0]
 	switch verb {
 	case "check":
 		return numeratorCheck(ctx, args[1:], stdout, stderr)
+	case "shard":
+		return numeratorShard(args[1:], stdout, stderr)
 	case "states":
 		return numeratorStates(ctx, args[1:], stdout, stderr)
 	}
@@ -160,6 +163,44 @@ var errIncompatible = errors.New("not usable")
 
 // numeratorCheck answers the seed's rule: may data built on state version
 // --data be used with the state --state (numerator.Compatible)?
+// numeratorShard answers "numerator shard (--scheme N | --state V) KEY...":
+// the shard of each key under a sharding scheme (or a state's), one JSON
+// line a key. It needs no cluster: a scheme is code.
+func numeratorShard(args []string, stdout, stderr io.Writer) error {
+	f := newFlags("numerator shard", stderr)
+	scheme := f.Int64("scheme", -1, "the sharding scheme (numerator states shows each state's: S of T.S.V.G)")
+	state := f.String("state", "", "the state version T.S.V.G whose scheme to use, instead of --scheme")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	switch {
+	case *state != "" && *scheme >= 0:
+		return fmt.Errorf("%w: --scheme or --state, not both", errUsage)
+	case *state != "":
+		v, err := numerator.ParseVersion(*state)
+		if err != nil {
+			return fmt.Errorf("%w: --state: %v", errUsage, err)
+		}
+		*scheme = v.S
+	case *scheme < 0:
+		return fmt.Errorf("%w: want --scheme N or --state V", errUsage)
+	}
+	if f.NArg() == 0 {
+		return fmt.Errorf("%w: want one KEY (business/offer/shop/warehouse) or more", errUsage)
+	}
+	enc := json.NewEncoder(stdout)
+	for _, key := range f.Args() {
+		p, err := sharding.Place(*scheme, key)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		if err := enc.Encode(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func numeratorCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newFlags("numerator check", stderr)
 	state := f.String("state", "", "the state's version T.S.V.G (with --brokers, read from numerator.states: data older than its last reuse of a doc_id is refused too)")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/processors/numerator/sharding"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -102,6 +104,33 @@ func TestNumeratorCheck(t *testing.T) {
 		code, out, stderr := offerlog(t, "", "numerator", "check", "--state", c.state, "--data", c.data)
 		if code != c.code || !strings.Contains(out+stderr, c.want) {
 			t.Errorf("check --state %s --data %s: %d %s%s, want %d and %q", c.state, c.data, code, out, stderr, c.code, c.want)
+		}
+	}
+}
+
+// TestNumeratorShard: offerlog numerator shard says each key's shard under
+// a scheme, or a state's, without a cluster; a bad key or scheme is a
+// usage error naming it.
+func TestNumeratorShard(t *testing.T) {
+	code, out, stderr := offerlog(t, "", "numerator", "shard", "--scheme", "2", "7/sku-1/1/2", "7/sku-2/3/4")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want, _ := sharding.Place(2, "7/sku-1/1/2")
+	if code != 0 || len(lines) != 2 || !strings.Contains(lines[0], fmt.Sprintf(`"shard":%d,"shards":16`, want.Shard)) ||
+		!strings.Contains(lines[1], fmt.Sprintf(`"shard":%d`, want.Shard)) {
+		t.Fatalf("shard --scheme 2: %d\n%s%s", code, out, stderr)
+	}
+	if code, out, _ := offerlog(t, "", "numerator", "shard", "--state", "0.1.4.9", "7/sku-1/1/2"); code != 0 || !strings.Contains(out, `"scheme":1`) || !strings.Contains(out, `"shards":32`) {
+		t.Fatalf("shard --state 0.1.4.9: %d %s", code, out)
+	}
+	for _, args := range [][]string{
+		{"--scheme", "9", "7/sku-1/1/2"},
+		{"--scheme", "0", "7/sku-1/0/2"},
+		{"7/sku-1/1/2"},
+		{"--scheme", "0", "--state", "0.0.1.1", "7/sku-1/1/2"},
+		{"--scheme", "0"},
+	} {
+		if code, _, stderr := offerlog(t, "", append([]string{"numerator", "shard"}, args...)...); code != 2 || stderr == "" {
+			t.Errorf("numerator shard %v: %d %s", args, code, stderr)
 		}
 	}
 }

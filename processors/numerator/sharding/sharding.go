@@ -140,3 +140,29 @@ func ParseKey(s string) (Key, error) {
 	k.OfferID = s[first+1 : mid]
 	return k, nil
 }
+
+// Placement is where a key goes under a scheme: what `offerlog numerator
+// shard` and GET /v1/numerator/shard answer.
+type Placement struct {
+	Key    string `json:"key"`
+	Scheme int64  `json:"scheme"`
+	Shard  int    `json:"shard"`
+	Shards int    `json:"shards"`
+}
+
+// Place returns where key (business/offer/shop/warehouse) goes under
+// scheme id: an error names the key's part at fault or the scheme unknown.
+func Place(id int64, key string) (Placement, error) {
+	s, err := Get(id)
+	if err != nil {
+		return Placement{}, err
+	}
+	k, err := ParseKey(key)
+	if err == nil {
+		err = k.Validate()
+	}
+	if err != nil {
+		return Placement{}, fmt.Errorf("key %q: %w", key, err)
+	}
+	return Placement{Key: key, Scheme: id, Shard: s.Shard(k), Shards: s.Shards}, nil
+}

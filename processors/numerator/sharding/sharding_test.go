@@ -3,6 +3,7 @@ package sharding
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +68,22 @@ func TestParseKey(t *testing.T) {
 		if _, err := ParseKey(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+func TestPlace(t *testing.T) {
+	p, err := Place(2, "7/offer/1/2")
+	if err != nil || p.Scheme != 2 || p.Shards != 16 || p.Shard != schemes[2].Shard(Key{BusinessID: 7, OfferID: "offer", ShopID: 1, WarehouseID: 2}) {
+		t.Fatalf("%+v %v", p, err)
+	}
+	// Scheme 2 places by business alone: another offer of 7 is in its shard.
+	if q, _ := Place(2, "7/other/3/4"); q.Shard != p.Shard {
+		t.Errorf("another offer of business 7: shard %d, want %d", q.Shard, p.Shard)
+	}
+	if _, err := Place(99, "7/offer/1/2"); !errors.Is(err, ErrUnknownScheme) {
+		t.Errorf("scheme 99: %v", err)
+	}
+	if _, err := Place(0, "7/offer/0/2"); err == nil || !strings.Contains(err.Error(), "shop_id") {
+		t.Errorf("a key without a shop: %v", err)
 	}
 }

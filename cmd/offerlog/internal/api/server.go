@@ -24,6 +24,7 @@ import (
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/offerapi"
 	"github.com/offerlog/offerlog/internal/metrics"
 	"github.com/offerlog/offerlog/processors/numerator"
+	"github.com/offerlog/offerlog/processors/numerator/sharding"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/schemas/proto/documentv1"
@@ -134,6 +135,7 @@ func New(cfg Config) (*Server, error) {
 	s.route("GET /v1/clients/{client}/search", clientPath, s.getSearch)
 	s.route("GET /v1/numerator/check", anyToken, s.numeratorCheck)
 	s.route("GET /v1/numerator/states", anyToken, s.numeratorStates)
+	s.route("GET /v1/numerator/shard", anyToken, s.numeratorShard)
 	s.routeOffers()
 	s.routeSchemaRegistry()
 	s.routeConsole()
@@ -764,6 +766,40 @@ func (s *Server) numeratorCheck(w http.ResponseWriter, r *http.Request) {
 
 // numeratorStates lists numerator.states: every state, oldest first, and
 // the builds refused (invalid).
+// numeratorShard answers where ?key goes under ?scheme (or the scheme of
+// ?state, a version T.S.V.G).
+func (s *Server) numeratorShard(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var scheme int64
+	var err error
+	switch {
+	case q.Has("state") == q.Has("scheme"):
+		writeError(w, http.StatusUnprocessableEntity, fieldErr("scheme", "give scheme or state, one of them"))
+		return
+	case q.Has("state"):
+		var v numerator.Version
+		if v, err = numerator.ParseVersion(q.Get("state")); err != nil {
+			writeError(w, http.StatusUnprocessableEntity, fieldErr("state", "want a version T.S.V.G, got %q", truncate(q.Get("state"), 40)))
+			return
+		}
+		scheme = v.S
+	default:
+		if scheme, err = strconv.ParseInt(q.Get("scheme"), 10, 64); err != nil {
+			writeError(w, http.StatusUnprocessableEntity, fieldErr("scheme", "want an integer, got %q", truncate(q.Get("scheme"), 40)))
+			return
+		}
+	}
+	p, err := sharding.Place(scheme, q.Get("key"))
+	switch {
+	case errors.Is(err, sharding.ErrUnknownScheme):
+		writeError(w, http.StatusUnprocessableEntity, fieldErr("scheme", "%v", err))
+	case err != nil:
+		writeError(w, http.StatusUnprocessableEntity, fieldErr("key", "%v", err))
+	default:
+		writeJSON(w, http.StatusOK, p)
+	}
+}
+
 func (s *Server) numeratorStates(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()

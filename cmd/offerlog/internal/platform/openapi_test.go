@@ -124,6 +124,14 @@ func TestAnswersFitTheOpenAPIDescription(t *testing.T) {
 	}
 	check("GET", "/v1/numerator/check?state=0.0.x&data=0.0.1.5", "", seller) // 422
 	check("GET", "/v1/numerator/states", "", seller)
+	if b := check("GET", "/v1/numerator/shard?scheme=2&key=7/sku-1/1/2", "", seller); !strings.Contains(b, `"shards":16`) {
+		t.Errorf("the shard of a key: %s", b)
+	}
+	if b := check("GET", "/v1/numerator/shard?state=0.1.4.9&key=7/sku-1/1/2", "", seller); !strings.Contains(b, `"scheme":1`) {
+		t.Errorf("the shard of a key under a state: %s", b)
+	}
+	check("GET", "/v1/numerator/shard?scheme=9&key=7/sku-1/1/2", "", seller) // 422
+	check("GET", "/v1/numerator/shard?scheme=0&key=7", "", seller)           // 422
 	var d schemas.Draft
 	if err := json.Unmarshal([]byte(check("POST", "/v1/drafts/current", `{"category":"cars"}`, seller)), &d); err != nil {
 		t.Fatal(err)
