@@ -145,6 +145,15 @@ func (h *handler) command(ctx table.Context, data []byte) {
 		}
 		if c.Stage != "" {
 			h.repeatStage(ctx, cur, c.Stage)
+			// An exclusive stage's result may have queued a waiting one
+			// (release): its queue item may not be written either.
+			if c.Kind == schemas.CommandResult && slices.Contains(h.exclusive, c.Stage) {
+				for _, other := range h.exclusive {
+					if st, _ := StageOf(cur, other); other != c.Stage && st.Queued {
+						h.repeatStage(ctx, cur, other)
+					}
+				}
+			}
 		}
 		if c.Stage == ArchiveStage && cur.Archived {
 			// The archive timer's firing: its ARCHIVE may not be written.

@@ -281,3 +281,44 @@ func only(t *testing.T, out []*kgo.Record, topic string) *kgo.Record {
 	}
 	return found[0]
 }
+
+// TestAReleasedStageIsQueuedAgainAfterACrash: an exclusive stage's result
+// that queued a waiting one, seen again (a crash after the table took it,
+// before its outputs were written), emits the released stage's queue item
+// again: the table marks it queued, and nothing else would ever queue it.
+func TestAReleasedStageIsQueuedAgainAfterACrash(t *testing.T) {
+	m := offers.NewMetrics(metrics.New())
+	tt := table.NewTester(offers.Graph(offers.Config{Metrics: m, Stages: []string{"x", "y"}, Exclusive: []string{"x", "y"}}))
+	id := offers.IDFrom(9)
+	cmd := func(c *schemas.OfferCommand) []*kgo.Record {
+		t.Helper()
+		out, err := tt.Consume(topics.OffersCommands, 0, id, encodeCommand(t, c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	cmd(&schemas.OfferCommand{Kind: schemas.CommandCreate, OfferID: id, SellerID: "s1", ExpectedVersion: -1, Offer: newOffer(id)})
+	if !hasTopic(cmd(&schemas.OfferCommand{Kind: schemas.CommandEnqueue, OfferID: id, Stage: "x", ExpectedVersion: -1, ReadVersion: -1}),
+		topics.QueueTopic("x", false)) {
+		t.Fatal("x not queued")
+	}
+	if out := cmd(&schemas.OfferCommand{Kind: schemas.CommandEnqueue, OfferID: id, Stage: "y", ExpectedVersion: -1, ReadVersion: -1}); hasTopic(out, topics.QueueTopic("y", false)) {
+		t.Fatal("y queued while x holds the offer")
+	}
+	rec := tt.Value(id).(*schemas.OfferRecord)
+	result := tt.Record(topics.OffersCommands, 0, id, encodeCommand(t, &schemas.OfferCommand{Kind: schemas.CommandResult, OfferID: id,
+		Stage: "x", ReadVersion: rec.Version}))
+	for i := range 2 {
+		out, err := tt.ConsumeBatch(result)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !hasTopic(out, topics.QueueTopic("y", false)) {
+			t.Fatalf("x's result (seen %d times) did not queue y: %v", i+1, topicsOf(out))
+		}
+	}
+	if m.Recalled.Value() != 1 {
+		t.Errorf("recalled %d, want the repeat answered from the record", m.Recalled.Value())
+	}
+}
