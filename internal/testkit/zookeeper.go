@@ -36,6 +36,25 @@ func ZooKeeperOn(t testing.TB, host string) string {
 		}
 		t.Skipf("ZooKeeper is not installed (make test installs Debian's zookeeper): %v", err)
 	}
+	// A server that exits while starting (the port taken between our
+	// probe and its bind, by a test running beside) is started again on
+	// another port, a few times.
+	var failures []string
+	for range 3 {
+		addr, out, err := startZooKeeper(t, java, host)
+		if err == nil {
+			return addr
+		}
+		failures = append(failures, fmt.Sprintf("%v\n%s", err, out))
+	}
+	t.Fatalf("ZooKeeper did not start:\n%s", strings.Join(failures, "\n---\n"))
+	return ""
+}
+
+// startZooKeeper starts one ZooKeeper server on host and a free port, and
+// waits until it serves; the test's cleanup stops it. An error comes with
+// the server's log.
+func startZooKeeper(t testing.TB, java, host string) (string, []byte, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
@@ -61,8 +80,12 @@ func ZooKeeperOn(t testing.TB, host string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed once the process is waited for, so that the wait
+	// below and the cleanup both see it (a value sent once was taken by
+	// the first, and the cleanup then waited for ever).
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
@@ -71,17 +94,18 @@ func ZooKeeperOn(t testing.TB, host string) string {
 	deadline := time.Now().Add(90 * time.Second)
 	for !ruok(addr) {
 		select {
-		case err := <-exited:
+		case <-exited:
 			out, _ := os.ReadFile(logFile.Name())
-			t.Fatalf("ZooKeeper exited: %v\n%s", err, out)
+			return "", out, fmt.Errorf("ZooKeeper exited: %w", waitErr)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("ZooKeeper did not start on %s in 90s", addr)
+			out, _ := os.ReadFile(logFile.Name())
+			return "", out, fmt.Errorf("ZooKeeper did not start on %s in 90s", addr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return addr
+	return addr, nil, nil
 }
 
 // ruok asks a ZooKeeper server whether it serves.
