@@ -485,15 +485,25 @@ func TestLagPrintsEachPartition(t *testing.T) {
 	}
 }
 
-func TestReplayAfterRetentionRefuses(t *testing.T) {
+// cataloguedBroker starts an embedded broker and makes offerlog's topic
+// catalogue on it (2 partitions) with offerlog topics ensure; it returns
+// its addresses, and them as --brokers takes them. An integration test's:
+// skipped with -short.
+func cataloguedBroker(t *testing.T) (brokers []string, addr string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("integration")
 	}
-	b := testkit.Broker(t, "")
-	addr := strings.Join(b.Addrs(), ",")
+	brokers = testkit.Broker(t, "").Addrs()
+	addr = strings.Join(brokers, ",")
 	if code, _, stderr := offerlog(t, "", "topics", "ensure", "--brokers", addr, "--partitions", "2"); code != 0 {
 		t.Fatalf("ensure: %d %s", code, stderr)
 	}
+	return brokers, addr
+}
+
+func TestReplayAfterRetentionRefuses(t *testing.T) {
+	brokers, addr := cataloguedBroker(t)
 	code, out, stderr := offerlog(t, "", "topics", "list", "--brokers", addr, "--partitions", "2")
 	if code != 0 || !regexp.MustCompile(`(?m)^documents\.ingest\s+2\s+delete\s+-1\s`).MatchString(out) {
 		t.Fatalf("documents.ingest is not kept for ever: %d\n%s%s", code, out, stderr)
@@ -503,7 +513,7 @@ func TestReplayAfterRetentionRefuses(t *testing.T) {
 	}
 	// Retention removes the first record of the partition that has one
 	// (DeleteRecords is what retention does to a segment).
-	adm := testkit.Admin(t, b.Addrs())
+	adm := testkit.Admin(t, brokers)
 	ctx := testkit.Context(t, time.Minute)
 	ends, err := adm.ListEndOffsets(ctx, topics.DocumentsIngest)
 	if err != nil {
@@ -532,7 +542,7 @@ func TestReplayAfterRetentionRefuses(t *testing.T) {
 	}
 	// The registry had never run: the record left was never answered, so
 	// the replay answers it, unmarked.
-	verdicts := testkit.ReadAll(t, b.Addrs(), topics.DocumentsResults)
+	verdicts := testkit.ReadAll(t, brokers, topics.DocumentsResults)
 	if len(verdicts) != 1 || len(verdicts[0].Headers) != 0 {
 		t.Fatalf("verdicts after the replay: %d, want 1 without a replay header", len(verdicts))
 	}
@@ -543,20 +553,13 @@ func TestReplayAfterRetentionRefuses(t *testing.T) {
 }
 
 func TestFeedsStatus(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration")
-	}
-	b := testkit.Broker(t, "")
-	addr := strings.Join(b.Addrs(), ",")
-	if code, _, stderr := offerlog(t, "", "topics", "ensure", "--brokers", addr, "--partitions", "2"); code != 0 {
-		t.Fatalf("ensure: %d %s", code, stderr)
-	}
+	brokers, addr := cataloguedBroker(t)
 	put := func(st schemas.FeedStatus) {
 		data, err := schemas.FeedStatuses.Encode(&st)
 		if err != nil {
 			t.Fatal(err)
 		}
-		testkit.Put(t, b.Addrs(), topics.FeedsStatus, []byte(fmt.Sprintf("%s/%d", st.SellerID, st.TaskID)), data)
+		testkit.Put(t, brokers, topics.FeedsStatus, []byte(fmt.Sprintf("%s/%d", st.SellerID, st.TaskID)), data)
 	}
 	put(schemas.FeedStatus{SellerID: "s1", TaskID: 4, State: schemas.FeedLoading, Received: 1, Applied: 1, UpdatedAt: time.Now()})
 	put(schemas.FeedStatus{SellerID: "s1", TaskID: 4, State: schemas.FeedPartial, Received: 2, Applied: 2, Uploaded: 3,
@@ -583,14 +586,7 @@ func TestFeedsStatus(t *testing.T) {
 // many of the input records it must reach it has done, and ends with a
 // summary.
 func TestReplayTellsItsProgress(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration")
-	}
-	b := testkit.Broker(t, "")
-	addr := strings.Join(b.Addrs(), ",")
-	if code, _, stderr := offerlog(t, "", "topics", "ensure", "--brokers", addr, "--partitions", "2"); code != 0 {
-		t.Fatalf("ensure: %d %s", code, stderr)
-	}
+	_, addr := cataloguedBroker(t)
 	var docs strings.Builder
 	for i := range 500 {
 		fmt.Fprintf(&docs, `{"key":"shop/%d","value":{"pk":"%d","version":1,"epoch":1,"action":"UPSERT","timestamp":"2026-11-01T10:00:00Z","fields":[{"name":"title","string":"bike"}]}}`+"\n", i, i)
@@ -647,20 +643,13 @@ func TestTheCacheCutsByVirtualShardsByDefault(t *testing.T) {
 // cabinet (its spread keys summed) with a count over its offers, the
 // archived ones included, and exits 1 naming those that differ.
 func TestCabinetRecount(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration")
-	}
-	b := testkit.Broker(t, "")
-	addr := strings.Join(b.Addrs(), ",")
-	if code, _, stderr := offerlog(t, "", "topics", "ensure", "--brokers", addr, "--partitions", "2"); code != 0 {
-		t.Fatalf("ensure: %d %s", code, stderr)
-	}
+	brokers, addr := cataloguedBroker(t)
 	put := func(topic, key string, data []byte, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
-		testkit.Put(t, b.Addrs(), topic, []byte(key), data)
+		testkit.Put(t, brokers, topic, []byte(key), data)
 	}
 	offer := func(id, seller string, sold bool) *schemas.OfferRecord {
 		p := int64(100)
