@@ -129,10 +129,11 @@ func queryErr(member, format string, args ...any) error {
 func fieldsOf(epochs []*schemas.EpochSchema) *clientFields {
 	f := &clientFields{types: map[string]schemas.FieldType{}, analyzers: map[string][]string{}, embeddings: map[string]int{}}
 	slices.SortFunc(epochs, func(a, b *schemas.EpochSchema) int { return cmp.Compare(a.Epoch, b.Epoch) })
+	var declared []string // in the order of their first declaration
 	for _, e := range epochs {
 		for _, fs := range e.Fields {
-			if _, ok := f.types[fs.Name]; !ok && (fs.Type == schemas.TypeString || fs.Type == schemas.TypeStringList) {
-				f.words = append(f.words, fs.Name)
+			if _, ok := f.types[fs.Name]; !ok {
+				declared = append(declared, fs.Name)
 			}
 			f.types[fs.Name] = fs.Type
 			if fs.Type == schemas.TypeString || fs.Type == schemas.TypeStringList {
@@ -145,10 +146,11 @@ func fieldsOf(epochs []*schemas.EpochSchema) *clientFields {
 			f.embeddings[v.Name] = v.Dimension
 		}
 	}
-	f.words = slices.DeleteFunc(f.words, func(name string) bool {
-		t := f.types[name]
-		return t != schemas.TypeString && t != schemas.TypeStringList
-	})
+	for _, name := range declared {
+		if t := f.types[name]; t == schemas.TypeString || t == schemas.TypeStringList {
+			f.words = append(f.words, name)
+		}
+	}
 	return f
 }
 

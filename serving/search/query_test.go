@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	bsearch "github.com/blevesearch/bleve/v2/search"
+
+	"github.com/offerlog/offerlog/schemas"
 )
 
 // TestTopKKeepsTheBest: the heap keeps the K best of what it is given, by
@@ -34,5 +36,24 @@ func TestTopKKeepsTheBest(t *testing.T) {
 				t.Fatalf("k %d: %d-th %v, want %v", k, i, got[i], want[i])
 			}
 		}
+	}
+}
+
+// TestFieldsOfEpochs: the latest epoch's type wins; the string fields a
+// query without fields asks are those whose latest type is a string, in
+// the order of their first declaration, a field that became one too; a
+// field's words are asked with every analyzer its epochs read it with.
+func TestFieldsOfEpochs(t *testing.T) {
+	f := fieldsOf([]*schemas.EpochSchema{
+		{Epoch: 2, Analyzer: schemas.AnalyzerRussian, Fields: []schemas.FieldSpec{{Name: "size", Type: schemas.TypeString},
+			{Name: "title", Type: schemas.TypeString}, {Name: "code", Type: schemas.TypeInt64}}},
+		{Epoch: 1, Fields: []schemas.FieldSpec{{Name: "title", Type: schemas.TypeString}, {Name: "size", Type: schemas.TypeInt64},
+			{Name: "code", Type: schemas.TypeString}}},
+	})
+	if !slices.Equal(f.words, []string{"title", "size"}) || f.types["code"] != schemas.TypeInt64 {
+		t.Errorf("words %v, code %s", f.words, f.types["code"])
+	}
+	if got := f.analyzers["title"]; !slices.Equal(got, []string{schemas.AnalyzerStandard, schemas.AnalyzerRussian}) {
+		t.Errorf("title's analyzers %v", got)
 	}
 }
