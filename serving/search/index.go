@@ -45,7 +45,11 @@ type partIndex struct {
 	// scans one embedding's slab).
 	slabs   map[string]*slab
 	expires map[string]int64 // pk -> Unix ms its TTL ends at, for the documents with one
-	changed chan struct{}    // closed and replaced when applied moves
+	// soonest is at most the earliest TTL end in expires (math.MaxInt64
+	// while none was set): before it, no document is past its TTL and a
+	// query need not look.
+	soonest int64
+	changed chan struct{} // closed and replaced when applied moves
 }
 
 // vectors are a document's embeddings by name, each of unit length.
@@ -60,7 +64,7 @@ func openPart(dir, client string, partition int32, log *slog.Logger) (*partIndex
 		return nil, fmt.Errorf("search index %s: %w", dir, err)
 	}
 	p := &partIndex{client: client, partition: partition, idx: idx, versions: map[string]int64{}, slabs: map[string]*slab{},
-		expires: map[string]int64{}, changed: make(chan struct{})}
+		expires: map[string]int64{}, soonest: math.MaxInt64, changed: make(chan struct{})}
 	v, err := idx.GetInternal(appliedKey)
 	if err != nil {
 		idx.Close()
@@ -135,7 +139,7 @@ func (p *partIndex) load() error {
 					p.setVectors(h.ID, normalised(d.Embeddings))
 				}
 				if d.ExpiresAt != nil {
-					p.expires[h.ID] = d.ExpiresAt.UnixMilli()
+					p.setExpiry(h.ID, d.ExpiresAt.UnixMilli())
 				}
 			}
 			after = h.Sort
@@ -233,7 +237,7 @@ func (p *partIndex) apply(changes []change, next int64) error {
 		if at == 0 {
 			delete(p.expires, pk)
 		} else {
-			p.expires[pk] = at
+			p.setExpiry(pk, at)
 		}
 	}
 	p.applied = next
@@ -243,6 +247,17 @@ func (p *partIndex) apply(changes []change, next int64) error {
 	p.mu.Unlock()
 	return nil
 }
+
+// setExpiry records that pk's TTL ends at (Unix ms). Under p.mu, or
+// before p is shared.
+func (p *partIndex) setExpiry(pk string, at int64) {
+	p.expires[pk] = at
+	p.soonest = min(p.soonest, at)
+}
+
+// anyExpired reports whether a document may be past its TTL at nowMs.
+// Under p.mu (read).
+func (p *partIndex) anyExpired(nowMs int64) bool { return nowMs >= p.soonest }
 
 // vecKey is the slab of an embedding's vectors of a dimension (a new
 // epoch may change it: vectors of two dimensions are not compared).
@@ -405,6 +420,10 @@ func (p *partIndex) restrictNaming(q bquery.Query, now time.Time, most int) bque
 	nowMs := now.UnixMilli()
 	var expired []string
 	p.mu.RLock()
+	if !p.anyExpired(nowMs) {
+		p.mu.RUnlock()
+		return q
+	}
 	for pk, at := range p.expires {
 		if at <= nowMs {
 			expired = append(expired, pk)

@@ -429,7 +429,7 @@ func (p *partIndex) knnHits(q *Query, bq bquery.Query, now time.Time) ([]*bsearc
 		if sl == nil {
 			return nil, nil
 		}
-		if len(p.expires) == 0 {
+		if !p.anyExpired(nowMs) {
 			sl.scan(target, top.add)
 		} else {
 			sl.scan(target, func(pk string, d float64) {
