@@ -295,17 +295,16 @@ func bleveDoc(d *schemas.SaasDocument, epoch *schemas.EpochSchema) (map[string]a
 	}
 	exact := map[string]any{}
 	words := map[string]map[string]any{} // analyzer -> field -> value
+	declared := map[string]schemas.FieldSpec{}
+	if epoch == nil {
+		epoch = &schemas.EpochSchema{} // every field standard
+	}
+	for _, f := range epoch.Fields {
+		declared[f.Name] = f
+	}
 	text := func(name string, v any) {
 		exact[name] = v
-		a := schemas.AnalyzerStandard
-		if epoch != nil {
-			a = epoch.AnalyzerOf(schemas.FieldSpec{Name: name})
-			for _, f := range epoch.Fields {
-				if f.Name == name {
-					a = epoch.AnalyzerOf(f)
-				}
-			}
-		}
+		a := epoch.AnalyzerOf(declared[name]) // a field not declared: the epoch's
 		if words[a] == nil {
 			words[a] = map[string]any{}
 		}
