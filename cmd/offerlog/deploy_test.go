@@ -208,23 +208,27 @@ func usedMetrics(expr string) []string {
 	return out
 }
 
+// alertGroups are Prometheus rule groups, as alerts.yaml holds them and a
+// PrometheusRule's spec (the monitoring component's) does.
+type alertGroups struct {
+	Groups []struct {
+		Name  string `yaml:"name" json:"name"`
+		Rules []struct {
+			Alert       string            `yaml:"alert" json:"alert"`
+			Expr        string            `yaml:"expr" json:"expr"`
+			For         string            `yaml:"for" json:"for,omitempty"`
+			Labels      map[string]string `yaml:"labels" json:"labels"`
+			Annotations map[string]string `yaml:"annotations" json:"annotations"`
+		} `yaml:"rules" json:"rules"`
+	} `yaml:"groups" json:"groups"`
+}
+
 // TestAlertsAndDashboard checks deploy/prometheus/alerts.yaml and
 // deploy/k8s/components/monitoring/offerlog.json: rules and panels are well formed and read
 // only metrics offerlog registers.
 func TestAlertsAndDashboard(t *testing.T) {
 	defined := definedMetrics(t)
-	var rules struct {
-		Groups []struct {
-			Name  string `yaml:"name"`
-			Rules []struct {
-				Alert       string            `yaml:"alert"`
-				Expr        string            `yaml:"expr"`
-				For         string            `yaml:"for"`
-				Labels      map[string]string `yaml:"labels"`
-				Annotations map[string]string `yaml:"annotations"`
-			} `yaml:"rules"`
-		} `yaml:"groups"`
-	}
+	var rules alertGroups
 	raw, err := os.ReadFile("../../deploy/prometheus/alerts.yaml")
 	if err != nil {
 		t.Fatal(err)
