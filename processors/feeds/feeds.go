@@ -522,16 +522,17 @@ func (l *loader) items(ctx context.Context, run []schemas.FeedItem, counted []*s
 				return errs[i]
 			}
 			// Answered: a later CREATE of the item draws anew.
-			delete(l.drawn, offers.FeedKey(c.SellerID, c.ExternalID))
+			key := offers.FeedKey(c.SellerID, c.ExternalID)
+			delete(l.drawn, key)
 			switch res[i].Outcome {
 			case schemas.OutcomeCollision:
 				// Ids are unique by construction (offers.IDs); an offer of
 				// an id drawn at random before 0.5.0 may still hold one.
-				c.OfferID = newID(offers.FeedKey(c.SellerID, c.ExternalID))
+				c.OfferID = newID(key)
 				again, againIdx = append(again, c), append(againIdx, idx[i])
 			case schemas.OutcomeNotFound:
 				// Deleted since the index was read: the item makes a new offer.
-				c.Kind, c.OfferID = schemas.CommandCreate, newID(offers.FeedKey(c.SellerID, c.ExternalID))
+				c.Kind, c.OfferID = schemas.CommandCreate, newID(key)
 				again, againIdx = append(again, c), append(againIdx, idx[i])
 			case schemas.OutcomeConflict:
 				if c.Kind != schemas.CommandCreate {
@@ -554,7 +555,7 @@ func (l *loader) items(ctx context.Context, run []schemas.FeedItem, counted []*s
 				if st := counted[idx[i]]; st != nil {
 					st.Applied++
 				}
-				l.known[offers.FeedKey(c.SellerID, c.ExternalID)] = schemas.FeedEntry{SellerID: c.SellerID,
+				l.known[key] = schemas.FeedEntry{SellerID: c.SellerID,
 					ExternalID: c.ExternalID, OfferID: c.OfferID, TaskID: c.TaskID}
 			default: // IGNORED: the aggregate's rules (an older task, a ban) left the offer as it was
 				if st := counted[idx[i]]; st != nil {
