@@ -2,6 +2,7 @@ package serving
 
 import (
 	"github.com/offerlog/offerlog/streams/component"
+	"github.com/offerlog/offerlog/topics"
 )
 
 // Spec is the component this package is, as the platform registers it
@@ -9,4 +10,7 @@ import (
 var Spec = component.Spec{Name: "cache", User: true, Port: 8088,
 	Summary: "the serving cache's server: a shard of table topics in memory, answering Get",
 	Needs:   []string{"auth"},
-	Flags:   []string{"grpc", "zookeeper", "session-timeout", "table", "cache-grpc", "host", "shards", "virtual-shards", "dc"}}
+	// the tables the manifests' --table names; a cache of another table
+	// needs its Read granted
+	Reads: []string{topics.OffersTable, topics.RegistryTable, topics.OffersArchive},
+	Flags: []string{"grpc", "zookeeper", "session-timeout", "table", "cache-grpc", "host", "shards", "virtual-shards", "dc"}}

@@ -169,9 +169,18 @@ func ClientTLS(ca string) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
+	c, err := ClientTLSOf(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ca, err)
+	}
+	return c, nil
+}
+
+// ClientTLSOf is ClientTLS of the CA's PEM certificates themselves.
+func ClientTLSOf(ca []byte) (*tls.Config, error) {
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("tls: %s holds no PEM certificate", ca)
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, errors.New("tls: no PEM certificate")
 	}
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }

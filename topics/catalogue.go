@@ -142,6 +142,12 @@ const (
 	PushPrefix = "scheduler.push."
 )
 
+// DeadLetterTopics are the topics the consumers send what they cannot
+// process to (the console lists and re-drives them).
+func DeadLetterTopics() []string {
+	return []string{DocumentsDead, NumeratorDead, OffersDead, SchedulerDead}
+}
+
 // PushTopic returns the push topic of stage: its saved results, with its
 // private state, for the stage's owner alone.
 func PushTopic(stage string) string { return PushPrefix + stage }

@@ -20,6 +20,9 @@ var ErrMismatch = errors.New("topic differs from the catalogue")
 type Status struct {
 	Topic
 	Exists bool
+	// Refused says the cluster would not describe it to this user (its
+	// ACLs do not name it: Kafka does not say whether it exists).
+	Refused bool
 	// ActualPartitions and ActualConfigs are what the cluster has.
 	ActualPartitions int32
 	ActualConfigs    map[string]string
@@ -120,6 +123,7 @@ func List(ctx context.Context, adm *kadm.Client, ts []Topic) ([]Status, error) {
 	for _, t := range ts {
 		st := Status{Topic: t}
 		d, ok := details[t.Name]
+		st.Refused = ok && errors.Is(d.Err, kerr.TopicAuthorizationFailed)
 		if ok && d.Err == nil {
 			st.Exists = true
 			st.ActualPartitions = int32(len(d.Partitions))

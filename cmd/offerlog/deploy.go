@@ -19,19 +19,33 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/auth"
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/streams/component"
 	"github.com/offerlog/offerlog/topics"
 )
 
 // The Secrets offerlog deploy init keeps: their names are the manifests'
 // contract (deploy/k8s and deploy/compose.yaml read them).
 const (
-	// secretKafka holds the SCRAM-SHA-512 user of the cluster: username,
-	// password, and kafka.properties (what --kafka-config takes).
+	// secretKafka holds the SCRAM-SHA-512 super user of the cluster (the
+	// brokers', deploy init's and the operators'): username, password,
+	// ca.crt and kafka.properties (what --kafka-config takes). Each user
+	// component has a user of its own, in secretKafka-COMPONENT
+	// (componentSecret), allowed what its spec declares.
 	secretKafka = "offerlog-kafka"
+	// secretKafkaCA holds the cluster's CA (ca.crt, ca.key): only deploy
+	// init reads it, to issue the brokers' certificate.
+	secretKafkaCA = "offerlog-kafka-ca"
+	// secretKafkaTLS holds the brokers' certificate (tls.crt, tls.key) and
+	// the CA's (ca.crt): Kafka's pods mount it.
+	secretKafkaTLS = "offerlog-kafka-tls"
 	// secretTokens holds the first admin token (admin) and the admin token
 	// the API's reads send to the cache (cache).
 	secretTokens = "offerlog-tokens"
@@ -47,13 +61,18 @@ const (
 // that kubectl apply -k (or docker compose up) on an empty cluster needs no
 // hand step. It is idempotent: what exists is kept.
 //
-//  1. the Kafka user's credentials (Secret offerlog-kafka): Kafka's pods
-//     wait for it and create the user from it; every component reads its
-//     kafka.properties; and the ZooKeeper credentials (Secret
-//     offerlog-zookeeper) every component's session authenticates with;
+//  1. the Kafka cluster's CA (Secret offerlog-kafka-ca) and the brokers'
+//     certificate it signs (offerlog-kafka-tls), unless --kafka-tls=false;
+//     the super user's credentials (offerlog-kafka): Kafka's pods wait for
+//     them and create the user from them; and the ZooKeeper credentials
+//     (Secret offerlog-zookeeper) every component's session authenticates
+//     with;
 //  2. with the cluster up (SASL with those credentials): the topic
 //     catalogue, as offerlog topics ensure;
-//  3. the first admin token and the cache's token (Secret offerlog-tokens),
+//  3. a Kafka user per component (offerlog-kafka-COMPONENT, the user
+//     offerlog-COMPONENT), created on the cluster with the ACLs its spec
+//     declares (component.Grants) where the cluster enforces ACLs;
+//  4. the first admin token and the cache's token (Secret offerlog-tokens),
 //     registered on auth.tokens unless their ids are there already (a
 //     revoked one stays revoked).
 func runDeploy(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -67,7 +86,10 @@ func runDeploy(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	inputRetention := f.Duration("input-retention", 0, inputRetentionUsage)
 	namespace := f.String("namespace", "", "keep the Secrets in this Kubernetes namespace, through the API server of the pod's service account")
 	dir := f.String("secrets-dir", "", "keep the secrets as files under this directory instead (DIR/SECRET/KEY, readable by the volume's other users): for compose, or a machine without Kubernetes")
-	credentialsOnly := f.Bool("credentials-only", false, "only make the Kafka user's credentials (before Kafka starts)")
+	credentialsOnly := f.Bool("credentials-only", false, "only make what Kafka needs to start: its certificate and super user (before Kafka starts)")
+	kafkaTLS := f.Bool("kafka-tls", true, "Kafka speaks TLS: make its CA and the brokers' certificate, and clients' properties for SASL_SSL")
+	kafkaHosts := f.String("kafka-hosts", "kafka,*.kafka,*.kafka.offerlog.svc,*.kafka.offerlog.svc.cluster.local,localhost,127.0.0.1",
+		"comma-separated names (and IP addresses) of the brokers' certificate")
 	timeout := f.Duration("timeout", 10*time.Minute, "how long to wait for the cluster to answer")
 	if err := f.parse(args[1:]); err != nil {
 		return err
@@ -89,17 +111,14 @@ func runDeploy(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	log := f.logger(stderr)
 
-	kafka, made, err := ensureSecret(ctx, store, secretKafka, func() (map[string][]byte, error) {
-		pw, err := randomText(24)
-		if err != nil {
-			return nil, err
+	var caPEM []byte
+	if *kafkaTLS {
+		var err error
+		if caPEM, err = ensureKafkaTLS(ctx, store, strings.Split(*kafkaHosts, ","), stdout); err != nil {
+			return err
 		}
-		return map[string][]byte{
-			"username":         []byte(kafkaUser),
-			"password":         []byte(pw),
-			"kafka.properties": []byte(kafkaProperties(kafkaUser, pw)),
-		}, nil
-	})
+	}
+	kafka, made, err := ensureSecret(ctx, store, secretKafka, func() (map[string][]byte, error) { return kafkaUserSecret(kafkaUser, caPEM) })
 	if err != nil {
 		return err
 	}
@@ -122,6 +141,11 @@ func runDeploy(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return err
 	}
 	f.creds = &streams.Credentials{Mechanism: "SCRAM-SHA-512", User: string(kafka["username"]), Password: string(kafka["password"])}
+	if ca := kafka["ca.crt"]; len(ca) > 0 {
+		if f.creds.TLS, err = streams.ClientTLSOf(ca); err != nil {
+			return fmt.Errorf("secret %s: ca.crt: %w", secretKafka, err)
+		}
+	}
 	cluster, err := f.cluster()
 	if err != nil {
 		return err
@@ -150,6 +174,9 @@ func runDeploy(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return err
 	}
 	if err := ensureCatalogue(ctx, adm, int16(*replication), topics.WithInputRetention(catalogue, *inputRetention), stdout); err != nil {
+		return err
+	}
+	if err := ensureComponentUsers(ctx, store, adm, caPEM, stdout); err != nil {
 		return err
 	}
 
@@ -204,9 +231,162 @@ func madeOrKept(made bool) string {
 
 // kafkaProperties is the client properties of a SCRAM-SHA-512 user, as
 // --kafka-config and kcat -F take them (bootstrap.servers comes from
-// --brokers / OFFERLOG_BROKERS).
-func kafkaProperties(user, password string) string {
+// --brokers / OFFERLOG_BROKERS): over TLS if tls, trusting the ca.crt
+// beside the file (offerlog reads a relative ssl.ca.location from the
+// properties' directory; kcat from its working directory).
+func kafkaProperties(user, password string, tls bool) string {
+	if tls {
+		return "security.protocol=SASL_SSL\nssl.ca.location=ca.crt\nsasl.mechanism=SCRAM-SHA-512\nsasl.username=" + user + "\nsasl.password=" + password + "\n"
+	}
 	return "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\nsasl.username=" + user + "\nsasl.password=" + password + "\n"
+}
+
+// kafkaUserSecret makes the Secret of a new Kafka user: username,
+// password, kafka.properties and, over TLS, ca.crt.
+func kafkaUserSecret(user string, caPEM []byte) (map[string][]byte, error) {
+	pw, err := randomText(24)
+	if err != nil {
+		return nil, err
+	}
+	data := map[string][]byte{
+		"username":         []byte(user),
+		"password":         []byte(pw),
+		"kafka.properties": []byte(kafkaProperties(user, pw, caPEM != nil)),
+	}
+	if caPEM != nil {
+		data["ca.crt"] = caPEM
+	}
+	return data, nil
+}
+
+// componentSecret is the Secret of a component's Kafka user.
+func componentSecret(name string) string { return secretKafka + "-" + name }
+
+// ensureKafkaTLS makes the cluster's CA and the brokers' certificate for
+// hosts, unless they exist, and returns the CA's certificate. The
+// brokers' is issued for two years; the CA for ten.
+func ensureKafkaTLS(ctx context.Context, store secretStore, hosts []string, stdout io.Writer) ([]byte, error) {
+	caData, made, err := ensureSecret(ctx, store, secretKafkaCA, func() (map[string][]byte, error) {
+		ca, err := listener.NewAuthority("offerlog Kafka CA")
+		if err != nil {
+			return nil, err
+		}
+		return map[string][]byte{"ca.crt": ca.CertPEM, "ca.key": ca.KeyPEM}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "secret %s: %s\n", secretKafkaCA, madeOrKept(made))
+	ca, err := listener.ParseAuthority(caData["ca.crt"], caData["ca.key"])
+	if err != nil {
+		return nil, fmt.Errorf("secret %s: %w", secretKafkaCA, err)
+	}
+	_, made, err = ensureSecret(ctx, store, secretKafkaTLS, func() (map[string][]byte, error) {
+		cert, key, err := ca.Issue("kafka", hosts, 2*365*24*time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		return map[string][]byte{"ca.crt": ca.CertPEM, "tls.crt": cert, "tls.key": key}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "secret %s: %s\n", secretKafkaTLS, madeOrKept(made))
+	return ca.CertPEM, nil
+}
+
+// ensureComponentUsers gives every component a Kafka user of its own:
+// its Secret (made once, kept), its SCRAM-SHA-512 credentials on the
+// cluster (set again on every run: a cluster formatted anew gets them
+// back) and the ACLs its spec and those it needs declare, where the
+// cluster enforces ACLs (one that answers SECURITY_DISABLED does not).
+func ensureComponentUsers(ctx context.Context, store secretStore, adm *kadm.Client, caPEM []byte, stdout io.Writer) error {
+	enforced := true
+	for _, name := range platform.AllComponents() {
+		user := kafkaUser + "-" + name
+		data, made, err := ensureSecret(ctx, store, componentSecret(name), func() (map[string][]byte, error) {
+			data, err := kafkaUserSecret(user, caPEM)
+			if err != nil {
+				return nil, err
+			}
+			// the user exists before a pod can read its Secret
+			return data, upsertSCRAM(ctx, adm, user, string(data["password"]))
+		})
+		if err != nil {
+			return err
+		}
+		if err := upsertSCRAM(ctx, adm, user, string(data["password"])); err != nil {
+			return err
+		}
+		grants := component.Grants(platform.UserSpecs(name))
+		if enforced {
+			switch err := createACLs(ctx, adm, user, grants); {
+			case errors.Is(err, kerr.SecurityDisabled):
+				enforced = false
+				fmt.Fprintln(stdout, "ACLs: the cluster enforces none (no authorizer); every user may do everything")
+			case err != nil:
+				return fmt.Errorf("ACLs of %s: %w", user, err)
+			}
+		}
+		acls := fmt.Sprintf("%d ACLs", len(grants))
+		if !enforced {
+			acls = "no ACLs"
+		}
+		fmt.Fprintf(stdout, "secret %s: %s; user %s, %s\n", componentSecret(name), madeOrKept(made), user, acls)
+	}
+	return nil
+}
+
+// upsertSCRAM sets user's SCRAM-SHA-512 password on the cluster.
+func upsertSCRAM(ctx context.Context, adm *kadm.Client, user, password string) error {
+	res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: user, Mechanism: kadm.ScramSha512, Iterations: 8192, Password: password}})
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("SCRAM credentials of %s: %w", user, err)
+	}
+	return nil
+}
+
+// createACLs creates the ACLs of grants for user (Kafka keeps one of each:
+// creating it again changes nothing).
+func createACLs(ctx context.Context, adm *kadm.Client, user string, grants []component.Grant) error {
+	for _, g := range grants {
+		b := kadm.NewACLs().Allow("User:" + user).AllowHosts().Operations(aclOperation(g.Operation)).
+			ResourcePatternType(kadm.ACLPatternLiteral)
+		if g.Prefix {
+			b.ResourcePatternType(kadm.ACLPatternPrefixed)
+		}
+		switch g.Resource {
+		case component.Topic:
+			b.Topics(g.Name)
+		case component.Group:
+			b.Groups(g.Name)
+		case component.TransactionalID:
+			b.TransactionalIDs(g.Name)
+		case component.Cluster:
+			b.Clusters()
+		}
+		res, err := adm.CreateACLs(ctx, b)
+		if err != nil {
+			return err
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				return fmt.Errorf("%v %s %s: %w", g.Operation, g.Resource, g.Name, r.Err)
+			}
+		}
+	}
+	return nil
+}
+
+func aclOperation(o component.Operation) kadm.ACLOperation {
+	return map[component.Operation]kadm.ACLOperation{
+		component.Read: kadm.OpRead, component.Write: kadm.OpWrite, component.Describe: kadm.OpDescribe,
+		component.Create: kadm.OpCreate, component.DescribeConfigs: kadm.OpDescribeConfigs,
+		component.AlterConfigs: kadm.OpAlterConfigs, component.IdempotentWrite: kadm.OpIdempotentWrite,
+	}[o]
 }
 
 func randomText(n int) (string, error) {

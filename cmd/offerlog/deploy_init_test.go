@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,11 +17,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/auth"
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
 	"github.com/offerlog/offerlog/internal/broker"
+	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/internal/zkconn"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/streams/component"
+	"github.com/offerlog/offerlog/topics"
 )
 
 // deployInit runs offerlog deploy init with args and returns its output,
@@ -43,7 +53,7 @@ func TestDeployInitMakesWhatAClusterNeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"security.protocol=SASL_PLAINTEXT", "sasl.mechanism=SCRAM-SHA-512", "sasl.username=offerlog", "sasl.password="} {
+	for _, want := range []string{"security.protocol=SASL_SSL", "ssl.ca.location=ca.crt", "sasl.mechanism=SCRAM-SHA-512", "sasl.username=offerlog", "sasl.password="} {
 		if !strings.Contains(string(props), want) {
 			t.Errorf("kafka.properties lacks %q:\n%s", want, props)
 		}
@@ -53,12 +63,15 @@ func TestDeployInitMakesWhatAClusterNeeds(t *testing.T) {
 	if user, pw, ok, err := zkconn.Credentials(); err != nil || !ok || user != "offerlog" || len(pw) < 20 {
 		t.Errorf("the ZooKeeper credentials init made: %q %q %v %v", user, pw, ok, err)
 	}
-	// The broker is given the user init made (as Kafka's pods are).
-	data := t.TempDir()
-	if err := os.WriteFile(filepath.Join(data, broker.PropertiesFile), props, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	b, err := broker.Start(broker.Config{DataDir: data, Addr: "127.0.0.1:0", Partitions: 2, SASL: true, Logger: testkit.Logger()})
+	// The brokers' certificate: signed by the CA every client trusts, for
+	// the names the manifests give the brokers.
+	tlsDir := filepath.Join(secrets, secretKafkaTLS)
+	checkCertificate(t, filepath.Join(secrets, secretKafka, "ca.crt"), filepath.Join(tlsDir, "tls.crt"), "kafka-1.kafka", "localhost", "kafka-0.kafka.offerlog.svc")
+	// The broker is given the user and the certificate init made (as
+	// Kafka's pods are).
+	data := startBrokerOf(t, secrets)
+	b, err := broker.Start(broker.Config{DataDir: data, Addr: "127.0.0.1:0", Partitions: 2, SASL: true, Logger: testkit.Logger(),
+		TLS: serverTLS(t, tlsDir), CAFile: filepath.Join(tlsDir, "ca.crt")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +79,8 @@ func TestDeployInitMakesWhatAClusterNeeds(t *testing.T) {
 	brokers := strings.Join(b.Addrs(), ",")
 
 	first := deployInit(t, 0, "--secrets-dir", secrets, "--brokers", brokers, "--partitions", "2")
-	for _, want := range []string{"secret offerlog-kafka: kept", "topics ok", "secret offerlog-tokens: created", "(admin): registered", "(cache): registered"} {
+	for _, want := range []string{"secret offerlog-kafka: kept", "topics ok", "secret offerlog-tokens: created", "(admin): registered", "(cache): registered",
+		"secret offerlog-kafka-registry: created; user offerlog-registry,", "secret offerlog-kafka-api: created; user offerlog-api,"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("first init does not say %q:\n%s", want, first)
 		}
@@ -99,6 +113,107 @@ func TestDeployInitMakesWhatAClusterNeeds(t *testing.T) {
 	}
 	if n := len(store.List()); n != 2 {
 		t.Errorf("auth.tokens holds %d tokens after two inits, want 2", n)
+	}
+	checkComponentUsers(t, secrets, b.Addrs())
+}
+
+// startBrokerOf returns the data directory of a broker given the super
+// user deploy init made (its kafka.properties and the CA it names).
+func startBrokerOf(t *testing.T, secrets string) string {
+	t.Helper()
+	data := t.TempDir()
+	for _, f := range []string{broker.PropertiesFile, "ca.crt"} {
+		b, err := os.ReadFile(filepath.Join(secrets, secretKafka, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(data, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return data
+}
+
+// serverTLS is the broker's TLS of the Secret offerlog-kafka-tls in dir.
+func serverTLS(t *testing.T, dir string) *tls.Config {
+	t.Helper()
+	c, err := listener.ServerTLS(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// checkCertificate fails unless the PEM certificate cert is signed by ca
+// for each of hosts.
+func checkCertificate(t *testing.T, ca, cert string, hosts ...string) {
+	t.Helper()
+	roots, err := streams.ClientTLS(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		t.Fatalf("%s: no PEM", cert)
+	}
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts {
+		if _, err := c.Verify(x509.VerifyOptions{Roots: roots.RootCAs, DNSName: h}); err != nil {
+			t.Errorf("%s for %s: %v", cert, h, err)
+		}
+	}
+}
+
+// checkComponentUsers logs in as each component's user, from the
+// kafka.properties of its Secret, and writes a record to every topic of
+// the catalogue: the broker takes those its spec declares writing and
+// refuses the others (TOPIC_AUTHORIZATION_FAILED). It writes into every
+// topic: call it last.
+func checkComponentUsers(t *testing.T, secrets string, brokers []string) {
+	ctx := testkit.Context(t, 2*time.Minute)
+	catalogue := topics.Names(topics.Catalogue(2))
+	for _, name := range platform.AllComponents() {
+		kc, err := streams.LoadKafkaConfig(filepath.Join(secrets, componentSecret(name), "kafka.properties"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kc.Credentials == nil || kc.Credentials.User != "offerlog-"+name || kc.Credentials.TLS == nil {
+			t.Fatalf("%s: credentials %+v", name, kc.Credentials)
+		}
+		c, err := streams.NewCluster(brokers, kc.Credentials, streams.ClientSettings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Not idempotent: a user that writes nothing may not start a
+		// producer id (IdempotentWrite), and each topic is answered alone.
+		cl, err := c.Client(kgo.RecordRetries(2), kgo.DisableIdempotentWrite())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []*kgo.Record
+		for _, topic := range catalogue {
+			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte("k"), Value: []byte("v")})
+		}
+		results := cl.ProduceSync(ctx, recs...)
+		specs := platform.UserSpecs(name)
+		for _, r := range results {
+			_, writes := component.Declares(specs, r.Record.Topic)
+			switch {
+			case writes && r.Err != nil:
+				t.Errorf("%s may not write %s, which it declares: %v", name, r.Record.Topic, r.Err)
+			case !writes && !errors.Is(r.Err, kerr.TopicAuthorizationFailed):
+				t.Errorf("%s wrote %s, which it does not declare: %v", name, r.Record.Topic, r.Err)
+			}
+		}
+		cl.Close()
+		c.Close()
 	}
 }
 
@@ -173,7 +288,7 @@ func TestDeployInitKeepsSecretsInKubernetes(t *testing.T) {
 	if user, pw, ok := strings.Cut(string(zk.Data["auth"]), ":"); !ok || user != "offerlog" || len(pw) < 20 {
 		t.Errorf("secret %s: auth %q, want offerlog:PASSWORD", secretZooKeeper, zk.Data["auth"])
 	}
-	if posts != 2 || string(s.Data["username"]) != "offerlog" || len(s.Data["password"]) < 20 ||
+	if posts != 4 || len(secrets[secretKafkaTLS]) == 0 || len(secrets[secretKafkaCA]) == 0 || string(s.Data["username"]) != "offerlog" || len(s.Data["password"]) < 20 ||
 		!strings.Contains(string(s.Data["kafka.properties"]), "sasl.password="+string(s.Data["password"])) {
 		t.Errorf("posts %d, secret %+v", posts, s)
 	}

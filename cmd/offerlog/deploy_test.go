@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -116,7 +117,7 @@ func TestComposeFile(t *testing.T) {
 			} `yaml:"healthcheck"`
 			DependsOn   map[string]any    `yaml:"depends_on"`
 			Environment map[string]string `yaml:"environment"`
-			Volumes     []string          `yaml:"volumes"`
+			Volumes     []composeVolume   `yaml:"volumes"`
 		} `yaml:"services"`
 	}
 	if err := yaml.Unmarshal(raw, &compose); err != nil {
@@ -134,7 +135,7 @@ func TestComposeFile(t *testing.T) {
 			// and a listener published for clients outside compose.
 			// deploy/k8s/base/kafka/start.sh writes log.dirs.
 			const dir = "/var/lib/kafka/data"
-			if !slices.ContainsFunc(s.Volumes, func(v string) bool { return strings.HasSuffix(v, ":"+dir) }) {
+			if !slices.ContainsFunc(s.Volumes, func(v composeVolume) bool { return v.Target == dir }) {
 				t.Errorf("compose %s: log dirs %q are not on a volume (%v)", name, dir, s.Volumes)
 			}
 			if len(s.Ports) == 0 || !strings.HasPrefix(s.Environment["KAFKA_EXTERNAL"], "localhost:") {
@@ -143,6 +144,9 @@ func TestComposeFile(t *testing.T) {
 			if s.Environment["KAFKA_PASSWORD_FILE"] == "" {
 				t.Errorf("compose %s: no SCRAM user's password (KAFKA_PASSWORD_FILE)", name)
 			}
+			if !slices.Contains(s.Volumes, composeVolume{Source: "secrets", Target: "/etc/kafka-tls", Subpath: secretKafkaTLS}) {
+				t.Errorf("compose %s: no certificate (Secret %s at start.sh's /etc/kafka-tls)", name, secretKafkaTLS)
+			}
 		}
 		if !strings.HasPrefix(s.Image, "offerlog") {
 			continue
@@ -150,6 +154,12 @@ func TestComposeFile(t *testing.T) {
 		ports := commandLineIn(t, "compose "+name, s.Command, s.Environment)
 		if len(s.Command) > 1 && s.Command[0] == "run" {
 			components[s.Command[1]] = true
+			// its own Kafka user's secret and ZooKeeper's, no other
+			for _, v := range s.Volumes {
+				if v.Source == "secrets" && v.Subpath != componentSecret(s.Command[1]) && v.Subpath != secretZooKeeper {
+					t.Errorf("compose %s mounts the secrets %q: only %s and %s are its", name, v.Subpath, componentSecret(s.Command[1]), secretZooKeeper)
+				}
+			}
 		}
 		for _, p := range s.Ports {
 			c, err := strconv.Atoi(p[strings.LastIndexByte(p, ':')+1:])
@@ -169,6 +179,31 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("compose runs no %s", c)
 		}
 	}
+}
+
+// composeVolume is a service's volume in either of compose's syntaxes.
+type composeVolume struct {
+	Source, Target, Subpath string
+}
+
+func (v *composeVolume) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode { // source:target[:mode]
+		parts := strings.Split(n.Value, ":")
+		if len(parts) < 2 {
+			return fmt.Errorf("volume %q: want source:target", n.Value)
+		}
+		v.Source, v.Target = parts[0], parts[1]
+		return nil
+	}
+	var long struct {
+		Source, Target string
+		Volume         struct{ Subpath string }
+	}
+	if err := n.Decode(&long); err != nil {
+		return err
+	}
+	v.Source, v.Target, v.Subpath = long.Source, long.Target, long.Volume.Subpath
+	return nil
 }
 
 // definedMetrics returns the names of the metrics offerlog's code

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -93,12 +94,23 @@ func runBroker(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	data := f.String("data", "./data", "data directory")
 	addr := f.String("kafka-addr", "127.0.0.1:9092", "address to listen on")
 	fsync := f.Bool("fsync", false, fsyncUsage)
-	insecure := f.Bool("insecure", false, "take any client (no SASL)")
+	insecure := f.Bool("insecure", false, "take any client (no SASL, no ACLs)")
+	cert := f.String("tls-cert", "", "PEM certificate: the listener speaks TLS only (offerlog deploy init's Secret offerlog-kafka-tls holds one)")
+	key := f.String("tls-key", "", "PEM key of --tls-cert")
+	ca := f.String("tls-ca", "", "PEM file clients trust --tls-cert by, named in DATA/kafka.properties (default: --tls-cert itself)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
 	log := f.logger(stderr)
-	b, err := broker.Start(broker.Config{DataDir: *data, Addr: *addr, Partitions: 8, Fsync: *fsync, SASL: !*insecure, MaxRecordBytes: f.client.MaxRecordBytes, Logger: log})
+	cfg := broker.Config{DataDir: *data, Addr: *addr, Partitions: 8, Fsync: *fsync, SASL: !*insecure, MaxRecordBytes: f.client.MaxRecordBytes, Logger: log}
+	if *cert != "" {
+		var err error
+		if cfg.TLS, err = listener.ServerTLS(*cert, *key); err != nil {
+			return err
+		}
+		cfg.CAFile = cmp.Or(*ca, *cert)
+	}
+	b, err := broker.Start(cfg)
 	if err != nil {
 		return err
 	}

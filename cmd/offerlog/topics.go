@@ -176,15 +176,20 @@ func sortedKeys(m map[string]bool) []string {
 
 // waitTopics waits until every topic of the catalogue exists as the
 // catalogue says (another process, such as a deployment's topics job,
-// creates them), checking every 2 s, for at most timeout.
+// creates them), checking every 2 s, for at most timeout. A topic the
+// cluster refuses to describe to this user is not waited for: a
+// component's user sees the topics its spec declares, and only those.
 func waitTopics(ctx context.Context, adm *kadm.Client, catalogue []topics.Topic, timeout time.Duration, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
 		statuses, err := topics.List(ctx, adm, catalogue)
 		var missing []string
+		refused := 0
 		for _, st := range statuses {
 			switch {
+			case st.Refused:
+				refused++
 			case !st.Exists:
 				missing = append(missing, st.Name+" missing")
 			case len(st.Problems) > 0:
@@ -192,7 +197,11 @@ func waitTopics(ctx context.Context, adm *kadm.Client, catalogue []topics.Topic,
 			}
 		}
 		if err == nil && len(missing) == 0 {
-			fmt.Fprintf(stdout, "%d topics ok\n", len(catalogue))
+			if refused > 0 {
+				fmt.Fprintf(stdout, "%d topics ok, %d not this user's\n", len(catalogue)-refused, refused)
+			} else {
+				fmt.Fprintf(stdout, "%d topics ok\n", len(catalogue))
+			}
 			return nil
 		}
 		select {

@@ -45,10 +45,14 @@ type Config struct {
 	// (message.max.bytes); default streams.DefaultMaxRecordBytes; give
 	// it what the process's producers write at most.
 	MaxRecordBytes int32
-	// SASL makes the listener require SASL/SCRAM-SHA-512 of every client.
-	// The credentials are DataDir/kafka.properties (PropertiesFile), a
+	// SASL makes the listener require SASL/SCRAM-SHA-512 of every client
+	// and enforce ACLs, as Kafka's StandardAuthorizer does with
+	// allow.everyone.if.no.acl.found=false: the user of
+	// DataDir/kafka.properties (PropertiesFile) is the super user, a
 	// librdkafka properties file written on the first start (mode 0600)
-	// and rewritten with the listener's address on every start.
+	// and rewritten with the listener's address on every start; the
+	// users it creates (AlterUserScramCredentials) may do what their ACLs
+	// allow (CreateAcls), both kept in the data directory.
 	SASL bool
 	// TLS, if set, makes the listener TLS only; CAFile is the PEM file
 	// clients trust it by (the properties file names it).
@@ -165,7 +169,7 @@ func Start(cfg Config) (*Broker, error) {
 			return nil, fmt.Errorf("broker: %w", err)
 		}
 		creds = &c
-		opts = append(opts, kfake.EnableSASL(), kfake.Superuser(c.Mechanism, c.User, c.Password))
+		opts = append(opts, kfake.EnableSASL(), kfake.Superuser(c.Mechanism, c.User, c.Password), kfake.EnableACLs())
 	}
 	if cfg.TLS != nil {
 		if creds == nil {
@@ -241,11 +245,17 @@ func (k kfakeLogger) Logf(level kfake.LogLevel, msg string, args ...any) {
 // credentials returns the credentials of the properties file at path, or
 // new ones (user offerlog, a random password) if there is none yet.
 func credentials(path string) (streams.Credentials, error) {
-	kc, err := streams.LoadKafkaConfig(path)
-	switch {
-	case err == nil && kc.Credentials != nil && kc.Credentials.Mechanism != "":
-		return *kc.Credentials, nil
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
+	// Only a missing file makes new credentials (a CA file it names that
+	// is missing is an error, not a reason to forget the user).
+	if _, err := os.Stat(path); err == nil {
+		kc, err := streams.LoadKafkaConfig(path)
+		if err != nil {
+			return streams.Credentials{}, err
+		}
+		if kc.Credentials != nil && kc.Credentials.Mechanism != "" {
+			return *kc.Credentials, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return streams.Credentials{}, err
 	}
 	var pw [24]byte

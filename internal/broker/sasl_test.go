@@ -1,14 +1,21 @@
 package broker_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/broker"
@@ -101,4 +108,90 @@ func TestSASLIsRequiredAndThePropertiesFileWorks(t *testing.T) {
 	if err == nil {
 		t.Fatalf("kcat without credentials was served:\n%s", out)
 	}
+}
+
+// syncBuffer is a log's buffer that the broker's goroutines write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestAUserIsRefusedWhatItsACLsDoNotAllow(t *testing.T) {
+	dir := t.TempDir()
+	var logs syncBuffer
+	start := func(addr string) *broker.Broker {
+		b, err := broker.Start(broker.Config{DataDir: dir, Addr: addr, SASL: true, Partitions: 1,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	b := start("127.0.0.1:0")
+	addr := b.Addrs()[0]
+	creds, _ := b.Credentials()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// The super user makes user alice, who may write topic "mine".
+	admin, err := streams.NewCluster(b.Addrs(), &creds, streams.ClientSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := admin.Admin()
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, "theirs"); err != nil {
+		t.Fatal(err)
+	}
+	up, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 8192, Password: "alice-secret"}})
+	if err != nil || up.Error() != nil {
+		t.Fatalf("alter SCRAM: %v %v", err, up.Error())
+	}
+	acl := kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("mine").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral)
+	if res, err := adm.CreateACLs(ctx, acl); err != nil || res[0].Err != nil {
+		t.Fatalf("create ACLs: %v %+v", err, res)
+	}
+	admin.Close()
+
+	produce := func(topic string) error {
+		alice, err := streams.NewCluster([]string{addr}, &streams.Credentials{Mechanism: "SCRAM-SHA-512", User: "alice", Password: "alice-secret"}, streams.ClientSettings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer alice.Close()
+		cl, err := alice.Client(kgo.RecordRetries(2), kgo.RecordDeliveryTimeout(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("x")}).FirstErr()
+	}
+	for round := range 2 { // the users and ACLs are kept across a restart
+		if err := produce("mine"); err != nil {
+			t.Fatalf("round %d: alice may write mine: %v", round, err)
+		}
+		if err := produce("theirs"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			t.Fatalf("round %d: alice wrote theirs: %v, want TOPIC_AUTHORIZATION_FAILED", round, err)
+		}
+		if !regexp.MustCompile(`authorization failed: User:alice from 127.0.0.1 may not (WRITE|DESCRIBE) TOPIC \\"theirs\\"`).MatchString(logs.String()) {
+			t.Fatalf("round %d: the refusal is not logged:\n%s", round, logs.String())
+		}
+		b.Close()
+		b = start(addr)
+	}
+	b.Close()
 }

@@ -48,59 +48,124 @@ func GenerateTLS(dir string, hosts ...string) (TLSFiles, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return files, err
 	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := NewAuthority("offerlog dev CA")
 	if err != nil {
 		return files, err
 	}
-	now := time.Now()
-	ca := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: "offerlog dev CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		return files, err
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return files, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return files, err
-	}
-	srv := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: "offerlog"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(2, 0, 0),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			srv.IPAddresses = append(srv.IPAddresses, ip)
-		} else if h != "" {
-			srv.DNSNames = append(srv.DNSNames, h)
-		}
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srv, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return files, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	cert, key, err := ca.Issue("offerlog", append([]string{"localhost", "127.0.0.1", "::1"}, hosts...), 2*365*24*time.Hour)
 	if err != nil {
 		return files, err
 	}
 	for _, f := range []struct {
-		path, kind string
-		der        []byte
-		mode       os.FileMode
+		path string
+		pem  []byte
+		mode os.FileMode
 	}{
-		{files.CA, "CERTIFICATE", caDER, 0o644},
-		{files.Cert, "CERTIFICATE", srvDER, 0o644},
-		{files.Key, "EC PRIVATE KEY", keyDER, 0o600}, // last: its presence says the set is whole
+		{files.CA, ca.CertPEM, 0o644},
+		{files.Cert, cert, 0o644},
+		{files.Key, key, 0o600}, // last: its presence says the set is whole
 	} {
-		if err := os.WriteFile(f.path, pem.EncodeToMemory(&pem.Block{Type: f.kind, Bytes: f.der}), f.mode); err != nil {
+		if err := os.WriteFile(f.path, f.pem, f.mode); err != nil {
 			return files, err
 		}
 	}
 	return files, nil
+}
+
+// Authority is a certificate authority of offerlog's own: offerlog dev
+// --tls's, and the Kafka cluster's that offerlog deploy init makes.
+type Authority struct {
+	// CertPEM and KeyPEM are its certificate and key (PKCS #8), PEM.
+	CertPEM, KeyPEM []byte
+	cert            *x509.Certificate
+	key             *ecdsa.PrivateKey
+}
+
+// NewAuthority makes a CA named name, valid ten years.
+func NewAuthority(name string) (*Authority, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: name},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAuthority(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+}
+
+// ParseAuthority reads a CA that NewAuthority made (to issue again).
+func ParseAuthority(certPEM, keyPEM []byte) (*Authority, error) {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("tls: the authority: %w", err)
+	}
+	key, ok := pair.PrivateKey.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, errors.New("tls: the authority's key is not ECDSA")
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, fmt.Errorf("tls: the authority: %w", err)
+	}
+	if !cert.IsCA {
+		return nil, errors.New("tls: the authority's certificate is not a CA's")
+	}
+	return &Authority{CertPEM: certPEM, KeyPEM: keyPEM, cert: cert, key: key}, nil
+}
+
+// Issue returns a certificate and its key (PKCS #8, as Kafka's PEM key
+// stores read it), PEM, named cn, for hosts (DNS names, "*.x" wildcards
+// or IP addresses), valid for, usable by a server and as a client's (a
+// Kafka broker is both to its controllers).
+func (a *Authority) Issue(cn string, hosts []string, valid time.Duration) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: cn},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(valid),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else if h != "" {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, &key.PublicKey, a.key)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+// NotAfter returns when the PEM certificate certPEM expires.
+func NotAfter(certPEM []byte) (time.Time, error) {
+	b, _ := pem.Decode(certPEM)
+	if b == nil {
+		return time.Time{}, errors.New("tls: no PEM certificate")
+	}
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("tls: %w", err)
+	}
+	return c.NotAfter, nil
 }
 
 func serial() *big.Int {

@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"github.com/offerlog/offerlog/streams/component"
+	"github.com/offerlog/offerlog/topics"
 )
 
 // Spec is the component this package is, as the platform registers it
@@ -9,4 +10,6 @@ import (
 var Spec = component.Spec{Name: Group, User: true, Port: 8082,
 	Summary: "converts accepted documents and delivers them to each client's SaaS and YT feeds",
 	Needs:   []string{"registry-view"}, Groups: []string{Group, RetryGroup, UrgentGroup},
-	Flags: []string{"export-framing", "view-staleness"}}
+	Reads:  []string{topics.DocumentsChanges, topics.DocumentsUrgent, topics.DocumentsFailed},
+	Writes: []string{topics.SaasPrefix + "*", topics.YtPrefix + "*", topics.DocumentsFailed, topics.DocumentsDead},
+	Flags:  []string{"export-framing", "view-staleness"}}

@@ -10,4 +10,10 @@ import (
 var Spec = component.Spec{Name: Group, User: true, Port: 8083, Stores: 2,
 	Summary: "gives every offer key its persistent (shard, doc_id), a generation at a time",
 	Groups:  []string{Group, SealerGroup}, Tables: []string{topics.NumeratorTable},
-	Flags: []string{"zookeeper", "session-timeout", "master", "lock-timeout", "ttl-generations", "rebuild-share", "scheme", "state-type", "standby"}}
+	// numerator.assignments read: the other data centre's, at a handover
+	Reads: []string{topics.NumeratorOffers, topics.NumeratorResults, topics.NumeratorGenerations, topics.NumeratorStates,
+		topics.NumeratorAssignments, topics.NumeratorTable},
+	Writes: []string{topics.NumeratorAssignments, topics.NumeratorDead, topics.NumeratorResults, topics.NumeratorStates,
+		topics.NumeratorTable},
+	Transactional: []string{TransactionalID},
+	Flags:         []string{"zookeeper", "session-timeout", "master", "lock-timeout", "ttl-generations", "rebuild-share", "scheme", "state-type", "standby"}}

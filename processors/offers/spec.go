@@ -10,4 +10,17 @@ import (
 var Spec = component.Spec{Name: Group, User: true, Port: 8084, Stores: 1,
 	Summary: "the offer aggregate: applies every command to its offer and exports the change",
 	Groups:  []string{Group, InboxGroup}, Tables: []string{topics.OffersTable}, Regenerates: []string{topics.CabinetChanges},
+	Reads: []string{topics.OffersCommands, topics.OffersTable, topics.PhotosResults, topics.ModerationOpinions},
+	Writes: []string{topics.OffersCommands, topics.OffersEvents, topics.OffersResults, topics.OffersDead, topics.PhotosRequests,
+		topics.CabinetChanges, topics.CabinetPresets, topics.FeedsIndex, topics.FeedsTasks, topics.SchedulerTimers,
+		topics.SchedulerEffects, topics.OffersArchive, topics.QueuePrefix + "*", topics.OffersTable},
 	Flags: []string{"export-framing", "archive-after", "standby"}}
+
+// The topics a client of the aggregate reads and writes: Client writes
+// commands and reads their answers, IDs draws blocks of ids on offers.ids.
+// Its components add them to theirs.
+var (
+	ClientReads  = []string{topics.OffersResults}
+	ClientWrites = []string{topics.OffersCommands}
+	IDsTopics    = []string{topics.OffersIDs}
+)

@@ -2,13 +2,17 @@ package ydbsink
 
 import (
 	"github.com/offerlog/offerlog/streams/component"
+	"github.com/offerlog/offerlog/topics"
 )
 
 // Spec is the component this package is, as the platform registers it
 // (package component): its name, ports, stores, groups and tables.
 var Spec = component.Spec{Name: "sink-ydb", User: true, Port: 8089,
 	Summary: "keeps the seeds' YDB tables equal to the log (runs only with --ydb)",
-	Groups:  sourceGroups(), Flags: []string{"ydb", "source"}}
+	Groups:  sourceGroups(),
+	Reads: []string{topics.RegistryTable, topics.OffersTable, topics.OffersArchive, topics.CabinetPresets, topics.CabinetTable,
+		topics.FeedsIndex},
+	Writes: []string{topics.OffersDead}, Flags: []string{"ydb", "source"}}
 
 func sourceGroups() []string {
 	var out []string

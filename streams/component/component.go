@@ -48,6 +48,21 @@ type Spec struct {
 	// derived from its table that a repartition recreates rather than
 	// copies).
 	Regenerates []string
+
+	// What it does on the Kafka cluster, from which its user's ACLs are
+	// derived (Grants; offerlog deploy init creates them) and the topics
+	// its process ensures are chosen. A name ending in "*" is a prefix
+	// (saas.*: every client's feed). Reads are the topics it consumes,
+	// Writes those it produces to; Creates those it only creates (a new
+	// client's feeds); Describes those it only lists (ends, configs, "*"
+	// every topic). Its consumer groups are Groups, those
+	// GroupsOf names and GroupPrefixes (a stage's groups, which the
+	// configuration names); DescribesGroups are groups it only lists
+	// ("*" every group). Transactional are the transactional ids it
+	// produces with.
+	Reads, Writes, Creates, Describes []string
+	GroupPrefixes, DescribesGroups    []string
+	Transactional                     []string
 }
 
 // Instances are what the configuration names of the components: the

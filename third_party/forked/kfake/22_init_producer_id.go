@@ -35,6 +35,7 @@ func (c *Cluster) handleInitProducerID(creq *clientReq) (kmsg.Response, error) {
 		// Non-transactional: need idempotent write on cluster or write on any topic
 		e = creq.faults.check(faultKey{})
 		if !c.allowedClusterACL(creq, kmsg.ACLOperationIdempotentWrite) && !c.anyAllowedACL(creq, kmsg.ACLResourceTypeTopic, kmsg.ACLOperationWrite) {
+			c.logDenied(creq, aclClusterName, kmsg.ACLResourceTypeCluster, kmsg.ACLOperationIdempotentWrite) // offerlog patch 15
 			e = kerr.ClusterAuthorizationFailed
 		}
 	}

@@ -414,6 +414,7 @@ func (fc *faultCheck) anyHit() bool {
 // the user is not allowed the operation or because a fault matches.
 func (c *Cluster) deny(creq *clientReq, resource string, rt kmsg.ACLResourceType, op kmsg.ACLOperation, k faultKey) *kerr.Error {
 	if !c.allowedACL(creq, resource, rt, op) {
+		c.logDenied(creq, resource, rt, op) // offerlog patch 15
 		return aclDenied(rt)
 	}
 	return creq.faults.check(k)
@@ -422,9 +423,18 @@ func (c *Cluster) deny(creq *clientReq, resource string, rt kmsg.ACLResourceType
 // denyCluster is deny for an operation on the cluster itself.
 func (c *Cluster) denyCluster(creq *clientReq, op kmsg.ACLOperation) *kerr.Error {
 	if !c.allowedClusterACL(creq, op) {
+		c.logDenied(creq, aclClusterName, kmsg.ACLResourceTypeCluster, op) // offerlog patch 15
 		return kerr.ClusterAuthorizationFailed
 	}
 	return creq.faults.check(faultKey{})
+}
+
+// logDenied logs a refusal at warn, as Kafka's authorizer logger does
+// (offerlog patch 15): an operator sees which principal was refused which
+// operation on which resource, not only the client's error.
+func (c *Cluster) logDenied(creq *clientReq, resource string, rt kmsg.ACLResourceType, op kmsg.ACLOperation) {
+	c.cfg.logger.Logf(LogLevelWarn, "authorization failed: %s from %s may not %s %s %q",
+		principal(creq.cc.user), creq.clientHost(), op, rt, resource)
 }
 
 func aclDenied(rt kmsg.ACLResourceType) *kerr.Error {

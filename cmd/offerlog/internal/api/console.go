@@ -495,10 +495,6 @@ func (s *Server) readLast(ctx context.Context, kafka *streams.Cluster, topic str
 }
 
 // deadTopics are the dead-letter topics of the catalogue.
-func deadTopics() []string {
-	return []string{topics.DocumentsDead, topics.NumeratorDead, topics.OffersDead, topics.SchedulerDead}
-}
-
 // consoleDead lists the dead-letter topics with their sizes and, for the
 // one asked for (?topic=), its last dead letters.
 func (s *Server) consoleDead(ctx context.Context, p *consolePage) error {
@@ -506,7 +502,7 @@ func (s *Server) consoleDead(ctx context.Context, p *consolePage) error {
 		return err
 	}
 	for _, t := range p.Topics {
-		if slices.Contains(deadTopics(), t.Name) {
+		if slices.Contains(topics.DeadLetterTopics(), t.Name) {
 			p.DeadTopics = append(p.DeadTopics, t)
 		}
 	}
@@ -514,7 +510,7 @@ func (s *Server) consoleDead(ctx context.Context, p *consolePage) error {
 	if p.DeadTopic == "" {
 		return nil
 	}
-	if !slices.Contains(deadTopics(), p.DeadTopic) {
+	if !slices.Contains(topics.DeadLetterTopics(), p.DeadTopic) {
 		return fmt.Errorf("%q is not a dead-letter topic", p.DeadTopic)
 	}
 	err := s.readLast(ctx, s.cfg.Cluster, p.DeadTopic, consoleDeadLetters, func(r *kgo.Record) {
@@ -562,7 +558,7 @@ func (s *Server) consoleRedrive(w http.ResponseWriter, r *http.Request) {
 	topic := r.PostForm.Get("topic")
 	partition, err1 := strconv.ParseInt(r.PostForm.Get("partition"), 10, 32)
 	offset, err2 := strconv.ParseInt(r.PostForm.Get("offset"), 10, 64)
-	if !slices.Contains(deadTopics(), topic) || err1 != nil || err2 != nil || partition < 0 || offset < 0 {
+	if !slices.Contains(topics.DeadLetterTopics(), topic) || err1 != nil || err2 != nil || partition < 0 || offset < 0 {
 		s.consoleRender(w, http.StatusBadRequest, &consolePage{Page: "dead", Error: "want a dead-letter topic, a partition and an offset"})
 		return
 	}

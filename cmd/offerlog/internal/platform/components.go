@@ -85,7 +85,16 @@ const (
 	componentOfferAPI     = "offer-api"
 	componentHTTP         = "http"
 	componentAuth         = "auth"
+	componentSchemas      = "schemas"
 )
+
+// redriveTopics are the topics the console may put a dead letter back
+// on: the inputs of the consumers that send dead letters (a sink's, which
+// are tables, are re-driven by offerlog deadletters redrive as the admin).
+var redriveTopics = []string{topics.DocumentsIngest, topics.DocumentsChanges, topics.DocumentsUrgent, topics.DocumentsFailed,
+	topics.SaasPrefix + "*", topics.NumeratorOffers, topics.NumeratorResults, topics.NumeratorGenerations, topics.OffersCommands,
+	topics.PhotosResults, topics.ModerationOpinions, topics.CabinetChanges, topics.DraftsCommands, topics.FeedsIngest,
+	topics.OffersEvents, topics.QueuePrefix + "*", topics.PushPrefix + "*"}
 
 // components is the platform, registered once, in start order (every
 // component after those it needs): `offerlog dev`, `offerlog run` and the
@@ -93,10 +102,17 @@ const (
 // for all of them, then runs the closers, last opened first.
 func components() []entry {
 	return []entry{
-		{Spec: component.Spec{Name: componentAuth, Summary: "API tokens: the auth.tokens table in memory"}, start: startAuth},
-		{Spec: component.Spec{Name: componentEpochs, Summary: "the epoch catalogue, followed"}, start: startEpochs},
+		{Spec: component.Spec{Name: componentSchemas, Summary: "the registered schemas, followed (every process)",
+			Reads: []string{topics.SchemasRegistered}}, start: func(ctx context.Context, p *process) error {
+			startSchemas(ctx, p)
+			return nil
+		}},
+		{Spec: component.Spec{Name: componentAuth, Summary: "API tokens: the auth.tokens table in memory", Reads: []string{topics.AuthTokens}},
+			start: startAuth},
+		{Spec: component.Spec{Name: componentEpochs, Summary: "the epoch catalogue, followed", Reads: []string{topics.Epochs}}, start: startEpochs},
 		{Spec: registry.Spec, start: startRegistry, replay: replayRegistry},
-		{Spec: component.Spec{Name: componentRegistryView, Summary: "a view of the registry's table", Stores: 1}, start: startRegistryView},
+		{Spec: component.Spec{Name: componentRegistryView, Summary: "a view of the registry's table", Stores: 1,
+			Reads: []string{topics.RegistryTable}}, start: startRegistryView},
 		{Spec: indexer.Spec, start: startIndexer, replay: replayIndexer},
 		{Spec: numerator.Spec, start: startNumerator, replay: replayNumerator},
 		{Spec: offers.Spec, start: func(ctx context.Context, p *process) error {
@@ -139,11 +155,22 @@ func components() []entry {
 		}},
 		// The offer API's views: drafts, cabinet, presets, feed statuses and,
 		// unless it reads through the cache, the offers and their archive.
-		{Spec: component.Spec{Name: componentOfferAPI, Summary: "the offer API's views and answers", Needs: []string{componentAuth}, Stores: 6},
+		{Spec: component.Spec{Name: componentOfferAPI, Summary: "the offer API's views and answers", Needs: []string{componentAuth}, Stores: 6,
+			Reads: slices.Concat([]string{topics.DraftsTable, topics.CabinetTable, topics.CabinetPresets, topics.FeedsStatus,
+				topics.OffersTable, topics.OffersArchive, topics.DraftsResults}, offers.ClientReads, offers.IDsTopics),
+			Writes: slices.Concat([]string{topics.DraftsCommands, topics.FeedsIngest}, offers.ClientWrites, offers.IDsTopics)},
 			start: startOfferAPI},
 		{Spec: component.Spec{Name: ComponentAPI, User: true, Summary: "the HTTP and gRPC API: documents, offers, stages, tokens, the console",
 			Needs: []string{componentAuth, componentEpochs, componentRegistryView, componentOfferAPI},
-			Flags: []string{"max-document-bytes", "tombstone-ttl", "wait-timeout", "view-staleness", "grpc", "zookeeper", "reads", "cache-hosts", "cache-token", "cache-hedge", "dc"}},
+			Flags: []string{"max-document-bytes", "tombstone-ttl", "wait-timeout", "view-staleness", "grpc", "zookeeper", "reads", "cache-hosts", "cache-token", "cache-hedge", "dc"},
+			// the console reads the dead letters and puts them back on
+			// their topics, and shows every topic's and group's offsets
+			Reads: slices.Concat([]string{topics.DocumentsResults, topics.DocumentsIngest, topics.SchemasRegistered, topics.NumeratorStates},
+				topics.DeadLetterTopics()),
+			Writes: slices.Concat([]string{topics.DocumentsIngest, topics.Epochs, topics.SchemasRegistered, topics.AuthTokens},
+				redriveTopics),
+			Creates:   []string{topics.SaasPrefix + "*", topics.YtPrefix + "*"},
+			Describes: []string{"*"}, DescribesGroups: []string{"*"}},
 			start: startAPI},
 		{Spec: ydbsink.Spec, start: func(ctx context.Context, p *process) error {
 			if p.cfg.YDB == "" {
@@ -151,7 +178,8 @@ func components() []entry {
 			}
 			return runSinks(ctx, p.sup, p.cfg, p.kafka, p.reg, p.log)
 		}},
-		{Spec: component.Spec{Name: ComponentLag, User: true, Port: 8091, Summary: "the consumer lag of every group of offerlog's, once per cluster"}, start: startLag},
+		{Spec: component.Spec{Name: ComponentLag, User: true, Port: 8091, Summary: "the consumer lag of every group of offerlog's, once per cluster",
+			Describes: []string{"*"}, DescribesGroups: []string{"*"}}, start: startLag},
 		{Spec: component.Spec{Name: componentHTTP, Summary: "metrics, probes and the API's routes over HTTP"}, start: startHTTP},
 	}
 }
@@ -168,11 +196,16 @@ func AllComponents() []string {
 }
 
 // Specs returns every component's spec, in start order.
-func Specs() []component.Spec {
-	cs := components()
-	out := make([]component.Spec, len(cs))
-	for i, c := range cs {
-		out[i] = c.Spec
+func Specs() []component.Spec { return specsOf(components()) }
+
+// UserSpecs returns the specs of what `offerlog run NAME` runs: the
+// component and those it needs (its Kafka user's grants are theirs).
+func UserSpecs(name string) []component.Spec { return specsOf(plan([]string{name}, true)) }
+
+func specsOf(es []entry) []component.Spec {
+	out := make([]component.Spec, len(es))
+	for i, e := range es {
+		out[i] = e.Spec
 	}
 	return out
 }
@@ -231,6 +264,7 @@ func plan(selected []string, http bool) []entry {
 			}
 		}
 	}
+	add(componentSchemas)
 	for _, s := range selected {
 		add(s)
 	}

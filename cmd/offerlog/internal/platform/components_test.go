@@ -41,9 +41,9 @@ func TestPlanStartsWhatIsNeeded(t *testing.T) {
 		http     bool
 		want     []string
 	}{
-		{[]string{ComponentIndexer}, false, []string{componentRegistryView, ComponentIndexer}},
-		{[]string{ComponentNumerator}, true, []string{ComponentNumerator, componentHTTP}},
-		{[]string{ComponentAPI, ComponentRegistry}, true, []string{componentAuth, componentEpochs, ComponentRegistry, componentRegistryView,
+		{[]string{ComponentIndexer}, false, []string{componentSchemas, componentRegistryView, ComponentIndexer}},
+		{[]string{ComponentNumerator}, true, []string{componentSchemas, ComponentNumerator, componentHTTP}},
+		{[]string{ComponentAPI, ComponentRegistry}, true, []string{componentSchemas, componentAuth, componentEpochs, ComponentRegistry, componentRegistryView,
 			componentOfferAPI, ComponentAPI, componentHTTP}},
 	} {
 		if got := names(plan(tt.selected, tt.http)); !slices.Equal(got, tt.want) {

@@ -36,6 +36,7 @@ import (
 	"github.com/offerlog/offerlog/serving/search"
 	"github.com/offerlog/offerlog/sinks/ydbsink"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/streams/component"
 	"github.com/offerlog/offerlog/streams/table"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -305,7 +306,6 @@ func Run(ctx context.Context, cfg Config) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer p.sup.Wait()
 	defer cancel()
-	startSchemas(runCtx, p)
 	if cfg.PprofAddr != "" {
 		if err := servePprof(runCtx, p, cfg.PprofAddr); err != nil {
 			return err
@@ -324,7 +324,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	if runCtx.Err() == nil && p.sup.Err() == nil {
-		p.log.Info("offerlog ready", "brokers", p.kafka, "http", p.info.HTTPAddr, "grpc", p.info.GRPCAddr, "components", cfg.Components)
+		p.log.Info("offerlog ready", "brokers", strings.Join(p.info.Brokers, ","), "http", p.info.HTTPAddr, "grpc", p.info.GRPCAddr, "components", cfg.Components)
 		if cfg.Started != nil {
 			cfg.Started(*p.info)
 		}
@@ -431,8 +431,17 @@ func open(ctx context.Context, cfg Config) (*process, error) {
 	}
 	p.closers = append(p.closers, p.kafka.Close)
 	p.adm = p.kafka.Admin()
-	catalogue := append(topics.WithInputRetention(topics.Catalogue(cfg.Partitions), cfg.InputRetention),
-		topics.ForStages(cfg.Stages.Names(), cfg.Stages.PushTopics(), cfg.Partitions)...)
+	// The topics its components use, and only those: a component's Kafka
+	// user may create and describe those it declares (component.Grants),
+	// no others.
+	specs := specsOf(plan(cfg.Components, cfg.HTTPAddr != ""))
+	var catalogue []topics.Topic
+	for _, t := range append(topics.WithInputRetention(topics.Catalogue(cfg.Partitions), cfg.InputRetention),
+		topics.ForStages(cfg.Stages.Names(), cfg.Stages.PushTopics(), cfg.Partitions)...) {
+		if component.Uses(specs, t.Name) {
+			catalogue = append(catalogue, t)
+		}
+	}
 	created, err := topics.Ensure(ctx, p.adm, cfg.Replication, catalogue)
 	if err != nil {
 		return p, fmt.Errorf("topics: %w", err)

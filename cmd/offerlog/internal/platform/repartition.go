@@ -120,6 +120,19 @@ func Repartition(ctx context.Context, r Repartitioning) error {
 		counts[d.Topic] = int32(len(d.Partitions))
 	}
 	from := counts[topics.DocumentsIngest]
+	// A process creates only its components' topics: those of a
+	// component never run are made here, empty, so that every replay
+	// below finds its inputs.
+	var missing []topics.Topic
+	for _, t := range append(topics.Catalogue(from), topics.ForStages(r.Config.Stages.Names(), r.Config.Stages.PushTopics(), from)...) {
+		if _, ok := counts[t.Name]; !ok {
+			missing = append(missing, t)
+			counts[t.Name] = from
+		}
+	}
+	if _, err := topics.Ensure(ctx, adm, r.Config.Replication, missing); err != nil {
+		return fmt.Errorf("repartition: %w", err)
+	}
 	specs := movable(r.Config, counts, from, r.To)
 	var names []string
 	underWay := false
