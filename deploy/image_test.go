@@ -14,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -258,12 +259,28 @@ func TestTheImageBuildStageBuilds(t *testing.T) {
 	if copied == 0 {
 		t.Fatal("the build stage copied nothing")
 	}
+	// The image: a static base without a shell (so no RUN), the binary
+	// its own health check.
+	img := stages[len(stages)-1]
+	if !strings.HasPrefix(img.from, "gcr.io/distroless/static") {
+		t.Errorf("the image's base is %s, not a static one (distroless/static: no shell, no package manager)", img.from)
+	}
+	health := false
+	for _, in := range img.steps {
+		if in.cmd == "RUN" {
+			t.Errorf("Dockerfile:%d: RUN in the image: its base has no shell", in.line)
+		}
+		health = health || in.cmd == "HEALTHCHECK" && strings.HasSuffix(in.args, `CMD ["offerlog", "health"]`)
+	}
+	if !health {
+		t.Error(`the image has no HEALTHCHECK CMD ["offerlog", "health"]`)
+	}
 	for _, s := range stages[1:] {
 		for _, in := range s.steps {
 			if in.cmd != "COPY" || !strings.HasPrefix(in.args, "--from=build ") {
 				continue
 			}
-			f := strings.Fields(strings.TrimPrefix(in.args, "--from=build "))
+			f := slices.DeleteFunc(strings.Fields(strings.TrimPrefix(in.args, "--from=build ")), func(s string) bool { return strings.HasPrefix(s, "--") })
 			for _, src := range f[:len(f)-1] {
 				if _, err := os.Stat(filepath.Join(root, src)); err != nil {
 					t.Errorf("Dockerfile:%d: COPY --from=build %s: the build stage did not make it: %v", in.line, src, err)

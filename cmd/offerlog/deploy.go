@@ -210,14 +210,18 @@ func runDeploy(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 			fmt.Fprintf(stdout, "token %s (%s): registered already\n", auth.ID(text), key)
 			continue
 		}
-		rec, err := auth.Record(text, auth.Admin, "", time.Now())
+		kind := auth.Admin
+		if key == "cache" {
+			kind = auth.Reader // reads the cache's tables, nothing else
+		}
+		rec, err := auth.Record(text, kind, "", time.Now())
 		if err != nil {
 			return fmt.Errorf("secret %s, key %s: %w", secretTokens, key, err)
 		}
 		if err := auth.Append(ctx, prod, rec); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "token %s (%s): registered\n", rec.ID, key)
+		fmt.Fprintf(stdout, "token %s (%s, %s): registered\n", rec.ID, key, kind)
 	}
 	return nil
 }

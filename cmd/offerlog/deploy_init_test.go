@@ -79,7 +79,7 @@ func TestDeployInitMakesWhatAClusterNeeds(t *testing.T) {
 	brokers := strings.Join(b.Addrs(), ",")
 
 	first := deployInit(t, 0, "--secrets-dir", secrets, "--brokers", brokers, "--partitions", "2")
-	for _, want := range []string{"secret offerlog-kafka: kept", "topics ok", "secret offerlog-tokens: created", "(admin): registered", "(cache): registered",
+	for _, want := range []string{"secret offerlog-kafka: kept", "topics ok", "secret offerlog-tokens: created", "(admin, admin): registered", "(cache, reader): registered",
 		"secret offerlog-kafka-registry: created; user offerlog-registry,", "secret offerlog-kafka-api: created; user offerlog-api,"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("first init does not say %q:\n%s", want, first)
@@ -101,14 +101,14 @@ func TestDeployInitMakesWhatAClusterNeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"admin", "cache"} {
+	for key, kind := range map[string]auth.Kind{"admin": auth.Admin, "cache": auth.Reader} {
 		text, err := os.ReadFile(filepath.Join(secrets, secretTokens, key))
 		if err != nil {
 			t.Fatal(err)
 		}
 		scope, err := store.Authenticate(string(text))
-		if err != nil || scope.Kind != auth.Admin {
-			t.Errorf("the %s token init made: %v %v", key, scope, err)
+		if err != nil || scope.Kind != kind {
+			t.Errorf("the %s token init made: %v %v, want a %s token", key, scope, err, kind)
 		}
 	}
 	if n := len(store.List()); n != 2 {

@@ -26,11 +26,11 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"dev", "[--data DIR] [--kafka-addr HOST:PORT] [--http HOST:PORT] [--fsync]", "run the whole platform on the embedded broker", runDev},
-		{"broker", "[--data DIR] [--kafka-addr HOST:PORT] [--fsync]", "run the embedded broker alone", runBroker},
+		{"broker", "[--data DIR] [--kafka-addr HOST:PORT] [--fsync] [--tls-cert F --tls-key F]", "run the embedded broker alone", runBroker},
 		{"run", "COMPONENT --brokers B [--data DIR] [--http HOST:PORT]", "run one component (" + strings.Join(platform.AllComponents(), ", ") + ") against a cluster", runComponent},
 		{"search", "CLIENT [WORDS...] [--filter F] [--knn-file F] [--sort F[:desc]] [--api URL]", "search a client's documents by words, filters and a vector, through the API", runSearch},
 		{"get", "[--table T] [--zookeeper HOSTS | --hosts A,B] KEY...", "read keys from the serving cache and print them as JSON", runGet},
-		{"token", "create (--admin | --client C | --seller S | --stage NAME) [--ttl D] | revoke ID | list  --brokers B", "create, revoke or list API tokens", runToken},
+		{"token", "create (--admin | --reader | --client C | --seller S | --stage NAME) [--ttl D] | revoke ID | list  --brokers B", "create, revoke or list API tokens", runToken},
 		{"topics", "ensure|list|wait --brokers B [--partitions N]", "create, check, or wait for the topic catalogue", runTopics},
 		{"produce", "--brokers B TOPIC", "produce JSON lines {\"key\",\"value\"} from stdin as Avro events", runProduce},
 		{"consume", "--brokers B TOPIC [--from-beginning] [--max N] [--timeout D]", "print a topic's events as JSON lines", runConsume},
@@ -44,7 +44,9 @@ func commands() []command {
 		{"numerator", "seal G | rebuild --force | reshard --scheme N  --brokers B [--wait D] | states --brokers B | check --state V --data V | shard (--scheme N | --state V) KEY...",
 			"seal a generation, rebuild or reshard the numerator's state; list its states; say whether data of one version may be used with a state; say a key's shard under a scheme", runNumerator},
 		{"scheduler", "recrawl --stage S --brokers B [--stages FILE] | redrive STAGE --brokers B", "queue every offer a stage wants into its low-priority queue; queue again the offers of its dead letters", runScheduler},
-		{"deploy", "init (--namespace NS | --secrets-dir DIR) --brokers B [--partitions N] [--credentials-only]", "make what a cluster needs before its components start: the Kafka user, the topics, the first admin token (idempotent)", runDeploy},
+		{"deploy", "init (--namespace NS | --secrets-dir DIR) --brokers B [--partitions N] [--credentials-only] [--kafka-tls=false] [--kafka-hosts H,...]",
+			"make what a cluster needs before its components start: Kafka's certificate, its users and their ACLs, the topics, the first admin token (idempotent)", runDeploy},
+		{"health", "[--http HOST:PORT]", "ask the process of this container (its OFFERLOG_HTTP) whether it is ready: exit 0 if so (the image's HEALTHCHECK)", runHealth},
 	}
 }
 

@@ -83,6 +83,9 @@ func runToken(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	var subject string
 	if sub == "create" {
 		f.BoolFunc("admin", "a token that may do everything", func(string) error { return setKind(&kind, &subject, auth.Admin, "") })
+		f.BoolFunc("reader", "a token that may read the serving cache's tables, nothing else (--cache-token)", func(string) error {
+			return setKind(&kind, &subject, auth.Reader, "")
+		})
 		for _, k := range []auth.Kind{auth.Client, auth.Seller, auth.Stage} {
 			f.Func(string(k), fmt.Sprintf("a token of this %s only", k), func(s string) error { return setKind(&kind, &subject, k, s) })
 		}

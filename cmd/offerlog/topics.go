@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
+	"github.com/offerlog/offerlog/streams/component"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -26,8 +29,12 @@ func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	replication := f.Int("replication", -1, "replication factor of created topics (-1: the broker's default)")
 	inputRetention := f.Duration("input-retention", 0, inputRetentionUsage)
 	timeout := f.Duration("timeout", 10*time.Minute, "wait: how long to wait for the catalogue to be there")
+	of := f.String("component", "", "wait: for the topics this component uses only (those its Kafka user may see)")
 	if err := f.parse(args[1:]); err != nil {
 		return err
+	}
+	if *of != "" && !slices.Contains(platform.AllComponents(), *of) {
+		return fmt.Errorf("%w: --component %q: one of %v", errUsage, *of, platform.AllComponents())
 	}
 	kafka, err := f.cluster()
 	if err != nil {
@@ -46,6 +53,10 @@ func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	catalogue = topics.WithInputRetention(catalogue, *inputRetention)
 	if verb == "wait" {
+		if *of != "" {
+			specs := platform.UserSpecs(*of)
+			catalogue = slices.DeleteFunc(catalogue, func(t topics.Topic) bool { return !component.Uses(specs, t.Name) })
+		}
 		return waitTopics(ctx, adm, catalogue, *timeout, stdout)
 	}
 	if verb == "ensure" {

@@ -113,7 +113,9 @@ func TestTopology(t *testing.T) {
 	c.secrets = t.TempDir()
 	// The credentials first (the Kafka pods read them at start), then the
 	// broker, then the init Job proper.
-	c.runOnce(t, "credentials", "deploy", "init", "--credentials-only", "--secrets-dir", c.secrets)
+	// The brokers' certificate names the broker's address here.
+	c.runOnce(t, "credentials", "deploy", "init", "--credentials-only", "--secrets-dir", c.secrets,
+		"--kafka-hosts", c.net.hostIP+",localhost,127.0.0.1")
 	brokerAddr := c.startBroker(t)
 	// The test's own clients log in as the user deploy init made.
 	kc, err := streams.LoadKafkaConfig(filepath.Join(c.secrets, "offerlog-kafka", "kafka.properties"))
@@ -216,6 +218,7 @@ func TestTopology(t *testing.T) {
 	timers.check(t, l)
 	c.checkLagOnce(t)
 	n.report(t)
+	c.checkNoRefusals(t)
 	c.checkReplay(t, brokerAddr)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -294,6 +297,31 @@ func (c *cluster) checkReplay(t *testing.T, brokerAddr string) {
 	}
 }
 
+// checkNoRefusals fails on every refusal the broker logged: each pod logs
+// in as its component's user (the manifests' Secret
+// offerlog-kafka-COMPONENT), which deploy init allowed what the
+// component's spec declares; a refusal is something it does that its spec
+// does not say.
+func (c *cluster) checkNoRefusals(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(c.broker.data, "broker.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if _, msg, ok := strings.Cut(line, "authorization failed: "); ok {
+			msg, _, _ = strings.Cut(msg, `" component=`)
+			seen[msg]++
+		}
+	}
+	for msg, n := range seen {
+		t.Errorf("the broker refused %s (%d times): the component's spec does not declare it", msg, n)
+	}
+	if len(seen) == 0 {
+		t.Logf("topology: every pod logged in as its component's user over TLS; the broker refused none of them anything")
+	}
+}
+
 // runOnce runs the binary to its end on the host, as a one-shot.
 func (c *cluster) runOnce(t *testing.T, what string, args ...string) string {
 	t.Helper()
@@ -309,15 +337,12 @@ func (c *cluster) runOnce(t *testing.T, what string, args ...string) string {
 // address.
 func (c *cluster) startBroker(t *testing.T) string {
 	t.Helper()
-	data := t.TempDir()
-	props, err := os.ReadFile(filepath.Join(c.secrets, "offerlog-kafka", "kafka.properties"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(data, "kafka.properties"), props, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c.broker = &brokerProcess{data: data, addr: net.JoinHostPort(c.net.hostIP, freePort(t))}
+	// The super user and the certificate deploy init made, as Kafka's
+	// pods are given them: every client speaks TLS.
+	data := startBrokerOf(t, c.secrets)
+	tlsDir := filepath.Join(c.secrets, secretKafkaTLS)
+	c.broker = &brokerProcess{data: data, addr: net.JoinHostPort(c.net.hostIP, freePort(t)),
+		args: []string{"--tls-cert", filepath.Join(tlsDir, "tls.crt"), "--tls-key", filepath.Join(tlsDir, "tls.key"), "--tls-ca", filepath.Join(tlsDir, "ca.crt")}}
 	c.broker.start(t, c.bin)
 	t.Cleanup(func() { c.broker.stop(os.Interrupt) })
 	return c.broker.addr
@@ -327,6 +352,7 @@ func (c *cluster) startBroker(t *testing.T) string {
 // data directory and address, which the nemesis kills and starts again.
 type brokerProcess struct {
 	data, addr string
+	args       []string // its TLS
 	cmd        *exec.Cmd
 	logf       *os.File
 }
@@ -334,7 +360,7 @@ type brokerProcess struct {
 // start starts the broker and waits until it listens.
 func (b *brokerProcess) start(t *testing.T, bin string) {
 	t.Helper()
-	cmd := exec.Command(bin, "broker", "--data", b.data, "--kafka-addr", b.addr)
+	cmd := exec.Command(bin, append([]string{"broker", "--data", b.data, "--kafka-addr", b.addr}, b.args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -460,6 +486,8 @@ func (c *cluster) rewrite(t *testing.T, w workload, p *pod, ct corev1.Container)
 			return p.name
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP":
 			return p.ip
+		case e.ValueFrom.FieldRef != nil && strings.HasPrefix(e.ValueFrom.FieldRef.FieldPath, "metadata.labels['"):
+			return w.pod.Labels[strings.TrimSuffix(strings.TrimPrefix(e.ValueFrom.FieldRef.FieldPath, "metadata.labels['"), "']")]
 		case e.ValueFrom.SecretKeyRef != nil:
 			b, err := os.ReadFile(filepath.Join(c.secrets, e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key))
 			if err != nil {
@@ -558,8 +586,10 @@ func (c *cluster) startAll(ctx context.Context, pods []*pod) {
 	for _, p := range pods {
 		wg.Go(func() {
 			for _, ic := range p.initContainers {
-				args, _ := c.rewrite(t, workloadOf(c.m, p.workload), p, ic)
-				if out, err := c.command(p, args).CombinedOutput(); err != nil {
+				args, env := c.rewrite(t, workloadOf(c.m, p.workload), p, ic)
+				cmd := c.command(p, args)
+				cmd.Env = env // the init container's own
+				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Errorf("pod %s: init container %s: %v\n%s", p.name, ic.Name, err, out)
 					return
 				}

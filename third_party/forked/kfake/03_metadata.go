@@ -147,7 +147,7 @@ func (c *Cluster) handleMetadata(creq *clientReq) (kmsg.Response, error) {
 	if req.Topics == nil && c.data.tps != nil {
 		for topic, ps := range c.data.tps {
 			// For listing all topics, filter to only authorized topics
-			if e := c.deny(creq, topic, kmsg.ACLResourceTypeTopic, kmsg.ACLOperationDescribe, faultKey{topic: topic}); e != nil {
+			if e := c.filtered(creq, topic, kmsg.ACLResourceTypeTopic, kmsg.ACLOperationDescribe, faultKey{topic: topic}); e != nil { // offerlog patch 15
 				continue
 			}
 			id := c.data.t2id[topic]

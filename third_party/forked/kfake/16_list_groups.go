@@ -31,7 +31,7 @@ func (c *Cluster) handleListGroups(creq *clientReq) (kmsg.Response, error) {
 		if c.coordinator(sg.name).node != creq.cc.b.node {
 			continue
 		}
-		if e := c.deny(creq, sg.name, kmsg.ACLResourceTypeGroup, kmsg.ACLOperationDescribe, faultKey{group: sg.name}); e != nil {
+		if e := c.filtered(creq, sg.name, kmsg.ACLResourceTypeGroup, kmsg.ACLOperationDescribe, faultKey{group: sg.name}); e != nil { // offerlog patch 15
 			continue
 		}
 		state := "Stable"

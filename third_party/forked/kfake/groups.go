@@ -369,7 +369,7 @@ func (gs *groups) handleList(creq *clientReq) *kmsg.ListGroupsResponse {
 			continue
 		}
 		// ACL check: DESCRIBE on Group - filter out groups without permission
-		if e := g.c.deny(creq, g.name, kmsg.ACLResourceTypeGroup, kmsg.ACLOperationDescribe, faultKey{group: g.name}); e != nil {
+		if e := g.c.filtered(creq, g.name, kmsg.ACLResourceTypeGroup, kmsg.ACLOperationDescribe, faultKey{group: g.name}); e != nil { // offerlog patch 15
 			continue
 		}
 		if len(req.StatesFilter) > 0 && !slices.Contains(req.StatesFilter, g.state.String()) {

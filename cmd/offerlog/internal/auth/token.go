@@ -34,15 +34,19 @@ const (
 	Seller Kind = "seller"
 	// Stage may read and update its own stage's private state.
 	Stage Kind = "stage"
+	// Reader may read the serving cache's tables and nothing else: the
+	// token the API's reads send to the cache (an admin token there would
+	// let whoever holds an API pod do everything).
+	Reader Kind = "reader"
 )
 
 // ParseKind returns the kind named s.
 func ParseKind(s string) (Kind, error) {
 	switch k := Kind(s); k {
-	case Admin, Client, Seller, Stage:
+	case Admin, Client, Seller, Stage, Reader:
 		return k, nil
 	}
-	return "", fmt.Errorf("token kind %q: want admin, client, seller or stage", s)
+	return "", fmt.Errorf("token kind %q: want admin, client, seller, stage or reader", s)
 }
 
 // Scope is what a caller may do: its kind, and the client, seller or stage
@@ -111,9 +115,9 @@ func New(k Kind, subject string, ttl time.Duration, now time.Time) (string, *sch
 		return "", nil, fmt.Errorf("ttl %v is negative", ttl)
 	}
 	switch {
-	case k == Admin && subject != "":
-		return "", nil, errors.New("an admin token has no subject")
-	case k != Admin:
+	case (k == Admin || k == Reader) && subject != "":
+		return "", nil, fmt.Errorf("%s tokens have no subject", k)
+	case k != Admin && k != Reader:
 		if err := schemas.CheckKey(subject); err != nil {
 			return "", nil, fmt.Errorf("%s token subject: %w", k, err)
 		}

@@ -97,9 +97,14 @@ func Open(fullMethod string) bool {
 // sc may call it at all (the method may check more).
 type Policy func(fullMethod string, sc Scope) error
 
-// AdminOnly is the policy of a server whose every method needs an admin
-// token (the serving cache, which serves whole tables).
-func AdminOnly(fullMethod string, sc Scope) error { return sc.CheckAdmin(fullMethod) }
+// TableReaders is the policy of the serving cache, which serves whole
+// tables: an admin token or a reader token.
+func TableReaders(fullMethod string, sc Scope) error {
+	if sc.Kind == Reader {
+		return nil
+	}
+	return sc.CheckAdmin(fullMethod)
+}
 
 func (a *Authenticator) grpcContext(ctx context.Context, method string, policy Policy) (context.Context, error) {
 	if Open(method) {

@@ -152,7 +152,7 @@ func (r *cacheRunner) run(ctx context.Context) error {
 	}
 	mux := serving.NewMux(servers...)
 	r.current.Store(mux)
-	return mux.Serve(ctx, r.cfg.Limits.Bound(ln), r.cfg.Limits.GRPCServer(r.authn.GRPCOptions(auth.AdminOnly)...))
+	return mux.Serve(ctx, r.cfg.Limits.Bound(ln), r.cfg.Limits.GRPCServer(r.authn.GRPCOptions(auth.TableReaders)...))
 }
 
 // ready reports whether the current run holds a loaded shard of every

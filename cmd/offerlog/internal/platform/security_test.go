@@ -174,6 +174,7 @@ func TestEveryRouteAuthenticatesAndKeepsCallersToTheirScope(t *testing.T) {
 	otherSeller, _ := s.token(auth.Seller, "s2")
 	revokedSeller, revokedSellerID := s.token(auth.Seller, "s1")
 	client, _ := s.token(auth.Client, "c1")
+	reader, _ := s.token(auth.Reader, "")
 	otherClient, _ := s.token(auth.Client, "c2")
 	revokedClient, revokedClientID := s.token(auth.Client, "c1")
 	stage, _ := s.token(auth.Stage, "expiry")
@@ -396,6 +397,19 @@ func TestEveryRouteAuthenticatesAndKeepsCallersToTheirScope(t *testing.T) {
 			_, err := cache.Get(ctx, &servingv1.GetRequest{Keys: []string{d.ID}}, o)
 			return err
 		}, codes.OK},
+		// the API's cache token: the cache's tables, nothing else
+		{"Cache.Get, a reader's token", reader, func(o grpc.CallOption) error {
+			_, err := cache.Get(ctx, &servingv1.GetRequest{Keys: []string{d.ID}}, o)
+			return err
+		}, codes.OK},
+		{"SearchService.Search, a reader's token", reader, func(o grpc.CallOption) error {
+			_, err := searcher.Search(ctx, searchReq, o)
+			return err
+		}, codes.PermissionDenied},
+		{"DocumentService.Send, a reader's token", reader, func(o grpc.CallOption) error {
+			_, err := documents.Send(ctx, send, o)
+			return err
+		}, codes.PermissionDenied},
 	} {
 		var opt grpc.CallOption = grpc.EmptyCallOption{}
 		if c.token != "" {
