@@ -315,9 +315,13 @@ func (r Spec) progress(ctx context.Context, adm *kadm.Client, ends kadm.Offsets)
 }
 
 // committed returns how many of the input records up to ends the group has
-// committed, and how many there are.
+// committed, and how many there are. A group that does not exist yet (the
+// replay's first moments: it starts the group anew) has committed none.
 func (r Spec) committed(ctx context.Context, adm *kadm.Client, ends kadm.Offsets) (done, total int64, err error) {
 	committed, err := adm.FetchOffsets(ctx, r.Group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		committed, err = kadm.OffsetResponses{}, nil
+	}
 	if err != nil {
 		return 0, 0, err
 	}
