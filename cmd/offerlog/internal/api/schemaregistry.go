@@ -282,13 +282,18 @@ func srIndex(w http.ResponseWriter) *subjectIndex {
 }
 
 // srSubjectOf returns the versions of the request's subject, or answers
-// 404 with 40401.
-func srSubjectOf(w http.ResponseWriter, r *http.Request) []*schemas.Schema {
+// 404 with 40401: a subject of no topic, or the export subject of a client
+// that has no epoch (no feed of it exists), as Confluent's registry
+// answers a subject nobody registered.
+func (s *Server) srSubjectOf(w http.ResponseWriter, r *http.Request) []*schemas.Schema {
 	idx := srIndex(w)
 	if idx == nil {
 		return nil
 	}
 	vs, ok := idx.subject(r.PathValue("subject"))
+	if client, export := exportClient(r.PathValue("subject")); export && !slices.Contains(s.clients(), client) {
+		ok = false
+	}
 	if !ok {
 		registryErr(w, http.StatusNotFound, &RegistryError{Code: codeSubjectNotFound,
 			Message: fmt.Sprintf("Subject '%s' not found.", r.PathValue("subject"))})
@@ -306,12 +311,40 @@ func (s *Server) srSubjects(w http.ResponseWriter, _ *http.Request) {
 	for name := range idx.subjects {
 		out = append(out, name)
 	}
+	// every client's export subjects, as they are served by name
+	for _, c := range s.clients() {
+		out = append(out, topics.SaasTopic(c)+"-value", topics.YtTopic(c)+"-value")
+	}
 	slices.Sort(out)
 	writeRegistry(w, http.StatusOK, out)
 }
 
+// clients returns the clients that have an epoch: those whose export
+// topics, and so subjects, exist.
+func (s *Server) clients() []string {
+	if s.cfg.Epochs == nil {
+		return nil
+	}
+	return s.cfg.Epochs.Clients()
+}
+
+// exportClient returns the client of an export subject (saas.CLIENT-value,
+// yt.CLIENT-value).
+func exportClient(subject string) (string, bool) {
+	topic, ok := strings.CutSuffix(subject, "-value")
+	if !ok {
+		return "", false
+	}
+	for _, prefix := range []string{topics.SaasPrefix, topics.YtPrefix} {
+		if c, ok := strings.CutPrefix(topic, prefix); ok {
+			return c, true
+		}
+	}
+	return "", false
+}
+
 func (s *Server) srVersions(w http.ResponseWriter, r *http.Request) {
-	vs := srSubjectOf(w, r)
+	vs := s.srSubjectOf(w, r)
 	if vs == nil {
 		return
 	}
@@ -323,8 +356,8 @@ func (s *Server) srVersions(w http.ResponseWriter, r *http.Request) {
 }
 
 // srVersionOf returns the requested version, or answers the error.
-func srVersionOf(w http.ResponseWriter, r *http.Request) (*schemas.Schema, int) {
-	vs := srSubjectOf(w, r)
+func (s *Server) srVersionOf(w http.ResponseWriter, r *http.Request) (*schemas.Schema, int) {
+	vs := s.srSubjectOf(w, r)
 	if vs == nil {
 		return nil, 0
 	}
@@ -341,13 +374,13 @@ func srVersionOf(w http.ResponseWriter, r *http.Request) (*schemas.Schema, int) 
 }
 
 func (s *Server) srVersion(w http.ResponseWriter, r *http.Request) {
-	if rs, v := srVersionOf(w, r); rs != nil {
+	if rs, v := s.srVersionOf(w, r); rs != nil {
 		writeRegistry(w, http.StatusOK, SubjectVersion{Subject: r.PathValue("subject"), Version: v, ID: rs.ID, Schema: rs.Text})
 	}
 }
 
 func (s *Server) srVersionSchema(w http.ResponseWriter, r *http.Request) {
-	if rs, _ := srVersionOf(w, r); rs != nil {
+	if rs, _ := s.srVersionOf(w, r); rs != nil {
 		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
 		_, _ = w.Write([]byte(rs.Text))
 	}
@@ -404,7 +437,7 @@ func (s *Server) srSchemaVersions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) srConfig(w http.ResponseWriter, r *http.Request) {
-	if srSubjectOf(w, r) != nil {
+	if s.srSubjectOf(w, r) != nil {
 		writeRegistry(w, http.StatusOK, map[string]string{"compatibilityLevel": schemas.CompatibilityOf(r.PathValue("subject"))})
 	}
 }
@@ -414,7 +447,7 @@ func (s *Server) srConfig(w http.ResponseWriter, r *http.Request) {
 // record on schemas.registered, whence every process learns it.
 func (s *Server) srSetConfig(w http.ResponseWriter, r *http.Request) {
 	subject := r.PathValue("subject")
-	if subject != "" && srSubjectOf(w, r) == nil {
+	if subject != "" && s.srSubjectOf(w, r) == nil {
 		return
 	}
 	var body struct {
@@ -480,7 +513,7 @@ func srSubmitted(w http.ResponseWriter, r *http.Request) avro.Schema {
 }
 
 func (s *Server) srLookup(w http.ResponseWriter, r *http.Request) {
-	vs := srSubjectOf(w, r)
+	vs := s.srSubjectOf(w, r)
 	if vs == nil {
 		return
 	}
@@ -498,7 +531,7 @@ func (s *Server) srLookup(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) srRegister(w http.ResponseWriter, r *http.Request) {
-	vs := srSubjectOf(w, r)
+	vs := s.srSubjectOf(w, r)
 	if vs == nil {
 		return
 	}

@@ -23,11 +23,14 @@ import (
 
 // registryServer serves the API on a real socket; the registry routes need
 // no broker traffic, but the server needs a producer.
+// The client "shop" has an epoch: its export subjects exist.
 func registryServer(t *testing.T) string {
 	t.Helper()
 	brokers := testkit.Broker(t, "").Addrs()
 	testkit.EnsureTopics(t, brokers, topics.Catalogue(1))
-	srv, err := api.New(api.Config{Auth: auth.Off(testkit.Logger()), Producer: testkit.Client(t, brokers), Cluster: testkit.Cluster(t, brokers), Epochs: registry.NewCatalogue(registry.DefaultEpochGrace),
+	epochs := registry.NewCatalogue(registry.DefaultEpochGrace)
+	epochs.Put(&schemas.EpochSchema{Client: "shop", Epoch: 1, Fields: []schemas.FieldSpec{{Name: "title", Type: schemas.TypeString}}})
+	srv, err := api.New(api.Config{Auth: auth.Off(testkit.Logger()), Producer: testkit.Client(t, brokers), Cluster: testkit.Cluster(t, brokers), Epochs: epochs,
 		Partitions: 1, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
@@ -73,10 +76,13 @@ func TestSchemaRegistryAnswersAsConfluentClientsExpect(t *testing.T) {
 	if code, body := call(t, "GET", sr+"/subjects", "", &subjects); code != 200 {
 		t.Fatalf("subjects: %d %s", code, body)
 	}
-	for _, tp := range topics.Catalogue(1) {
+	for _, tp := range append(topics.Catalogue(1), topics.ForClient("shop", 1)...) {
 		if tp.Schema != "" && !slices.Contains(subjects, tp.Name+"-value") {
 			t.Errorf("no subject %s-value in %v", tp.Name, subjects)
 		}
+	}
+	if code, body := call(t, "GET", sr+"/subjects/saas.shop-value/versions", "", nil); code != 200 {
+		t.Errorf("an existing client's export subject: %d %s", code, body)
 	}
 	if slices.ContainsFunc(subjects, func(s string) bool { return strings.HasSuffix(s, "-key") }) {
 		t.Errorf("key subjects for string keys: %v", subjects)
@@ -137,6 +143,9 @@ func TestSchemaRegistryAnswersAsConfluentClientsExpect(t *testing.T) {
 		status, code       int
 	}{
 		{"GET", "/subjects/no.such.topic-value/versions", "", 404, 40401},
+		// a client without an epoch has no feed, so no subject
+		{"GET", "/subjects/saas.nobody-value/versions", "", 404, 40401},
+		{"GET", "/subjects/yt.nobody-value/versions/latest", "", 404, 40401},
 		{"GET", "/subjects/" + strings.TrimSuffix(subject, "-value") + "-key/versions", "", 404, 40401},
 		{"GET", "/subjects/" + subject + "/versions/999", "", 404, 40402},
 		{"GET", "/subjects/" + subject + "/versions/zero", "", 422, 42202},
