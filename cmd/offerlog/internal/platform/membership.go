@@ -7,10 +7,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/offerlog/offerlog/streams/component"
 )
 
 // leaveGroups takes this process's static members (--instance-id) out of
-// every group of offerlog's when it stops on purpose. A static member
+// the groups of its components when it stops on purpose (its Kafka user
+// may not even describe the others). A static member
 // that stops does not leave (KIP-345: it is expected back within its
 // session, and a restarted one takes its partitions back without a
 // rebalance); but a process stopped on purpose may not come back under the
@@ -25,7 +28,7 @@ func (p *process) leaveGroups(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	var left []string
-	for _, g := range lagGroups(p.cfg.Stages.Names()) {
+	for _, g := range component.GroupsOf(specsOf(plan(p.cfg.Components, false)), component.Instances{Stages: p.cfg.Stages.Names()}) {
 		resps, err := p.adm.LeaveGroup(ctx, kadm.LeaveGroup(g).InstanceIDs(id).Reason("offerlog stopped"))
 		if err == nil {
 			err = resps.Error()
