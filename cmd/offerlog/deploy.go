@@ -88,6 +88,7 @@ func runDeploy(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	dir := f.String("secrets-dir", "", "keep the secrets as files under this directory instead (DIR/SECRET/KEY, readable by the volume's other users): for compose, or a machine without Kubernetes")
 	credentialsOnly := f.Bool("credentials-only", false, "only make what Kafka needs to start: its certificate and super user (before Kafka starts)")
 	kafkaTLS := f.Bool("kafka-tls", true, "Kafka speaks TLS: make its CA and the brokers' certificate, and clients' properties for SASL_SSL")
+	renew := f.Bool("renew-kafka-cert", false, "issue the brokers' certificate again now (it is anyway when it expires within "+renewBefore.String()+"); restart Kafka's brokers to take it")
 	kafkaHosts := f.String("kafka-hosts", "kafka,*.kafka,*.kafka.offerlog.svc,*.kafka.offerlog.svc.cluster.local,localhost,127.0.0.1",
 		"comma-separated names (and IP addresses) of the brokers' certificate")
 	timeout := f.Duration("timeout", 10*time.Minute, "how long to wait for the cluster to answer")
@@ -114,7 +115,7 @@ func runDeploy(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	var caPEM []byte
 	if *kafkaTLS {
 		var err error
-		if caPEM, err = ensureKafkaTLS(ctx, store, strings.Split(*kafkaHosts, ","), stdout); err != nil {
+		if caPEM, err = ensureKafkaTLS(ctx, store, strings.Split(*kafkaHosts, ","), *renew, stdout); err != nil {
 			return err
 		}
 	}
@@ -266,10 +267,18 @@ func kafkaUserSecret(user string, caPEM []byte) (map[string][]byte, error) {
 // componentSecret is the Secret of a component's Kafka user.
 func componentSecret(name string) string { return secretKafka + "-" + name }
 
+// renewBefore is how long before the brokers' certificate expires deploy
+// init issues it again (every upgrade runs init: a certificate of two
+// years is renewed by the upgrades of its last two months, or by
+// --renew-kafka-cert).
+const renewBefore = 60 * 24 * time.Hour
+
 // ensureKafkaTLS makes the cluster's CA and the brokers' certificate for
 // hosts, unless they exist, and returns the CA's certificate. The
-// brokers' is issued for two years; the CA for ten.
-func ensureKafkaTLS(ctx context.Context, store secretStore, hosts []string, stdout io.Writer) ([]byte, error) {
+// brokers' is issued for two years, again when it expires within
+// renewBefore or renew says so; the CA for ten (clients trust the CA: a
+// new certificate of the brokers needs nothing of them).
+func ensureKafkaTLS(ctx context.Context, store secretStore, hosts []string, renew bool, stdout io.Writer) ([]byte, error) {
 	caData, made, err := ensureSecret(ctx, store, secretKafkaCA, func() (map[string][]byte, error) {
 		ca, err := listener.NewAuthority("offerlog Kafka CA")
 		if err != nil {
@@ -285,15 +294,31 @@ func ensureKafkaTLS(ctx context.Context, store secretStore, hosts []string, stdo
 	if err != nil {
 		return nil, fmt.Errorf("secret %s: %w", secretKafkaCA, err)
 	}
-	_, made, err = ensureSecret(ctx, store, secretKafkaTLS, func() (map[string][]byte, error) {
+	issue := func() (map[string][]byte, error) {
 		cert, key, err := ca.Issue("kafka", hosts, 2*365*24*time.Hour)
 		if err != nil {
 			return nil, err
 		}
 		return map[string][]byte{"ca.crt": ca.CertPEM, "tls.crt": cert, "tls.key": key}, nil
-	})
+	}
+	data, made, err := ensureSecret(ctx, store, secretKafkaTLS, issue)
 	if err != nil {
 		return nil, err
+	}
+	expires, err := listener.NotAfter(data["tls.crt"])
+	if err != nil {
+		return nil, fmt.Errorf("secret %s: %w", secretKafkaTLS, err)
+	}
+	if !made && (renew || time.Until(expires) < renewBefore) {
+		if data, err = issue(); err != nil {
+			return nil, err
+		}
+		if err := store.replace(ctx, secretKafkaTLS, data); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(stdout, "secret %s: renewed (the old one expires at %s); restart Kafka's brokers to take it\n",
+			secretKafkaTLS, expires.Format(time.RFC3339))
+		return ca.CertPEM, nil
 	}
 	fmt.Fprintf(stdout, "secret %s: %s\n", secretKafkaTLS, madeOrKept(made))
 	return ca.CertPEM, nil
@@ -407,6 +432,8 @@ type secretStore interface {
 	get(ctx context.Context, name string) (data map[string][]byte, ok bool, err error)
 	// create makes the secret; errExists if another made it first.
 	create(ctx context.Context, name string, data map[string][]byte) error
+	// replace puts data in place of the secret's, whole.
+	replace(ctx context.Context, name string, data map[string][]byte) error
 }
 
 var errExists = errors.New("exists already")
@@ -484,6 +511,23 @@ func (d dirSecrets) create(_ context.Context, name string, data map[string][]byt
 		return fmt.Errorf("secret %s: %w", name, err)
 	}
 	return nil
+}
+
+// replace writes the new secret beside the old one and swaps them: a
+// reader finds one or the other whole (a container that mounts it, by
+// compose's subpath, sees the new one when it starts again).
+func (d dirSecrets) replace(ctx context.Context, name string, data map[string][]byte) error {
+	dir := filepath.Join(string(d), name)
+	old := filepath.Join(string(d), "."+name+"-replaced")
+	_ = os.RemoveAll(old)
+	if err := os.Rename(dir, old); err != nil {
+		return fmt.Errorf("secret %s: %w", name, err)
+	}
+	if err := d.create(ctx, name, data); err != nil {
+		_ = os.Rename(old, dir)
+		return err
+	}
+	return os.RemoveAll(old)
 }
 
 func firstLineOf(s string) string { line, _, _ := strings.Cut(s, "\n"); return line }
@@ -580,10 +624,7 @@ func (k *kubeSecrets) get(ctx context.Context, name string) (map[string][]byte, 
 }
 
 func (k *kubeSecrets) create(ctx context.Context, name string, data map[string][]byte) error {
-	s := kubeSecret{APIVersion: "v1", Kind: "Secret", Type: "Opaque", Data: data}
-	s.Metadata.Name, s.Metadata.Namespace = name, k.namespace
-	s.Metadata.Labels = map[string]string{"app.kubernetes.io/managed-by": "offerlog-deploy-init"}
-	body, err := json.Marshal(s)
+	body, err := k.secret(name, data)
 	if err != nil {
 		return err
 	}
@@ -597,4 +638,29 @@ func (k *kubeSecrets) create(ctx context.Context, name string, data map[string][
 		return fmt.Errorf("create secret %s/%s: %d %s", k.namespace, name, code, firstLineOf(string(resp)))
 	}
 	return nil
+}
+
+// replace updates the Secret (an unconditional update: init is its only
+// writer).
+func (k *kubeSecrets) replace(ctx context.Context, name string, data map[string][]byte) error {
+	body, err := k.secret(name, data)
+	if err != nil {
+		return err
+	}
+	code, resp, err := k.do(ctx, http.MethodPut, "/api/v1/namespaces/"+k.namespace+"/secrets/"+name, body)
+	switch {
+	case err != nil:
+		return err
+	case code != http.StatusOK:
+		return fmt.Errorf("update secret %s/%s: %d %s", k.namespace, name, code, firstLineOf(string(resp)))
+	}
+	return nil
+}
+
+// secret is the JSON of the Secret name holding data.
+func (k *kubeSecrets) secret(name string, data map[string][]byte) ([]byte, error) {
+	s := kubeSecret{APIVersion: "v1", Kind: "Secret", Type: "Opaque", Data: data}
+	s.Metadata.Name, s.Metadata.Namespace = name, k.namespace
+	s.Metadata.Labels = map[string]string{"app.kubernetes.io/managed-by": "offerlog-deploy-init"}
+	return json.Marshal(s)
 }

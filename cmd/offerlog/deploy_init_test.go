@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -64,9 +65,40 @@ func TestDeployInitMakesWhatAClusterNeeds(t *testing.T) {
 		t.Errorf("the ZooKeeper credentials init made: %q %q %v %v", user, pw, ok, err)
 	}
 	// The brokers' certificate: signed by the CA every client trusts, for
-	// the names the manifests give the brokers.
+	// the names the manifests give the brokers; renewed from the same CA
+	// on demand, and when it expires within renewBefore.
 	tlsDir := filepath.Join(secrets, secretKafkaTLS)
 	checkCertificate(t, filepath.Join(secrets, secretKafka, "ca.crt"), filepath.Join(tlsDir, "tls.crt"), "kafka-1.kafka", "localhost", "kafka-0.kafka.offerlog.svc")
+	issued, _ := os.ReadFile(filepath.Join(tlsDir, "tls.crt"))
+	if out := deployInit(t, 0, "--credentials-only", "--secrets-dir", secrets); !strings.Contains(out, "secret offerlog-kafka-tls: kept") {
+		t.Errorf("a second init: %s", out)
+	}
+	if out := deployInit(t, 0, "--credentials-only", "--secrets-dir", secrets, "--renew-kafka-cert"); !strings.Contains(out, "secret offerlog-kafka-tls: renewed") {
+		t.Errorf("a renewal: %s", out)
+	}
+	if renewed, _ := os.ReadFile(filepath.Join(tlsDir, "tls.crt")); bytes.Equal(issued, renewed) {
+		t.Error("--renew-kafka-cert kept the certificate")
+	}
+	checkCertificate(t, filepath.Join(secrets, secretKafka, "ca.crt"), filepath.Join(tlsDir, "tls.crt"), "kafka-1.kafka")
+	// One expiring within renewBefore is renewed by any init.
+	caDir := filepath.Join(secrets, secretKafkaCA)
+	caCert, _ := os.ReadFile(filepath.Join(caDir, "ca.crt"))
+	caKey, _ := os.ReadFile(filepath.Join(caDir, "ca.key"))
+	ca, err := listener.ParseAuthority(caCert, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expiring, _, err := ca.Issue("kafka", []string{"kafka-1.kafka"}, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tlsDir, "tls.crt"), expiring, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := deployInit(t, 0, "--credentials-only", "--secrets-dir", secrets); !strings.Contains(out, "secret offerlog-kafka-tls: renewed") {
+		t.Errorf("an init with a certificate expiring tomorrow: %s", out)
+	}
+	checkCertificate(t, filepath.Join(secrets, secretKafka, "ca.crt"), filepath.Join(tlsDir, "tls.crt"), "kafka-1.kafka")
 	// The broker is given the user and the certificate init made (as
 	// Kafka's pods are).
 	data := startBrokerOf(t, secrets)
@@ -241,6 +273,15 @@ func TestDeployInitKeepsSecretsInKubernetes(t *testing.T) {
 				return
 			}
 			w.Write(s)
+		case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, base+"/"):
+			name := strings.TrimPrefix(r.URL.Path, base+"/")
+			if _, ok := secrets[name]; !ok {
+				http.Error(w, `{"kind":"Status","code":404}`, http.StatusNotFound)
+				return
+			}
+			body, _ := io.ReadAll(r.Body)
+			secrets[name] = body
+			w.Write(body)
 		case r.Method == http.MethodPost && r.URL.Path == base:
 			body, _ := io.ReadAll(r.Body)
 			var s kubeSecret
@@ -291,6 +332,20 @@ func TestDeployInitKeepsSecretsInKubernetes(t *testing.T) {
 	if posts != 4 || len(secrets[secretKafkaTLS]) == 0 || len(secrets[secretKafkaCA]) == 0 || string(s.Data["username"]) != "offerlog" || len(s.Data["password"]) < 20 ||
 		!strings.Contains(string(s.Data["kafka.properties"]), "sasl.password="+string(s.Data["password"])) {
 		t.Errorf("posts %d, secret %+v", posts, s)
+	}
+	// The brokers' certificate renewed: the Secret updated, the CA kept.
+	var before, after kubeSecret
+	if err := json.Unmarshal(secrets[secretKafkaTLS], &before); err != nil {
+		t.Fatal(err)
+	}
+	if out := deployInit(t, 0, "--credentials-only", "--namespace", "offerlog", "--renew-kafka-cert"); !strings.Contains(out, "secret offerlog-kafka-tls: renewed") {
+		t.Errorf("a renewal: %s", out)
+	}
+	if err := json.Unmarshal(secrets[secretKafkaTLS], &after); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(before.Data["tls.crt"], after.Data["tls.crt"]) || !bytes.Equal(before.Data["ca.crt"], after.Data["ca.crt"]) {
+		t.Error("the renewal did not issue a new certificate of the same CA")
 	}
 	// A wrong service account token is an error that says so.
 	if err := os.WriteFile(filepath.Join(sa, "token"), []byte("wrong"), 0o600); err != nil {
