@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/auth"
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
@@ -348,8 +349,13 @@ func ensureComponentUsers(ctx context.Context, store secretStore, adm *kadm.Clie
 			return err
 		}
 		grants := component.Grants(platform.UserSpecs(name))
+		pruned := 0
 		if enforced {
-			switch err := createACLs(ctx, adm, user, grants); {
+			err := createACLs(ctx, adm, user, grants)
+			if err == nil {
+				pruned, err = pruneACLs(ctx, adm, user, grants)
+			}
+			switch {
 			case errors.Is(err, kerr.SecurityDisabled):
 				enforced = false
 				fmt.Fprintln(stdout, "ACLs: the cluster enforces none (no authorizer); every user may do everything")
@@ -358,6 +364,9 @@ func ensureComponentUsers(ctx context.Context, store secretStore, adm *kadm.Clie
 			}
 		}
 		acls := fmt.Sprintf("%d ACLs", len(grants))
+		if pruned > 0 {
+			acls += fmt.Sprintf(", %d it no longer declares removed", pruned)
+		}
 		if !enforced {
 			acls = "no ACLs"
 		}
@@ -408,6 +417,79 @@ func createACLs(ctx context.Context, adm *kadm.Client, user string, grants []com
 		}
 	}
 	return nil
+}
+
+// pruneACLs deletes user's ACLs that grants do not hold (what a component
+// declared before an upgrade and no longer does), and returns how many.
+func pruneACLs(ctx context.Context, adm *kadm.Client, user string, grants []component.Grant) (int, error) {
+	type key struct {
+		rt      kmsg.ACLResourceType
+		name    string
+		pattern kadm.ACLPattern
+		op      kadm.ACLOperation
+	}
+	keyOf := func(g component.Grant) key {
+		k := key{rt: aclResource(g.Resource), name: g.Name, pattern: kadm.ACLPatternLiteral, op: aclOperation(g.Operation)}
+		if g.Prefix {
+			k.pattern = kadm.ACLPatternPrefixed
+		}
+		if g.Resource == component.Cluster {
+			k.name = component.ClusterName
+		}
+		return k
+	}
+	want := map[key]bool{}
+	for _, g := range grants {
+		want[keyOf(g)] = true
+	}
+	principal := "User:" + user
+	described, err := adm.DescribeACLs(ctx, kadm.NewACLs().Allow(principal).AllowHosts().AnyResource().
+		ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range described {
+		if r.Err != nil {
+			return n, r.Err
+		}
+		for _, d := range r.Described {
+			if d.Permission != kmsg.ACLPermissionTypeAllow || want[key{d.Type, d.Name, d.Pattern, d.Operation}] {
+				continue
+			}
+			b := kadm.NewACLs().Allow(d.Principal).AllowHosts(d.Host).Operations(d.Operation).ResourcePatternType(d.Pattern)
+			switch d.Type {
+			case kmsg.ACLResourceTypeTopic:
+				b.Topics(d.Name)
+			case kmsg.ACLResourceTypeGroup:
+				b.Groups(d.Name)
+			case kmsg.ACLResourceTypeTransactionalId:
+				b.TransactionalIDs(d.Name)
+			case kmsg.ACLResourceTypeCluster:
+				b.Clusters()
+			default:
+				continue // not a kind offerlog grants: someone else's
+			}
+			res, err := adm.DeleteACLs(ctx, b)
+			if err == nil {
+				for _, r := range res {
+					err = errors.Join(err, r.Err)
+				}
+			}
+			if err != nil {
+				return n, fmt.Errorf("delete %v %v %s: %w", d.Operation, d.Type, d.Name, err)
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+func aclResource(r component.Resource) kmsg.ACLResourceType {
+	return map[component.Resource]kmsg.ACLResourceType{
+		component.Topic: kmsg.ACLResourceTypeTopic, component.Group: kmsg.ACLResourceTypeGroup,
+		component.TransactionalID: kmsg.ACLResourceTypeTransactionalId, component.Cluster: kmsg.ACLResourceTypeCluster,
+	}[r]
 }
 
 func aclOperation(o component.Operation) kadm.ACLOperation {
