@@ -396,16 +396,7 @@ func createACLs(ctx context.Context, adm *kadm.Client, user string, grants []com
 		if g.Prefix {
 			b.ResourcePatternType(kadm.ACLPatternPrefixed)
 		}
-		switch g.Resource {
-		case component.Topic:
-			b.Topics(g.Name)
-		case component.Group:
-			b.Groups(g.Name)
-		case component.TransactionalID:
-			b.TransactionalIDs(g.Name)
-		case component.Cluster:
-			b.Clusters()
-		}
+		onResource(b, aclResource(g.Resource), g.Name)
 		res, err := adm.CreateACLs(ctx, b)
 		if err != nil {
 			return err
@@ -458,16 +449,7 @@ func pruneACLs(ctx context.Context, adm *kadm.Client, user string, grants []comp
 				continue
 			}
 			b := kadm.NewACLs().Allow(d.Principal).AllowHosts(d.Host).Operations(d.Operation).ResourcePatternType(d.Pattern)
-			switch d.Type {
-			case kmsg.ACLResourceTypeTopic:
-				b.Topics(d.Name)
-			case kmsg.ACLResourceTypeGroup:
-				b.Groups(d.Name)
-			case kmsg.ACLResourceTypeTransactionalId:
-				b.TransactionalIDs(d.Name)
-			case kmsg.ACLResourceTypeCluster:
-				b.Clusters()
-			default:
+			if !onResource(b, d.Type, d.Name) {
 				continue // not a kind offerlog grants: someone else's
 			}
 			res, err := adm.DeleteACLs(ctx, b)
@@ -483,6 +465,24 @@ func pruneACLs(ctx context.Context, adm *kadm.Client, user string, grants []comp
 		}
 	}
 	return n, nil
+}
+
+// onResource names the resource of b; false for a type offerlog grants
+// nothing on.
+func onResource(b *kadm.ACLBuilder, rt kmsg.ACLResourceType, name string) bool {
+	switch rt {
+	case kmsg.ACLResourceTypeTopic:
+		b.Topics(name)
+	case kmsg.ACLResourceTypeGroup:
+		b.Groups(name)
+	case kmsg.ACLResourceTypeTransactionalId:
+		b.TransactionalIDs(name)
+	case kmsg.ACLResourceTypeCluster:
+		b.Clusters()
+	default:
+		return false
+	}
+	return true
 }
 
 func aclResource(r component.Resource) kmsg.ACLResourceType {
