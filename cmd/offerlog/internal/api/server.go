@@ -200,7 +200,8 @@ func (w *statusWriter) WriteHeader(code int) {
 type access func(r *http.Request, sc auth.Scope) error
 
 var (
-	// public routes are served without a token: probes and metrics.
+	// public routes are served without a token: the probes, the metrics
+	// and the API's description (/openapi.json, no data).
 	public access
 	// anyToken routes take any valid token; what it may touch is checked
 	// further in (the offer service checks the seller).

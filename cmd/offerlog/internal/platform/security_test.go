@@ -179,8 +179,9 @@ func TestEveryRouteAuthenticatesAndKeepsCallersToTheirScope(t *testing.T) {
 	revokedClient, revokedClientID := s.token(auth.Client, "c1")
 	stage, _ := s.token(auth.Stage, "expiry")
 
-	// The open routes need no token.
-	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
+	// The open routes need no token (README, Security): the probes, the
+	// metrics and the API's description.
+	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/openapi.json"} {
 		if code, b := s.call("GET", p, "", ""); code != http.StatusOK {
 			t.Fatalf("GET %s without a token: %d %s", p, code, b)
 		}
