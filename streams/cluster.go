@@ -48,6 +48,11 @@ type ClientSettings struct {
 	// Logger receives the clients' own warnings and errors (franz-go's);
 	// nil: slog's default logger.
 	Logger *slog.Logger
+	// Peers are the other clusters this process talks to, each with its
+	// own brokers and credentials (--peer-kafka-config): the numerator's
+	// handover reads the other data centre's cluster, whose users are not
+	// this one's. Other takes the peer whose brokers it is asked for.
+	Peers []KafkaConfig
 }
 
 // DefaultMaxRecordBytes is the default largest record: 1 MiB.
@@ -100,11 +105,19 @@ func NewCluster(brokers []string, creds *Credentials, s ClientSettings) (*Cluste
 	return c, nil
 }
 
-// Other returns the cluster of brokers spoken to with c's credentials and
-// settings: the other data centre's cluster, which its operator secures
-// as this one. Close it when done.
+// Other returns the cluster of brokers (the other data centre's), spoken
+// to with the credentials of the peer that names one of them
+// (ClientSettings.Peers), else with c's; and c's settings. Close it when
+// done.
 func (c *Cluster) Other(brokers []string) (*Cluster, error) {
-	return NewCluster(brokers, c.creds, c.settings)
+	creds := c.creds
+	for _, p := range c.settings.Peers {
+		if slices.ContainsFunc(brokers, func(b string) bool { return slices.Contains(p.Brokers, b) }) {
+			creds = p.Credentials
+			break
+		}
+	}
+	return NewCluster(brokers, creds, c.settings)
 }
 
 // Brokers returns the cluster's seed brokers.

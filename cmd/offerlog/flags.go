@@ -293,6 +293,18 @@ func (f *flags) platform() *platform.Config {
 	f.DurationVar(&cfg.ViewStaleness, "view-staleness", cfg.ViewStaleness, "how long a view may be behind its topic: the API answers 503 from a view further behind (or still catching up after a start), /readyz fails, and a view whose partition stands still that long behind its topic is restarted")
 	f.StringVar(&cfg.ZooKeeper, "zookeeper", "", "ZooKeeper ensemble host:port,... of the numerator's coordinator, the cache's shard owners and the servers --reads cache asks (empty: in process, one master)")
 	f.StringVar(&cfg.Numerator.Holder, "master", cfg.Numerator.Holder, "this numerator master's name in the coordinator")
+	f.Func("peer-kafka-config", "librdkafka properties file of another data centre's cluster (its bootstrap.servers and its own credentials), "+
+		"which the numerator's handover reads; repeat for more (default: this cluster's credentials)", func(file string) error {
+		kc, err := streams.LoadKafkaConfig(file)
+		if err != nil {
+			return err
+		}
+		if len(kc.Brokers) == 0 {
+			return fmt.Errorf("%s names no bootstrap.servers", file)
+		}
+		f.client.Peers = append(f.client.Peers, kc)
+		return nil
+	})
 	f.DurationVar(&cfg.Numerator.LockTimeout, "lock-timeout", cfg.Numerator.LockTimeout, "longest a numerator master holds the write lock for one build")
 	f.DurationVar(&cfg.ZooKeeperSession, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the numerator's coordinator: a killed master's lock is free this long after")
 	f.StringVar(&cfg.Cache.Table, "table", cfg.Cache.Table, "the table topic the cache serves, or several comma-separated (one port; --reads cache needs offers-table,registry-table,offers.archive)")

@@ -70,8 +70,10 @@ func TestSASLIsRequiredAndThePropertiesFileWorks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bad.Close()
-	if err := ping(bad.ConnectOptions()[1:]...); err == nil {
-		t.Fatal("a client with a wrong password was served")
+	// refused as Kafka refuses it, saying why (kfake patch 17), not by a
+	// connection closed under it (EOF)
+	if err := ping(bad.ConnectOptions()[1:]...); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("a client with a wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
 	kafka, err := streams.NewCluster(b.Addrs(), &creds, streams.ClientSettings{})
 	if err != nil {
@@ -209,4 +211,51 @@ func TestAUserIsRefusedWhatItsACLsDoNotAllow(t *testing.T) {
 		b = start(addr)
 	}
 	b.Close()
+}
+
+// TestAnotherClusterIsDialledWithItsOwnCredentials: two SASL brokers, each
+// with its own user (two data centres' clusters). The other cluster,
+// dialled with this one's credentials, refuses them and says so
+// (SASL_AUTHENTICATION_FAILED, not EOF); with its own, given as a peer
+// (--peer-kafka-config), it answers.
+func TestAnotherClusterIsDialledWithItsOwnCredentials(t *testing.T) {
+	start := func() (*broker.Broker, streams.Credentials) {
+		b, err := broker.Start(broker.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0", SASL: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Close)
+		creds, _ := b.Credentials()
+		return b, creds
+	}
+	a, credsA := start()
+	b, credsB := start()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ping := func(c *streams.Cluster) error {
+		other, err := c.Other(b.Addrs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		_, err = other.Admin().ListTopics(ctx)
+		return err
+	}
+	alone, err := streams.NewCluster(a.Addrs(), &credsA, streams.ClientSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alone.Close()
+	if err := ping(alone); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Errorf("B dialled with A's credentials: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+	withPeer, err := streams.NewCluster(a.Addrs(), &credsA, streams.ClientSettings{
+		Peers: []streams.KafkaConfig{{Brokers: b.Addrs(), Credentials: &credsB}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer withPeer.Close()
+	if err := ping(withPeer); err != nil {
+		t.Errorf("B dialled with its own credentials: %v", err)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
@@ -571,6 +572,10 @@ func (s *sealer) readRemote(ctx context.Context, p coordinator.Pointer, v, pv Ve
 	ctx, cancel := context.WithTimeout(ctx, adoptWait)
 	defer cancel()
 	unanswered := func(what string, err error) error {
+		if errors.Is(err, kerr.SaslAuthenticationFailed) {
+			return fmt.Errorf("%s: cluster %s refused this process's credentials for it: give them with --peer-kafka-config FILE "+
+				"(its bootstrap.servers and its user): %w", what, p.Cluster, err)
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: the cluster did not answer within %s (the handover waits for it): %w", what, adoptWait, err)
 		}

@@ -27,6 +27,17 @@ func (c *Cluster) handleSASLAuthenticate(creq *clientReq) (kmsg.Response, error)
 	if err := c.checkReqVersion(req.Key(), req.Version); err != nil {
 		return nil, err
 	}
+	// offerlog patch 17: wrong credentials are answered as Kafka answers
+	// them, SASL_AUTHENTICATION_FAILED with a message (upstream closed the
+	// connection: the client saw EOF, and could not say why); the
+	// connection is back at its start, unauthenticated.
+	failed := func(mechanism string) (kmsg.Response, error) {
+		creq.cc.saslStage, creq.cc.user, creq.cc.s0 = saslStageBegin, "", nil
+		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+		msg := "Authentication failed during authentication due to invalid credentials with SASL mechanism " + mechanism
+		resp.ErrorMessage = &msg
+		return resp, nil
+	}
 
 	switch creq.cc.saslStage {
 	default:
@@ -39,10 +50,10 @@ func (c *Cluster) handleSASLAuthenticate(creq *clientReq) (kmsg.Response, error)
 			return nil, err
 		}
 		if c.sasls.plain == nil {
-			return nil, errors.New("invalid sasl")
+			return failed("PLAIN") // offerlog patch 17
 		}
 		if p != c.sasls.plain[u] {
-			return nil, errors.New("invalid sasl")
+			return failed("PLAIN") // offerlog patch 17
 		}
 		// On re-authentication, the principal must not change
 		// (SaslServerAuthenticator ensurePrincipalUnchanged).
@@ -59,11 +70,11 @@ func (c *Cluster) handleSASLAuthenticate(creq *clientReq) (kmsg.Response, error)
 			return nil, err
 		}
 		if c.sasls.scram256 == nil {
-			return nil, errors.New("invalid sasl")
+			return failed("SCRAM-SHA-256") // offerlog patch 17
 		}
 		a, ok := c.sasls.scram256[c0.user]
 		if !ok {
-			return nil, errors.New("invalid sasl")
+			return failed("SCRAM-SHA-256") // offerlog patch 17
 		}
 		if creq.cc.user != "" && creq.cc.user != c0.user {
 			return nil, errors.New("sasl reauthentication changed the authenticated user")
@@ -80,11 +91,11 @@ func (c *Cluster) handleSASLAuthenticate(creq *clientReq) (kmsg.Response, error)
 			return nil, err
 		}
 		if c.sasls.scram512 == nil {
-			return nil, errors.New("invalid sasl")
+			return failed("SCRAM-SHA-512") // offerlog patch 17
 		}
 		a, ok := c.sasls.scram512[c0.user]
 		if !ok {
-			return nil, errors.New("invalid sasl")
+			return failed("SCRAM-SHA-512") // offerlog patch 17
 		}
 		if creq.cc.user != "" && creq.cc.user != c0.user {
 			return nil, errors.New("sasl reauthentication changed the authenticated user")
@@ -98,7 +109,11 @@ func (c *Cluster) handleSASLAuthenticate(creq *clientReq) (kmsg.Response, error)
 	case saslStageAuthScram1:
 		serverFinal, err := creq.cc.s0.serverFinal(req.SASLAuthBytes)
 		if err != nil {
-			return nil, err
+			mechanism := "SCRAM-SHA-256"
+			if creq.cc.s0.a.mechanism == saslScram512 {
+				mechanism = "SCRAM-SHA-512"
+			}
+			return failed(mechanism) // offerlog patch 17
 		}
 		resp.SASLAuthBytes = serverFinal
 		creq.cc.saslStage = saslStageComplete
