@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1106,4 +1107,49 @@ func TestGGrowsWithNewDocIDsOnly(t *testing.T) {
 		t.Error("data of G 2 with a state that reused ids at G 3: usable")
 	}
 	checkUnique(t, c.assignments())
+}
+
+// lossyReports is a coordinator whose next successful report is taken and
+// its answer lost (the connection dropped after ZooKeeper applied it).
+type lossyReports struct {
+	coordinator.Coordinator
+	lose    atomic.Bool
+	reports atomic.Int32
+}
+
+func (l *lossyReports) Report(ctx context.Context, ticket int64, p *coordinator.Pointer) error {
+	err := l.Coordinator.Report(ctx, ticket, p)
+	l.reports.Add(1)
+	if err == nil && p != nil && l.lose.CompareAndSwap(true, false) {
+		return fmt.Errorf("zk: connection closed before the answer: %w", context.DeadlineExceeded)
+	}
+	return err
+}
+
+// TestAReportWhoseAnswerIsLostIsCommitted: the coordinator takes the
+// report of a build and its answer is lost. The sealer asks the pointer,
+// finds its build there, and commits it: the pointer never names a state
+// that is not on the log (it aborted, and built again under a new ticket
+// while the pointer named the aborted one).
+func TestAReportWhoseAnswerIsLostIsCommitted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	c := newStopped(t, 10, 0)
+	lossy := &lossyReports{Coordinator: c.cfg.Coordinator}
+	lossy.lose.Store(true)
+	c.cfg.Coordinator = lossy
+	c.start()
+	c.offers(1, 0, 20)
+	st := c.seal(1, 1)
+	if n := lossy.reports.Load(); n != 1 {
+		t.Errorf("%d reports: the build whose report was taken was aborted and built again", n)
+	}
+	p, ok, err := lossy.State(testkit.Context(t, 10*time.Second))
+	if err != nil || !ok || p.Version != st.Version || p.Ticket != st.Ticket {
+		t.Errorf("the pointer %+v (%v %v) names another state than the log's %s (ticket %d)", p, ok, err, st.Version, st.Ticket)
+	}
+	if n := len(c.assignments()); n != 20 {
+		t.Errorf("%d keys numbered, want 20", n)
+	}
 }

@@ -354,6 +354,18 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 	pointer := &coordinator.Pointer{Version: st.Version, Cluster: s.cfg.Cluster, Topic: topics.NumeratorStates,
 		Offsets: map[int32]int64{written.Partition: written.Offset + 1}}
 	err = s.coordinated(ctx, func(ctx context.Context) error { return s.cfg.Coordinator.Report(ctx, lock.Ticket, pointer) })
+	if err != nil && !errors.Is(err, coordinator.ErrStaleTicket) && !errors.Is(err, coordinator.ErrTimedOut) {
+		// No answer: the coordinator may have taken the report and its
+		// answer been lost. Aborting then would leave the pointer naming
+		// a state that is not on the log: ask the pointer what happened.
+		if taken, rerr := s.reportTaken(ctx, lock.Ticket, st.Version); rerr == nil && taken {
+			s.cfg.Logger.Info("sealer: the report's answer was lost, the pointer names the build: committing it",
+				"version", st.Version, "ticket", lock.Ticket, "err", err)
+			err = nil
+		} else if rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
 	if err != nil {
 		s.end(ctx, kgo.TryAbort)
 		refused := errors.Is(err, coordinator.ErrStaleTicket) || errors.Is(err, coordinator.ErrTimedOut)
@@ -375,6 +387,31 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 	}
 	s.cfg.Logger.Info("numerator state written", "action", m.Action, "version", st.Version, "changes", len(plan.Assignments))
 	return st, true, nil
+}
+
+// reportTaken asks the coordinator, until it answers (within the lock's
+// timeout), whether the pointer names version under ticket: the report
+// whose answer was lost was taken.
+func (s *sealer) reportTaken(ctx context.Context, ticket int64, version string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.LockTimeout)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		var p coordinator.Pointer
+		var ok bool
+		err := s.coordinated(ctx, func(ctx context.Context) (err error) {
+			p, ok, err = s.cfg.Coordinator.State(ctx)
+			return err
+		})
+		if err == nil {
+			return ok && p.Ticket == ticket && p.Version == version, nil
+		}
+		s.cfg.Logger.Warn("sealer: the coordinator does not say whether it took the report; asking again", "err", err)
+		select {
+		case <-ctx.Done():
+			return false, fmt.Errorf("whether the report of ticket %d was taken: %w", ticket, err)
+		case <-time.After(streams.DefaultBackoff.Wait(attempt)):
+		}
+	}
 }
 
 // write begins a transaction and writes the decisions, then the state, to
