@@ -23,6 +23,8 @@ import (
 	"time"
 
 	gozk "github.com/go-zookeeper/zk"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	corev1 "k8s.io/api/core/v1"
 
 	"golang.org/x/time/rate"
@@ -31,6 +33,7 @@ import (
 	"github.com/offerlog/offerlog/internal/zkconn"
 	"github.com/offerlog/offerlog/processors/cabinet/cabinettest"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
 )
 
 // The topology test runs the production form on one machine: the
@@ -319,6 +322,27 @@ func (c *cluster) checkNoRefusals(t *testing.T) {
 	}
 	if len(seen) == 0 {
 		t.Logf("topology: every pod logged in as its component's user over TLS; the broker refused none of them anything")
+	}
+	// And what a spec does not declare is refused: the registry's user
+	// writing the aggregate's commands.
+	kc, err := streams.LoadKafkaConfig(filepath.Join(c.secrets, componentSecret("registry"), "kafka.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry, err := streams.NewCluster([]string{c.broker.addr}, kc.Credentials, streams.ClientSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer registry.Close()
+	cl, err := registry.Client(kgo.RecordRetries(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topics.OffersCommands, Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("the registry's user wrote %s: %v, want TOPIC_AUTHORIZATION_FAILED", topics.OffersCommands, err)
 	}
 }
 
