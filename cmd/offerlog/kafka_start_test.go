@@ -126,6 +126,19 @@ func TestKafkaStartsSecure(t *testing.T) {
 			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth}}); err != nil {
 			t.Errorf("the broker's certificate: %v", err)
 		}
+		// every broker the components are given (the settings' brokers)
+		// is a name of the certificate
+		for name, cm := range m.configMaps {
+			if !strings.HasPrefix(name, "offerlog-settings") {
+				continue
+			}
+			for _, hp := range strings.Split(cm.Data["OFFERLOG_BROKERS"], ",") {
+				host, _, _ := strings.Cut(hp, ":")
+				if err := leaf.VerifyHostname(host); err != nil {
+					t.Errorf("the components' broker %s: %v", hp, err)
+				}
+			}
+		}
 		if leaf.Subject.String() != "CN=kafka" {
 			t.Errorf("the broker's certificate is %s: the controllers' super user is User:CN=kafka", leaf.Subject)
 		}
