@@ -364,3 +364,23 @@ func TestDeployInitKeepsSecretsInKubernetes(t *testing.T) {
 		t.Errorf("a refused service account: %s", out)
 	}
 }
+
+// TestDeployInitWithoutTLS: --kafka-tls=false makes no CA or certificate,
+// and the users' properties are SASL_PLAINTEXT, for a network the
+// operator trusts (start.sh then puts the listeners on SASL_PLAINTEXT).
+func TestDeployInitWithoutTLS(t *testing.T) {
+	secrets := t.TempDir()
+	deployInit(t, 0, "--credentials-only", "--kafka-tls=false", "--secrets-dir", secrets)
+	for _, s := range []string{secretKafkaCA, secretKafkaTLS} {
+		if _, err := os.Stat(filepath.Join(secrets, s)); err == nil {
+			t.Errorf("secret %s made without TLS", s)
+		}
+	}
+	props, err := os.ReadFile(filepath.Join(secrets, secretKafka, "kafka.properties"))
+	if err != nil || !strings.Contains(string(props), "security.protocol=SASL_PLAINTEXT") || strings.Contains(string(props), "ssl.") {
+		t.Errorf("kafka.properties without TLS: %v\n%s", err, props)
+	}
+	if _, err := streams.LoadKafkaConfig(filepath.Join(secrets, secretKafka, "kafka.properties")); err != nil {
+		t.Error(err)
+	}
+}
