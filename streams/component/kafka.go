@@ -62,7 +62,8 @@ const ClusterName = "kafka-cluster"
 //     (Ensure sets an input topic's retention), and IdempotentWrite on the
 //     cluster (every producer is idempotent);
 //   - a topic created (and not used): Create and DescribeConfigs;
-//   - a topic described: Describe;
+//   - a topic described: Describe and DescribeConfigs (the console shows
+//     every topic's retention);
 //   - a group: Read (join, commit, fetch its offsets); one described:
 //     Describe;
 //   - a transactional id: Write.
@@ -94,7 +95,7 @@ func Grants(specs []Spec) []Grant {
 			add(Topic, t, Create, DescribeConfigs)
 		}
 		for _, t := range s.Describes {
-			add(Topic, t, Describe)
+			add(Topic, t, Describe, DescribeConfigs)
 		}
 		for _, g := range s.Groups {
 			add(Group, g, Read)

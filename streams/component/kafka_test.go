@@ -16,6 +16,7 @@ func TestGrantsAreWhatTheSpecsDeclare(t *testing.T) {
 	got := component.Grants(specs)
 	want := []component.Grant{
 		{Resource: component.Topic, Name: "*", Operation: component.Describe},
+		{Resource: component.Topic, Name: "*", Operation: component.DescribeConfigs},
 		{Resource: component.Topic, Name: "feed.", Prefix: true, Operation: component.Write},
 		{Resource: component.Topic, Name: "feed.", Prefix: true, Operation: component.Create},
 		{Resource: component.Topic, Name: "feed.", Prefix: true, Operation: component.DescribeConfigs},
