@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,6 +222,7 @@ func TestTopology(t *testing.T) {
 	timers.check(t, l)
 	c.checkLagOnce(t)
 	n.report(t)
+	l.visitConsole(t)
 	c.checkNoRefusals(t)
 	c.checkReplay(t, brokerAddr)
 	c.mu.Lock()
@@ -297,6 +299,19 @@ func (c *cluster) checkReplay(t *testing.T, brokerAddr string) {
 	}
 	if _, err := anon.Create("/offerlog/intruder", nil, 0, gozk.WorldACL(gozk.PermAll)); !errors.Is(err, gozk.ErrNoAuth) {
 		t.Errorf("a session without credentials created under /offerlog: %v, want ErrNoAuth", err)
+	}
+}
+
+// visitConsole opens every page of the console on an API pod, as an
+// operator does: what each reads of the cluster, the API's Kafka user
+// must be allowed (checkNoRefusals, next, reads the broker's log).
+func (l *topologyLoad) visitConsole(t *testing.T) {
+	for _, page := range []string{"", "/topics", "/groups", "/tables", "/scheduler", "/numerator", "/dead",
+		"/dead?topic=" + topics.OffersDead, "/search?client=shop&q=bicycle"} {
+		status, body, err := l.call(t.Context(), "GET", "/console"+page, "")
+		if err != nil || status != http.StatusOK {
+			t.Errorf("console %q: %d %v\n%.300s", page, status, err, body)
+		}
 	}
 }
 

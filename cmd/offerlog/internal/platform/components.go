@@ -165,8 +165,8 @@ func components() []entry {
 			Flags: []string{"max-document-bytes", "tombstone-ttl", "wait-timeout", "view-staleness", "grpc", "zookeeper", "reads", "cache-hosts", "cache-token", "cache-hedge", "dc"},
 			// the console reads the dead letters and puts them back on
 			// their topics, and shows every topic's and group's offsets
-			Reads: slices.Concat([]string{topics.DocumentsResults, topics.DocumentsIngest, topics.SchemasRegistered, topics.NumeratorStates},
-				topics.DeadLetterTopics()),
+			Reads: slices.Concat([]string{topics.DocumentsResults, topics.DocumentsIngest, topics.SchemasRegistered, topics.NumeratorStates,
+				topics.NumeratorGenerations, topics.SchedulerTimers}, topics.DeadLetterTopics()),
 			Writes: slices.Concat([]string{topics.DocumentsIngest, topics.Epochs, topics.SchemasRegistered, topics.AuthTokens},
 				redriveTopics),
 			Creates:   []string{topics.SaasPrefix + "*", topics.YtPrefix + "*"},
