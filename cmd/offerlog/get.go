@@ -30,7 +30,7 @@ func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	hosts := f.String("hosts", "127.0.0.1:9091", "comma-separated cache servers, when not found in ZooKeeper")
 	timeout := f.Duration("timeout", 10*time.Second, "how long to wait for the answer")
 	token := f.token()
-	tlsCA := f.String("tls-ca", "", "PEM file the cache's TLS certificate is trusted by (default: DATA/tls/ca.pem, which offerlog dev --tls makes, if it exists)")
+	tlsCA := f.tlsCA("the cache's TLS certificate")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	// A shard owner may be starting: wait for one as long as for the answer.
 	cfg := serving.ClientConfig{Hosts: serving.StaticHosts(strings.Split(*hosts, ",")...), PingPeriod: 200 * time.Millisecond,
 		NoShardWait: *timeout, Logger: log}
-	if ca := token.defaultCA(*tlsCA); ca != "" {
+	if ca := token.defaultCA(tlsCA, stderr); ca != "" {
 		t, err := streams.ClientTLS(ca)
 		if err != nil {
 			return err

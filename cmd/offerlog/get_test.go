@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/serving"
 	"github.com/offerlog/offerlog/streams"
@@ -94,5 +96,43 @@ func TestGetNamesTheShardNobodyHolds(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "no server holds the shard") || !strings.Contains(stderr, "(partition 1 of 2)") ||
 		!strings.Contains(stderr, "partitions [0, 1)") {
 		t.Fatalf("get of a key of a shard nobody holds: %d %s", code, stderr)
+	}
+}
+
+// TestGetSaysWhichCAItTrusts: a CA that offerlog dev --tls left in the
+// data directory turns TLS on, and get says so; --tls-ca "" turns it off
+// (it could not be: get spoke TLS to a plaintext server and said only
+// that no server held the shard).
+func TestGetSaysWhichCAItTrusts(t *testing.T) {
+	b := testkit.Broker(t, "")
+	testkit.EnsureTopics(t, b.Addrs(), []topics.Topic{{Name: "tbl", Partitions: 1, Compacted: true}})
+	testkit.Put(t, b.Addrs(), "tbl", []byte("k1"), []byte("v1"))
+	srv, err := serving.NewServer(serving.ServerConfig{Cluster: testkit.Cluster(t, b.Addrs()), Table: "tbl", Shards: 1, DC: "dc1", Host: "h1",
+		Owner: serving.Static{Shard: 0}, Logger: testkit.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-served })
+	data := t.TempDir()
+	files, err := listener.GenerateTLS(filepath.Join(data, "tls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"get", "--data", data, "--token", "x", "--hosts", ln.Addr().String(), "--table", "tbl", "--timeout", "3s", "k1"}
+	code, out, stderr := offerlog(t, "", args...)
+	if code == 0 || !strings.Contains(stderr, "TLS: trusting "+files.CA) {
+		t.Errorf("get with a CA left in the data directory, against a plaintext server: %d %q, want a failure that says it trusts %s:\n%s",
+			code, out, files.CA, stderr)
+	}
+	code, out, stderr = offerlog(t, "", append([]string{"get", "--tls-ca", ""}, args[1:]...)...)
+	if code != 0 || !strings.Contains(out, "k1\t") || strings.Contains(stderr, "TLS: trusting") {
+		t.Errorf("get --tls-ca \"\": %d %q\n%s", code, out, stderr)
 	}
 }

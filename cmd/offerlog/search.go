@@ -39,7 +39,7 @@ func runSearch(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	minVersion := f.String("min-version", "", "PK=VERSION: wait until the searcher has applied this version of the document")
 	timeout := f.Duration("timeout", 30*time.Second, "how long to wait for the answer")
 	token := f.token()
-	tlsCA := f.String("tls-ca", "", "PEM file the API's TLS certificate is trusted by (default: DATA/tls/ca.pem, which offerlog dev --tls makes, if it exists)")
+	tlsCA := f.tlsCA("the API's TLS certificate")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -81,9 +81,9 @@ func runSearch(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return err
 	}
 	client := &http.Client{Timeout: *timeout}
-	ca := *tlsCA
+	ca := tlsCA.value
 	if strings.HasPrefix(*api, "https:") {
-		ca = token.defaultCA(ca)
+		ca = token.defaultCA(tlsCA, stderr)
 	}
 	if ca != "" {
 		t, err := streams.ClientTLS(ca)

@@ -56,13 +56,37 @@ func (t tokenFlag) get() (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// defaultCA returns ca, or when it is empty the CA offerlog dev --tls
-// makes in the data directory (DATA/tls/ca.pem) if it exists, else "".
-func (t tokenFlag) defaultCA(ca string) string {
-	if ca != "" || t.data == nil {
-		return ca
+// caFlag is --tls-ca, which knows whether it was given: given empty, TLS
+// is off, whatever the data directory holds.
+type caFlag struct {
+	value string
+	set   bool
+}
+
+func (c *caFlag) String() string { return c.value }
+
+func (c *caFlag) Set(s string) error {
+	c.value, c.set = s, true
+	return nil
+}
+
+// tlsCA adds --tls-ca to f.
+func (f *flags) tlsCA(what string) *caFlag {
+	c := &caFlag{}
+	f.Var(c, "tls-ca", "PEM file "+what+" is trusted by; \"\" for none (default: DATA/tls/ca.pem, which offerlog dev --tls makes, if it exists)")
+	return c
+}
+
+// defaultCA returns the CA --tls-ca names, or, when it was not given, the
+// one offerlog dev --tls makes in the data directory (DATA/tls/ca.pem) if
+// it exists, saying so on w (a CA left there by an earlier run would turn
+// TLS on without a word); else "".
+func (t tokenFlag) defaultCA(ca *caFlag, w io.Writer) string {
+	if ca.set || t.data == nil {
+		return ca.value
 	}
 	if def := filepath.Join(*t.data, "tls", "ca.pem"); fileExists(def) {
+		fmt.Fprintf(w, "TLS: trusting %s, which offerlog dev --tls made (--tls-ca \"\" for none)\n", def)
 		return def
 	}
 	return ""
