@@ -64,7 +64,6 @@ vet:
 deploy-version:
 	@case "$(VERSION)" in *[!0-9A-Za-z._-]*|"") echo "VERSION=$(VERSION) is not an image tag"; exit 2;; esac
 	sed -i -E 's/^( *newTag: *).*/\1$(VERSION)/' deploy/k8s/base/kustomization.yaml deploy/k8s/overlays/example/kustomization.yaml
-	sed -i -E 's/(image: offerlog):[0-9A-Za-z._-]+$$/\1:$(VERSION)/' deploy/k8s/base/*.yaml
 	sed -i -E 's/offerlog-init-[0-9A-Za-z-]+$$/offerlog-init-$(subst .,-,$(VERSION))/' deploy/k8s/base/50-offerlog.yaml
 	sed -i -E 's/OFFERLOG_VERSION:-[^}]+/OFFERLOG_VERSION:-$(VERSION)/; s/^( *VERSION: *).*/\1$(VERSION)/' deploy/compose.yaml
 	sed -i -E '0,/^  version: /s/^(  version: ).*/\1$(VERSION)/' cmd/offerlog/internal/api/openapi.yaml
