@@ -66,19 +66,7 @@ func TestGetWaitsForAShardOwner(t *testing.T) {
 func TestGetNamesTheShardNobodyHolds(t *testing.T) {
 	b := testkit.Broker(t, "")
 	testkit.EnsureTopics(t, b.Addrs(), []topics.Topic{{Name: "tbl2", Partitions: 2, Compacted: true}})
-	srv, err := serving.NewServer(serving.ServerConfig{Cluster: testkit.Cluster(t, b.Addrs()), Table: "tbl2", Shards: 2, DC: "dc1", Host: "h1",
-		Owner: serving.Static{Shard: 0}, Logger: testkit.Logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-served })
+	addr := serveShard(t, b.Addrs(), "tbl2", 2)
 	key, other := "", ""
 	for i := 0; key == "" || other == ""; i++ {
 		if k := fmt.Sprint("k", i); streams.Partition(k, 2) == 1 {
@@ -88,11 +76,11 @@ func TestGetNamesTheShardNobodyHolds(t *testing.T) {
 		}
 	}
 	// The server holds its shard: a key of it is answered (none).
-	if code, out, stderr := offerlog(t, "", "get", "--hosts", ln.Addr().String(), "--table", "tbl2", "--timeout", "60s", other); code != 0 ||
+	if code, out, stderr := offerlog(t, "", "get", "--hosts", addr, "--table", "tbl2", "--timeout", "60s", other); code != 0 ||
 		!strings.Contains(out, other+"\tnull") {
 		t.Fatalf("get of a key of the shard held: %d %q %s", code, out, stderr)
 	}
-	code, _, stderr := offerlog(t, "", "get", "--hosts", ln.Addr().String(), "--table", "tbl2", "--timeout", "10s", key)
+	code, _, stderr := offerlog(t, "", "get", "--hosts", addr, "--table", "tbl2", "--timeout", "10s", key)
 	if code != 1 || !strings.Contains(stderr, "no server holds the shard") || !strings.Contains(stderr, "(partition 1 of 2)") ||
 		!strings.Contains(stderr, "partitions [0, 1)") {
 		t.Fatalf("get of a key of a shard nobody holds: %d %s", code, stderr)
@@ -107,7 +95,29 @@ func TestGetSaysWhichCAItTrusts(t *testing.T) {
 	b := testkit.Broker(t, "")
 	testkit.EnsureTopics(t, b.Addrs(), []topics.Topic{{Name: "tbl", Partitions: 1, Compacted: true}})
 	testkit.Put(t, b.Addrs(), "tbl", []byte("k1"), []byte("v1"))
-	srv, err := serving.NewServer(serving.ServerConfig{Cluster: testkit.Cluster(t, b.Addrs()), Table: "tbl", Shards: 1, DC: "dc1", Host: "h1",
+	addr := serveShard(t, b.Addrs(), "tbl", 1)
+	data := t.TempDir()
+	files, err := listener.GenerateTLS(filepath.Join(data, "tls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"get", "--data", data, "--token", "x", "--hosts", addr, "--table", "tbl", "--timeout", "3s", "k1"}
+	code, out, stderr := offerlog(t, "", args...)
+	if code == 0 || !strings.Contains(stderr, "TLS: trusting "+files.CA) {
+		t.Errorf("get with a CA left in the data directory, against a plaintext server: %d %q, want a failure that says it trusts %s:\n%s",
+			code, out, files.CA, stderr)
+	}
+	code, out, stderr = offerlog(t, "", append([]string{"get", "--tls-ca", ""}, args[1:]...)...)
+	if code != 0 || !strings.Contains(out, "k1\t") || strings.Contains(stderr, "TLS: trusting") {
+		t.Errorf("get --tls-ca \"\": %d %q\n%s", code, out, stderr)
+	}
+}
+
+// serveShard serves shard 0 of table's shards on a real socket until the
+// test ends, and returns its address.
+func serveShard(t *testing.T, brokers []string, table string, shards int) string {
+	t.Helper()
+	srv, err := serving.NewServer(serving.ServerConfig{Cluster: testkit.Cluster(t, brokers), Table: table, Shards: shards, DC: "dc1", Host: "h1",
 		Owner: serving.Static{Shard: 0}, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
@@ -120,19 +130,5 @@ func TestGetSaysWhichCAItTrusts(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() { cancel(); <-served })
-	data := t.TempDir()
-	files, err := listener.GenerateTLS(filepath.Join(data, "tls"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"get", "--data", data, "--token", "x", "--hosts", ln.Addr().String(), "--table", "tbl", "--timeout", "3s", "k1"}
-	code, out, stderr := offerlog(t, "", args...)
-	if code == 0 || !strings.Contains(stderr, "TLS: trusting "+files.CA) {
-		t.Errorf("get with a CA left in the data directory, against a plaintext server: %d %q, want a failure that says it trusts %s:\n%s",
-			code, out, files.CA, stderr)
-	}
-	code, out, stderr = offerlog(t, "", append([]string{"get", "--tls-ca", ""}, args[1:]...)...)
-	if code != 0 || !strings.Contains(out, "k1\t") || strings.Contains(stderr, "TLS: trusting") {
-		t.Errorf("get --tls-ca \"\": %d %q\n%s", code, out, stderr)
-	}
+	return ln.Addr().String()
 }
