@@ -12,7 +12,7 @@ BENCH       := cmd/offerlog/internal/bench
 PROTOC_GEN_GO_VERSION      ?= v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 
-.PHONY: run test test-chaos test-soak test-topology bench lint vet proto deps tools build release deploy-version clean
+.PHONY: run test test-chaos test-soak test-topology bench lint vet proto deps tools build release deploy-version pin-images clean
 
 ## run: start the whole platform on the embedded broker (data in ./data)
 # The binary, not go run: go run exits 1 when it is interrupted, so Ctrl-C
@@ -67,6 +67,13 @@ deploy-version:
 	sed -i -E 's/offerlog-init-[0-9A-Za-z-]+$$/offerlog-init-$(subst .,-,$(VERSION))/' deploy/k8s/base/50-offerlog.yaml
 	sed -i -E 's/OFFERLOG_VERSION:-[^}]+/OFFERLOG_VERSION:-$(VERSION)/; s/^( *VERSION: *).*/\1$(VERSION)/' deploy/compose.yaml
 	sed -i -E '0,/^  version: /s/^(  version: ).*/\1$(VERSION)/' cmd/offerlog/internal/api/openapi.yaml
+
+## pin-images: pin the third-party images of the deploy files (Kafka,
+## ZooKeeper, YDB, the Go and distroless bases) to the digests their
+## registries give their tags now; run it again to move the pins (needs
+## the registries: Docker Hub and gcr.io)
+pin-images:
+	$(GO) run ./deploy/pin deploy/k8s/base/*.yaml deploy/compose.yaml deploy/Dockerfile
 
 ## test: vet, then every test with the race detector against real parts
 test: deps tools vet
