@@ -306,6 +306,8 @@ func (f *flags) platform() *platform.Config {
 		return nil
 	})
 	f.DurationVar(&cfg.Numerator.LockTimeout, "lock-timeout", cfg.Numerator.LockTimeout, "longest a numerator master holds the write lock for one build")
+	f.DurationVar(&cfg.Numerator.HandoverTimeout, "handover-timeout", cfg.Numerator.HandoverTimeout,
+		"how long a numerator master tries to adopt another data centre's newer state before it declares that state invalid (its master did not hand it over)")
 	f.DurationVar(&cfg.ZooKeeperSession, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the numerator's coordinator: a killed master's lock is free this long after")
 	f.StringVar(&cfg.Cache.Table, "table", cfg.Cache.Table, "the table topic the cache serves, or several comma-separated (one port; --reads cache needs offers-table,registry-table,offers.archive)")
 	f.StringVar(&cfg.Cache.Addr, "cache-grpc", cfg.Cache.Addr, "gRPC address of the cache (run cache takes --grpc too)")

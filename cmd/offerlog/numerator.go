@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/processors/numerator"
+	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/processors/numerator/sharding"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
@@ -22,10 +24,12 @@ import (
 // states, or answers the compatibility rule.
 func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: want seal, rebuild, reshard, states, check or shard", errUsage)
+		return fmt.Errorf("%w: want seal, rebuild, reshard, states, check, shard, invalidate or reset", errUsage)
 	}
 	verb := args[0]
 	switch verb {
+	case "invalidate", "reset":
+		return numeratorMove(ctx, verb, args[1:], stdout, stderr)
 	case "check":
 		return numeratorCheck(ctx, args[1:], stdout, stderr)
 	case "shard":
@@ -68,7 +72,7 @@ func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stder
 		}
 		m.Action, m.Scheme = schemas.MarkerReshard, *scheme
 	default:
-		return fmt.Errorf("%w: unknown verb %q (want seal, rebuild, reshard, states or check)", errUsage, verb)
+		return fmt.Errorf("%w: unknown verb %q (want seal, rebuild, reshard, states, check, shard, invalidate or reset)", errUsage, verb)
 	}
 	if m.Action == schemas.MarkerSeal {
 		if st, ok, err := sealedState(ctx, kafka, m.Generation); err != nil {
@@ -161,8 +165,6 @@ func sealedState(ctx context.Context, kafka *streams.Cluster, g int64) (*schemas
 // errIncompatible is check's answer "no": exit 1, said on stderr.
 var errIncompatible = errors.New("not usable")
 
-// numeratorCheck answers the seed's rule: may data built on state version
-// --data be used with the state --state (numerator.Compatible)?
 // numeratorShard answers "numerator shard (--scheme N | --state V) KEY...":
 // the shard of each key under a sharding scheme (or a state's), one JSON
 // line a key. It needs no cluster: a scheme is code.
@@ -201,6 +203,8 @@ func numeratorShard(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// numeratorCheck answers the seed's rule: may data built on state version
+// --data be used with the state --state (numerator.Compatible)?
 func numeratorCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newFlags("numerator check", stderr)
 	state := f.String("state", "", "the state's version T.S.V.G (with --brokers, read from numerator.states: data older than its last reuse of a doc_id is refused too)")
@@ -271,6 +275,78 @@ func numeratorStates(ctx context.Context, args []string, stdout, stderr io.Write
 			line += "  INVALID: " + st.Invalid
 		}
 		fmt.Fprintln(stdout, line)
+	}
+	return nil
+}
+
+// numeratorMove answers "numerator invalidate" and "numerator reset": an
+// operator's move of the state pointer in ZooKeeper, under the write lock,
+// from the cluster --brokers names (numerator.Invalidate, numerator.Reset).
+// Without --confirm it says what it would do and exits 2.
+func numeratorMove(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
+	f := newFlags("numerator "+verb, stderr)
+	f.brokers()
+	zkServers := f.String("zookeeper", "", "ZooKeeper ensemble host:port,... of the numerator's coordinator (required)")
+	stateType := f.Int64("state-type", 0, "T of the numerator's state version T.S.V.G")
+	holder := f.String("master", "operator", "the name this command takes the write lock under")
+	confirm := f.Bool("confirm", false, "do it (without it: say what it would do, and exit 2)")
+	var version, why *string
+	if verb == "invalidate" {
+		version = f.String("version", "", "the version the pointer must name (a guard against a pointer that moved meanwhile)")
+		why = f.String("why", "", "why the state is declared invalid (required: it is recorded with it)")
+	} else {
+		version = f.String("to", "", "the version this cluster's last valid state must be (a guard)")
+	}
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	switch {
+	case *zkServers == "":
+		return fmt.Errorf("%w: --zookeeper is required", errUsage)
+	case why != nil && strings.TrimSpace(*why) == "":
+		return fmt.Errorf("%w: --why is required", errUsage)
+	case f.NArg() > 0:
+		return fmt.Errorf("%w: no positional arguments", errUsage)
+	}
+	kafka, err := f.cluster()
+	if err != nil {
+		return err
+	}
+	defer kafka.Close()
+	log := f.logger(stderr)
+	zk, err := coordinator.DialZooKeeper(ctx, *zkServers, fmt.Sprintf("/offerlog/numerator/%d", *stateType), 10*time.Second, log)
+	if err != nil {
+		return err
+	}
+	defer zk.Close()
+	op := numerator.Operator{Kafka: kafka, Cluster: strings.Join(kafka.Brokers(), ","), Coordinator: zk, Holder: *holder,
+		Type: *stateType, Logger: log}
+	var move numerator.Move
+	if verb == "invalidate" {
+		move, err = numerator.Invalidate(ctx, op, *version, *why, *confirm)
+	} else {
+		move, err = numerator.Reset(ctx, op, *version, *confirm)
+	}
+	if err != nil {
+		return err
+	}
+	named := func(p coordinator.Pointer) string {
+		if p.Cluster == "" {
+			return "no state"
+		}
+		return fmt.Sprintf("state %s of cluster %s", p.Version, p.Cluster)
+	}
+	what := "would move"
+	if *confirm {
+		what = "moved"
+	}
+	fmt.Fprintf(stdout, "the pointer %s from %s to %s\n", what, named(move.Now), named(move.After))
+	if move.Invalid.Version != "" {
+		fmt.Fprintf(stdout, "state %s of cluster %s (ticket %d of %s) declared invalid: %s\n", move.Invalid.Version, move.Invalid.Cluster,
+			move.Invalid.Ticket, move.Invalid.Holder, move.Invalid.Why)
+	}
+	if !*confirm {
+		return fmt.Errorf("%w: nothing done: say --confirm to do it", errUsage)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/processors/numerator/sharding"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/topics"
@@ -132,5 +133,90 @@ func TestNumeratorShard(t *testing.T) {
 		if code, _, stderr := offerlog(t, "", append([]string{"numerator", "shard"}, args...)...); code != 2 || stderr == "" {
 			t.Errorf("numerator shard %v: %d %s", args, code, stderr)
 		}
+	}
+}
+
+// TestNumeratorInvalidateAndReset: an operator's moves of the state
+// pointer. The pointer names a state of another cluster (dc-a, taken for
+// gone). Without --confirm, invalidate says what it would do, exits 2 and
+// changes nothing; with it, dc-a's state is recorded invalid on this
+// cluster's numerator.states and the pointer is back at this cluster's last
+// valid state. reset then points it at this cluster's state again, with
+// dc-a's next state (reported meanwhile) declared invalid.
+func TestNumeratorInvalidateAndReset(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	b := testkit.Broker(t, "")
+	addr := strings.Join(b.Addrs(), ",")
+	testkit.EnsureTopics(t, b.Addrs(), topics.Catalogue(2))
+	zkAddr := testkit.ZooKeeper(t)
+	ctx := testkit.Context(t, 2*time.Minute)
+	zk, err := coordinator.DialZooKeeper(ctx, zkAddr, "/offerlog/numerator/0", 0, testkit.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(zk.Close)
+	// This cluster's state 0.0.0.3, then dc-a's 0.0.0.4 in the pointer.
+	own := schemas.NumeratorState{Version: "0.0.0.3", Generation: 3, Holder: "dc-b", Ticket: 1, Shards: []schemas.ShardSummary{},
+		MarkerPartition: -1, MarkerOffset: -1, SealedAt: time.Now()}
+	data, err := schemas.NumeratorStates.Encode(&own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Put(t, b.Addrs(), topics.NumeratorStates, []byte("0"), data)
+	pointer := func() coordinator.Pointer {
+		t.Helper()
+		p, _, err := zk.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// report reports a state of dc-a, as its master does: the
+	// invalidations carried on.
+	report := func(holder, version string) {
+		t.Helper()
+		lock, err := zk.Acquire(ctx, holder, time.Minute)
+		if err == nil {
+			err = zk.Report(ctx, lock.Ticket, &coordinator.Pointer{Version: version, Cluster: "dc-a:9092", Topic: topics.NumeratorStates,
+				Offsets: map[int32]int64{0: 9}, Invalidated: pointer().CarryOn()})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	report("dc-a", "0.0.0.4")
+	zkFlags := []string{"--brokers", addr, "--zookeeper", zkAddr}
+	code, out, stderr := offerlog(t, "", append([]string{"numerator", "invalidate", "--why", "dc-a burnt down"}, zkFlags...)...)
+	if code != 2 || !strings.Contains(out, "would move from state 0.0.0.4 of cluster dc-a:9092 to state 0.0.0.3 of cluster "+addr) ||
+		!strings.Contains(stderr, "--confirm") || pointer().Version != "0.0.0.4" {
+		t.Errorf("invalidate without --confirm: exit %d\n%s%s\npointer %+v", code, out, stderr, pointer())
+	}
+	code, out, stderr = offerlog(t, "", append([]string{"numerator", "invalidate", "--why", "dc-a burnt down", "--version", "0.0.0.9", "--confirm"}, zkFlags...)...)
+	if code != 1 || !strings.Contains(stderr, "names state 0.0.0.4, not 0.0.0.9") {
+		t.Errorf("invalidate of another version: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = offerlog(t, "", append([]string{"numerator", "invalidate", "--why", "dc-a burnt down", "--version", "0.0.0.4", "--confirm"}, zkFlags...)...)
+	if p := pointer(); code != 0 || p.Version != "0.0.0.3" || p.Cluster != addr || len(p.Invalidated) != 1 || p.Invalidated[0].Version != "0.0.0.4" ||
+		!strings.Contains(out, "declared invalid: declared invalid by an operator: dc-a burnt down") {
+		t.Errorf("invalidate --confirm: exit %d\n%s%s\npointer %+v", code, out, stderr, p)
+	}
+	code, out, stderr = offerlog(t, "", "numerator", "states", "--brokers", addr)
+	if code != 0 || !strings.Contains(out, "0.0.0.4") || !strings.Contains(out, "INVALID: declared invalid by operator: the state of cluster dc-a:9092") {
+		t.Errorf("numerator states after invalidate: exit %d\n%s%s", code, out, stderr)
+	}
+	// The pointer names this cluster's own state now: not invalidated so.
+	code, _, stderr = offerlog(t, "", append([]string{"numerator", "invalidate", "--why", "x", "--confirm"}, zkFlags...)...)
+	if code != 1 || !strings.Contains(stderr, "this cluster's own state") {
+		t.Errorf("invalidate of this cluster's own state: exit %d\n%s", code, stderr)
+	}
+	report("dc-a", "0.0.0.5")
+	code, out, stderr = offerlog(t, "", append([]string{"numerator", "reset", "--to", "0.0.0.3", "--confirm"}, zkFlags...)...)
+	if p := pointer(); code != 0 || p.Version != "0.0.0.3" || p.Cluster != addr || len(p.Invalidated) != 2 || p.Invalidated[1].Version != "0.0.0.5" {
+		t.Errorf("reset --confirm: exit %d\n%s%s\npointer %+v", code, out, stderr, p)
+	}
+	if code, _, stderr := offerlog(t, "", "numerator", "reset", "--brokers", addr); code != 2 || !strings.Contains(stderr, "--zookeeper is required") {
+		t.Errorf("reset without --zookeeper: exit %d\n%s", code, stderr)
 	}
 }

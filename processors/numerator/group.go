@@ -35,6 +35,11 @@ type Metrics struct {
 	// LockRefused counts markers that found the write lock held by another
 	// master (the sealer then asks again every RetryEvery).
 	LockRefused *metrics.Counter
+	// Invalidated counts the states of other data centres declared
+	// invalid (not handed over within the handover timeout);
+	// HandoverFailing is how long the current handover has been failing.
+	Invalidated     *metrics.Counter
+	HandoverFailing *metrics.Gauge
 	// Loop counts the sealer's markers by outcome (dead letters included).
 	Loop *streams.LoopMetrics
 }
@@ -47,7 +52,11 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 		Assignments: r.Counter("offerlog_numerator_assignments_total", "Assignments emitted on numerator.assignments.").With(),
 		Seals:       r.Counter("offerlog_numerator_states_total", "States written, by the marker that made them.", "action"),
 		LockRefused: r.Counter("offerlog_numerator_lock_refused_total", "Markers that found the write lock held by another master.").With(),
-		Loop:        streams.NewLoopMetrics(r),
+		Invalidated: r.Counter("offerlog_numerator_states_invalidated_total",
+			"States of another data centre declared invalid: their master did not hand them over within --handover-timeout.").With(),
+		HandoverFailing: r.Gauge("offerlog_numerator_handover_failing_seconds",
+			"How long the adoption of another data centre's state has been failing (0: none failing).").With(),
+		Loop: streams.NewLoopMetrics(r),
 	}
 }
 

@@ -793,13 +793,24 @@ func TestKilledMastersLockGoesWithItsSession(t *testing.T) {
 // own Kafka cluster and numerator, sharing one ZooKeeper.
 func twoDataCentres(t *testing.T) (a, b *cluster) {
 	t.Helper()
-	zkAddr := testkit.ZooKeeper(t)
+	a, b, _ = twoDataCentresWith(t, nil)
+	return a, b
+}
+
+// twoDataCentresWith is twoDataCentres with configure called on both
+// configurations before they start; it also returns ZooKeeper's address.
+func twoDataCentresWith(t *testing.T, configure func(a, b *numerator.Config)) (a, b *cluster, zkAddr string) {
+	t.Helper()
+	zkAddr = testkit.ZooKeeper(t)
 	a, b = newStopped(t, 10, 0), newStopped(t, 10, 0)
 	a.cfg.Coordinator, a.cfg.Holder, a.cfg.Cluster = dialCoordinator(t, zkAddr), "dc-a", strings.Join(a.brokers, ",")
 	b.cfg.Coordinator, b.cfg.Holder, b.cfg.Cluster = dialCoordinator(t, zkAddr), "dc-b", strings.Join(b.brokers, ",")
+	if configure != nil {
+		configure(&a.cfg, &b.cfg)
+	}
 	a.start()
 	b.start()
-	return a, b
+	return a, b, zkAddr
 }
 
 // TestMasterAdoptsTheNewestStateOfAnotherCluster: two data centres, each
@@ -1151,5 +1162,133 @@ func TestAReportWhoseAnswerIsLostIsCommitted(t *testing.T) {
 	}
 	if n := len(c.assignments()); n != 20 {
 		t.Errorf("%d keys numbered, want 20", n)
+	}
+}
+
+// states returns every record of c's numerator.states.
+func (c *cluster) states() []schemas.NumeratorState {
+	c.t.Helper()
+	var out []schemas.NumeratorState
+	for _, r := range testkit.ReadAll(c.t, c.brokers, topics.NumeratorStates) {
+		var st schemas.NumeratorState
+		if err := schemas.NumeratorStates.Decode(r.Value, &st); err != nil {
+			c.t.Fatal(err)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// TestAHandoverThatCannotCompleteIsDeclaredInvalid: dc-a's master reports
+// a state and dies before committing it (the pointer names a state that is
+// not on dc-a's log). dc-b's next seal cannot adopt it, and once its
+// handover timeout has passed declares it invalid (the seed: the master
+// that built the last state hands it over, otherwise its data is declared
+// invalid): a record on dc-b's numerator.states says why, the metric
+// counts it, and dc-b seals from its own state, with a rebuild version past
+// the invalid state's, so that data built on that state is refused. It
+// retried for ever before.
+func TestAHandoverThatCannotCompleteIsDeclaredInvalid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	reg := metrics.New()
+	a, b, zkAddr := twoDataCentresWith(t, func(_, b *numerator.Config) {
+		b.HandoverTimeout, b.Metrics = 2*time.Second, numerator.NewMetrics(reg)
+	})
+	a.offers(1, 0, 20)
+	a.seal(1, 1)
+	// dc-a's next master reports 0.0.0.2 and dies before its commit.
+	zk := dialCoordinator(t, zkAddr)
+	ctx := testkit.Context(t, 3*time.Minute)
+	lock, err := zk.Acquire(ctx, "dc-a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := zk.Report(ctx, lock.Ticket, &coordinator.Pointer{Version: "0.0.0.2", Cluster: a.cfg.Cluster,
+		Topic: topics.NumeratorStates, Offsets: map[int32]int64{0: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	b.offers(2, 10, 30)
+	st := b.seal(2, 2) // the invalid record, then dc-b's own state
+	sts := b.states()
+	if bad := sts[0]; bad.Version != "0.0.0.2" || bad.Ticket != lock.Ticket || !strings.Contains(bad.Invalid, "not handed over within 2s") ||
+		!strings.Contains(bad.Invalid, a.cfg.Cluster) {
+		t.Errorf("dc-b's first record %+v: want 0.0.0.2 of ticket %d declared invalid, naming dc-a's cluster", bad, lock.Ticket)
+	}
+	if st.Holder != "dc-b" || st.Version != "0.0.1.1" || st.Invalid != "" {
+		t.Errorf("dc-b's state %+v: want 0.0.1.1 by dc-b (its own numbering, a rebuild version past the invalid state's)", st)
+	}
+	if err := numerator.CompatibleWith(numerator.Version{G: 2}, &st); err == nil {
+		t.Error("data built on the invalid state 0.0.0.2 is usable with dc-b's state")
+	}
+	p, ok, err := zk.State(ctx)
+	if err != nil || !ok || p.Cluster != b.cfg.Cluster || p.Version != st.Version || len(p.Invalidated) != 1 || p.Invalidated[0].Version != "0.0.0.2" {
+		t.Errorf("the pointer %+v (%v %v): want dc-b's %s, carrying the invalidation of 0.0.0.2", p, ok, err, st.Version)
+	}
+	if n := len(b.assignments()); n != 20 {
+		t.Errorf("dc-b numbers %d keys, want its own 20", n)
+	}
+	checkDense(t, b.assignments())
+	var text strings.Builder
+	reg.Write(&text)
+	if !strings.Contains(text.String(), "offerlog_numerator_states_invalidated_total 1") {
+		t.Errorf("the metric does not count the invalid state:\n%s", text.String())
+	}
+}
+
+// TestAMasterWhoseStateWasDeclaredInvalidAdoptsTheOtherWhole: an operator
+// of dc-b declares dc-a's state invalid (dc-a is taken for gone:
+// numerator.Invalidate, offerlog numerator invalidate) and dc-b seals on
+// its own numbering. When dc-a comes back, its own state is the invalid
+// one: it adopts dc-b's state whole (its keys that dc-b does not number
+// lose their ids) and seals on it: every key both number has dc-b's id.
+func TestAMasterWhoseStateWasDeclaredInvalidAdoptsTheOtherWhole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	a, b, zkAddr := twoDataCentresWith(t, nil)
+	a.offers(1, 0, 20)
+	a.seal(1, 1)
+	ctx := testkit.Context(t, 3*time.Minute)
+	op := numerator.Operator{Kafka: b.cfg.Streams.Cluster, Cluster: b.cfg.Cluster, Coordinator: dialCoordinator(t, zkAddr),
+		Holder: "operator", Logger: testkit.Logger()}
+	if _, err := numerator.Invalidate(ctx, op, "0.0.0.5", "dc-a is gone", true); err == nil {
+		t.Error("invalidate of another version than the pointer's: no error")
+	}
+	if _, err := numerator.Reset(ctx, op, "", true); err == nil {
+		t.Error("reset of a cluster that holds no state: no error")
+	}
+	move, err := numerator.Invalidate(ctx, op, "0.0.0.1", "dc-a is gone", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if move.After.Cluster != "" || len(move.After.Invalidated) != 1 {
+		t.Errorf("the pointer after %+v: want no state (dc-b had none), carrying the invalidation", move.After)
+	}
+	b.offers(2, 10, 30)
+	stB := b.seal(2, 2) // the invalid record, then dc-b's own state
+	if stB.Version != "0.0.1.1" {
+		t.Errorf("dc-b's state %s, want 0.0.1.1", stB.Version)
+	}
+	a.offers(3, 0, 30)
+	// dc-a: its state, its invalid record, the adopted state, its own.
+	stA := a.seal(3, 4)
+	sts := a.states()
+	if sts[1].Version != "0.0.0.1" || !strings.Contains(sts[1].Invalid, "declared invalid by operator") || sts[2].Version != stB.Version {
+		t.Errorf("dc-a's states %+v: want 0.0.0.1 declared invalid by the operator, then dc-b's %s adopted", sts, stB.Version)
+	}
+	if stA.Holder != "dc-a" || stA.Generation != 3 || !strings.HasPrefix(stA.Version, "0.0.1.") {
+		t.Errorf("dc-a's state %+v: want generation 3 on dc-b's rebuild version 1", stA)
+	}
+	fromA, fromB := a.assignments(), b.assignments()
+	for i := 10; i < 30; i++ {
+		if k := key(i).String(); fromA[k] != fromB[k] {
+			t.Errorf("key %d: id %v in dc-a, %v given by dc-b", i, fromA[k], fromB[k])
+		}
+	}
+	checkDense(t, fromA)
+	if len(fromA) != 30 {
+		t.Errorf("dc-a numbers %d keys, want 30", len(fromA))
 	}
 }

@@ -30,6 +30,8 @@ type Config struct {
 	RebuildShare float64
 	LockTimeout  time.Duration
 	RetryEvery   time.Duration
+	// HandoverTimeout is the sealer's (SealerConfig.HandoverTimeout).
+	HandoverTimeout time.Duration
 	// BeforeReport is the sealer's hook (SealerConfig.BeforeReport).
 	BeforeReport func(ctx context.Context, ticket int64)
 	Metrics      *Metrics
@@ -39,13 +41,15 @@ type Config struct {
 // DefaultConfig returns the numerator's defaults: type 0, scheme 0, keys
 // expire after 10 unseen generations, a shard is rebuilt when half of it is
 // holes, a build holds the lock for at most 10 minutes, a refused master
-// asks again every 5 seconds, and the master is named after the host.
+// asks again every 5 seconds, another data centre's state not handed over
+// within 10 minutes is declared invalid, and the master is named after the host.
 func DefaultConfig() Config {
 	holder, err := os.Hostname()
 	if err != nil || holder == "" {
 		holder = "offerlog"
 	}
-	return Config{TTL: 10, RebuildShare: 0.5, LockTimeout: 10 * time.Minute, RetryEvery: 5 * time.Second, Holder: holder}
+	return Config{TTL: 10, RebuildShare: 0.5, LockTimeout: 10 * time.Minute, RetryEvery: 5 * time.Second,
+		HandoverTimeout: DefaultHandoverTimeout, Holder: holder}
 }
 
 // Validate returns every problem of c joined.
@@ -111,7 +115,7 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 			return RunSealer(ctx, SealerConfig{Kafka: cfg.Streams.Cluster, Cluster: cfg.Cluster, View: view,
 				Coordinator: cfg.Coordinator, Holder: cfg.Holder, LockTimeout: cfg.LockTimeout, RetryEvery: cfg.RetryEvery,
-				Type: cfg.Type, Scheme: cfg.Scheme, TTL: cfg.TTL, RebuildShare: cfg.RebuildShare,
+				Type: cfg.Type, Scheme: cfg.Scheme, TTL: cfg.TTL, RebuildShare: cfg.RebuildShare, HandoverTimeout: cfg.HandoverTimeout,
 				BeforeReport: cfg.BeforeReport, Metrics: cfg.Metrics, Logger: cfg.Logger})
 		})
 		wg.Wait()

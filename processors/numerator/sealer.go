@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
@@ -56,6 +54,10 @@ type SealerConfig struct {
 	// most (0: DefaultEntryBudget); a table of more is read in several
 	// passes, one per group of shards that fits.
 	EntryBudget int
+	// HandoverTimeout is how long the handover of another data centre's
+	// state may fail before that state is declared invalid (0:
+	// DefaultHandoverTimeout).
+	HandoverTimeout time.Duration
 	// CoordinatorWait bounds every call to the coordinator (0: 30 s): a
 	// call that gets no answer fails, saying what it waited for, and the
 	// marker is tried again.
@@ -96,6 +98,9 @@ func RunSealer(ctx context.Context, cfg SealerConfig) error {
 	if cfg.CoordinatorWait <= 0 {
 		cfg.CoordinatorWait = 30 * time.Second
 	}
+	if cfg.HandoverTimeout <= 0 {
+		cfg.HandoverTimeout = DefaultHandoverTimeout
+	}
 	cl, err := cfg.Kafka.Producer("numerator-sealer", kgo.ProducerLinger(2*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("sealer: %w", err)
@@ -129,6 +134,8 @@ type sealer struct {
 	cl  *kgo.Client // dead letters, adopted states
 	tx  *kgo.Client // the builds of the marker being handled, in transactions
 	adm *kadm.Client
+	// failing is the handover that has been failing (adopt).
+	failing handover
 }
 
 // fence makes the transactional client of one marker's builds, taken
@@ -206,29 +213,43 @@ func (s *sealer) handle(ctx context.Context, r *kgo.Record) error {
 		return err
 	}
 	_, reported, err = s.carryOut(ctx, r, &m, lock)
+	if errors.Is(err, errDeclared) {
+		// The pointer is back at this cluster's state: carry the marker
+		// out from it, under a new lock.
+		s.tx.Close()
+		s.tx = nil
+		return s.handle(ctx, r)
+	}
 	return err
 }
 
-// current returns the last state written that decodes (nil if none) and
-// its version, or the empty version. A record of numerator.states that does
-// not decode is passed over (and logged): it cannot be a state this sealer
-// wrote, and must not stop it.
-func (s *sealer) current(ctx context.Context) (*schemas.NumeratorState, Version, error) {
+// current returns the last valid state written that decodes (nil if
+// none), its version, or the empty version, and its offset on
+// numerator.states (-1: none). A record of numerator.states that does not
+// decode is passed over (and logged): it cannot be a state this sealer
+// wrote, and must not stop it. So is a state that a later invalid record
+// names (its version and ticket: declared invalid, adopt).
+func (s *sealer) current(ctx context.Context) (*schemas.NumeratorState, Version, int64, error) {
 	empty := Version{T: s.cfg.Type, S: s.cfg.Scheme}
 	ends, err := streams.EndOffsets(ctx, s.adm, topics.NumeratorStates)
 	if err != nil {
-		return nil, empty, err
+		return nil, empty, -1, err
 	}
 	end := ends[0]
 	if end == 0 {
-		return nil, empty, nil
+		return nil, empty, -1, nil
 	}
 	// The last states are at the end; read back further only when none of
 	// the last ones decodes.
+	type found struct {
+		st *schemas.NumeratorState
+		v  Version
+		at int64
+	}
 	for back := int64(20); ; back *= 4 {
 		from := max(0, end-back)
-		var last *schemas.NumeratorState
-		var v Version
+		var valid []found
+		invalid := map[string]bool{}
 		err := streams.ReadRange(ctx, s.cfg.Kafka, topics.NumeratorStates, map[int32]int64{0: from}, map[int32]int64{0: end}, func(r *kgo.Record) {
 			var st schemas.NumeratorState
 			if err := schemas.NumeratorStates.Decode(r.Value, &st); err != nil {
@@ -236,23 +257,26 @@ func (s *sealer) current(ctx context.Context) (*schemas.NumeratorState, Version,
 				return
 			}
 			if st.Invalid != "" {
-				return // a refused build's record: no state
+				invalid[fmt.Sprint(st.Version, "/", st.Ticket)] = true
+				return // a refused build's record, or an invalidation: no state
 			}
 			pv, err := ParseVersion(st.Version)
 			if err != nil {
 				s.cfg.Logger.Warn("sealer: state with a bad version passed over", "offset", r.Offset, "version", st.Version)
 				return
 			}
-			last, v = &st, pv
+			valid = append(valid, found{&st, pv, r.Offset})
 		})
 		if err != nil {
-			return nil, empty, err
+			return nil, empty, -1, err
 		}
-		if last != nil {
-			return last, v, nil
+		for i := len(valid) - 1; i >= 0; i-- {
+			if f := valid[i]; !invalid[fmt.Sprint(f.st.Version, "/", f.st.Ticket)] {
+				return f.st, f.v, f.at, nil
+			}
 		}
 		if from == 0 {
-			return nil, empty, nil
+			return nil, empty, -1, nil
 		}
 	}
 }
@@ -264,14 +288,17 @@ func (s *sealer) current(ctx context.Context) (*schemas.NumeratorState, Version,
 // an invalid one. A refused report aborts the transaction (no decision
 // applied, no state) and writes a record saying the build was invalid.
 func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.GenerationMarker, lock coordinator.Lock) (*schemas.NumeratorState, bool, error) {
-	cur, v, err := s.current(ctx)
+	cur, v, at, err := s.current(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("read the current state: %w", err)
 	}
-	if adopted, err := s.adopt(ctx, cur, v); err != nil {
+	p, adopted, err := s.adopt(ctx, cur, v, at, lock)
+	if errors.Is(err, errDeclared) {
+		return nil, true, err // the pointer moved back, the lock freed
+	} else if err != nil {
 		return nil, false, err
 	} else if adopted {
-		if cur, v, err = s.current(ctx); err != nil {
+		if cur, v, _, err = s.current(ctx); err != nil {
 			return nil, false, fmt.Errorf("read the adopted state: %w", err)
 		}
 	}
@@ -339,6 +366,7 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 	if reuses(cur, &plan, next.V == v.V && next.S == v.S) {
 		lastReuse = next.G
 	}
+	next = pastInvalid(next, p.Invalidated)
 	st := &schemas.NumeratorState{Version: next.String(), Generation: gen, LastReuse: lastReuse, Scheme: next.S, Rebuilt: plan.Rebuilt,
 		Shards: plan.Shards, Holder: lock.Holder, Ticket: lock.Ticket, MarkerPartition: r.Partition, MarkerOffset: r.Offset,
 		SealedAt: time.Now().UTC().Truncate(time.Millisecond)}
@@ -352,7 +380,7 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 	// The pointer names the state record: the read up to the offset after
 	// it finds it (the transaction's marker comes after).
 	pointer := &coordinator.Pointer{Version: st.Version, Cluster: s.cfg.Cluster, Topic: topics.NumeratorStates,
-		Offsets: map[int32]int64{written.Partition: written.Offset + 1}}
+		Offsets: map[int32]int64{written.Partition: written.Offset + 1}, Invalidated: p.CarryOn()}
 	err = s.coordinated(ctx, func(ctx context.Context) error { return s.cfg.Coordinator.Report(ctx, lock.Ticket, pointer) })
 	if err != nil && !errors.Is(err, coordinator.ErrStaleTicket) && !errors.Is(err, coordinator.ErrTimedOut) {
 		// No answer: the coordinator may have taken the report and its
@@ -529,177 +557,6 @@ func reuses(cur *schemas.NumeratorState, plan *StatePlan, same bool) bool {
 // newer reports whether state version a comes after b: versions move on by
 // V (rebuilds, reshards) and G (seals).
 func newer(a, b Version) bool { return a.V > b.V || (a.V == b.V && a.G > b.G) }
-
-// adoptWait bounds every call an adoption makes to the other cluster.
-const adoptWait = time.Minute
-
-// adopt copies into this cluster the newest state, when the coordinator's
-// pointer names one that a master wrote in another cluster after the last
-// state here (a master of another data centre), so that the build that
-// follows starts from it. A cluster is named by its seed brokers, so the
-// pointer says where to read. It reports whether it copied anything.
-//
-// The copy comes from durable storage: the other cluster's
-// numerator.assignments, compacted (every key's current assignment, however
-// long ago it was decided), once that cluster's numerator group has applied
-// every decision (else its assignments are not the state yet). The
-// assignments of the versions after the local one go to numerator.results
-// here; once the numerator group here applied them, the numbered keys of
-// every shard are counted against the state's summary, and only a copy
-// that matches is recorded as the state. An incomplete copy, or a cluster
-// that does not answer, is an error saying so: the marker is tried again.
-func (s *sealer) adopt(ctx context.Context, cur *schemas.NumeratorState, v Version) (bool, error) {
-	var p coordinator.Pointer
-	var ok bool
-	err := s.coordinated(ctx, func(ctx context.Context) (err error) {
-		p, ok, err = s.cfg.Coordinator.State(ctx)
-		return err
-	})
-	if err != nil {
-		return false, fmt.Errorf("read the state pointer: %w", err)
-	}
-	if !ok || p.Cluster == "" || p.Cluster == s.cfg.Cluster || (cur != nil && cur.Ticket >= p.Ticket) {
-		return false, nil
-	}
-	pv, err := ParseVersion(p.Version)
-	if err != nil || pv.T != v.T || newer(v, pv) {
-		return false, nil // not a state of this numerator's line, or older
-	}
-	var curGen int64
-	if cur != nil {
-		curGen = cur.Generation
-	}
-	st, copies, err := s.readRemote(ctx, p, v, pv, curGen)
-	if err != nil {
-		return false, fmt.Errorf("adopt the state %s of cluster %s: %w", p.Version, p.Cluster, err)
-	}
-	if st == nil {
-		return false, nil // not newer: the same version of no later generation
-	}
-	if err := s.cl.ProduceSync(ctx, copies...).FirstErr(); err != nil {
-		return false, fmt.Errorf("copy the decisions of state %s of %s: %w", p.Version, p.Cluster, err)
-	}
-	if err := s.caughtUp(ctx); err != nil {
-		return false, err
-	}
-	if err := s.verify(st); err != nil {
-		return false, fmt.Errorf("adopt the state %s of cluster %s: the copy is incomplete, not adopted: %w", p.Version, p.Cluster, err)
-	}
-	// Its marker was a record of the other cluster: none here.
-	st.MarkerPartition, st.MarkerOffset = -1, -1
-	data, err := schemas.NumeratorStates.Encode(st)
-	if err != nil {
-		return false, err
-	}
-	if err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: topics.NumeratorStates, Key: []byte(fmt.Sprint(v.T)), Value: data}).FirstErr(); err != nil {
-		return false, fmt.Errorf("record the adopted state %s: %w", p.Version, err)
-	}
-	s.cfg.Logger.Info("sealer: adopted the newest state from another cluster", "cluster", p.Cluster,
-		"version", st.Version, "decisions", len(copies))
-	return true, nil
-}
-
-// readRemote reads, from the cluster the pointer p names, the state it
-// points to and the assignments after the local state (version v of
-// generation gen) up to it, as records for numerator.results here; each
-// call has adoptWait to answer. A state that is not after the local one
-// (the same version, of no later generation: G grows only with new
-// doc_ids) is nil.
-func (s *sealer) readRemote(ctx context.Context, p coordinator.Pointer, v, pv Version, gen int64) (*schemas.NumeratorState, []*kgo.Record, error) {
-	ctx, cancel := context.WithTimeout(ctx, adoptWait)
-	defer cancel()
-	unanswered := func(what string, err error) error {
-		if errors.Is(err, kerr.SaslAuthenticationFailed) {
-			return fmt.Errorf("%s: cluster %s refused this process's credentials for it: give them with --peer-kafka-config FILE "+
-				"(its bootstrap.servers and its user): %w", what, p.Cluster, err)
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%s: the cluster did not answer within %s (the handover waits for it): %w", what, adoptWait, err)
-		}
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	remote := strings.Split(p.Cluster, ",")
-	other, err := s.cfg.Kafka.Other(remote)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer other.Close()
-	adm := other.Admin()
-	// The state the pointer names: the last record before its offsets.
-	from := map[int32]int64{}
-	for part, end := range p.Offsets {
-		from[part] = max(0, end-1)
-	}
-	var st *schemas.NumeratorState
-	err = streams.ReadRange(ctx, other, p.Topic, from, p.Offsets, func(r *kgo.Record) {
-		var x schemas.NumeratorState
-		if schemas.NumeratorStates.Decode(r.Value, &x) == nil && x.Version == p.Version && x.Invalid == "" {
-			st = &x
-		}
-	})
-	if err != nil {
-		return nil, nil, unanswered("read the state", err)
-	}
-	if st == nil {
-		return nil, nil, fmt.Errorf("the state the pointer names is not at %v of %s", p.Offsets, p.Topic)
-	}
-	if !newer(pv, v) && st.Generation <= gen {
-		return nil, nil, nil
-	}
-	// Its decisions are in its numerator's assignments once its group
-	// applied every one of them.
-	ends, err := adm.ListEndOffsets(ctx, topics.NumeratorResults)
-	if err != nil {
-		return nil, nil, unanswered("end offsets of its decisions", err)
-	}
-	if err := streams.WaitCommitted(ctx, adm, Group, ends.Offsets()); err != nil {
-		return nil, nil, unanswered("wait for its numerator group to apply the state's decisions", err)
-	}
-	var copies []*kgo.Record
-	err = streams.ReadToEnd(ctx, other, topics.NumeratorAssignments, func(r *kgo.Record) {
-		var a schemas.Assignment
-		if r.Value == nil || schemas.Assignments.Decode(r.Value, &a) != nil {
-			return
-		}
-		if av, err := ParseVersion(a.Version); err == nil && !newer(av, pv) && a.Generation <= st.Generation &&
-			(newer(av, v) || a.Generation > gen) {
-			copies = append(copies, &kgo.Record{Topic: topics.NumeratorResults, Key: r.Key, Value: r.Value})
-		}
-	})
-	if err != nil {
-		return nil, nil, unanswered("read its assignments", err)
-	}
-	return st, copies, nil
-}
-
-// verify checks that the table here numbers, in every shard, as many keys
-// as the state st says, none past its largest doc_id.
-func (s *sealer) verify(st *schemas.NumeratorState) error {
-	live := map[int32]int64{}
-	maxID := map[int32]int64{}
-	it, err := s.cfg.View.Iterator()
-	if err != nil {
-		return fmt.Errorf("iterate the table: %w", err)
-	}
-	defer it.Release()
-	for it.Next() {
-		v, err := it.Value()
-		e, ok := v.(*schemas.NumeratorEntry)
-		if err != nil || !ok || e == nil || e.DocID == NoDocID {
-			continue
-		}
-		live[e.Shard]++
-		maxID[e.Shard] = max(maxID[e.Shard], e.DocID)
-	}
-	var errs []error
-	for _, sh := range st.Shards {
-		if live[sh.Shard] != sh.Live || (live[sh.Shard] > 0 && maxID[sh.Shard] > sh.MaxDocID) {
-			errs = append(errs, fmt.Errorf("shard %d numbers %d keys here (largest doc_id %d), the state %d (largest %d)",
-				sh.Shard, live[sh.Shard], maxID[sh.Shard], sh.Live, sh.MaxDocID))
-		}
-	}
-	return errors.Join(errs...)
-}
 
 // caughtUp waits until the numerator group has applied every offer and
 // result written so far and the view holds the table that results.

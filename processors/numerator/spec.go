@@ -16,4 +16,4 @@ var Spec = component.Spec{Name: Group, User: true, Port: 8083, Stores: 2,
 	Writes: []string{topics.NumeratorAssignments, topics.NumeratorDead, topics.NumeratorResults, topics.NumeratorStates,
 		topics.NumeratorTable},
 	Transactional: []string{TransactionalID},
-	Flags:         []string{"zookeeper", "session-timeout", "master", "peer-kafka-config", "lock-timeout", "ttl-generations", "rebuild-share", "scheme", "state-type", "standby"}}
+	Flags:         []string{"zookeeper", "session-timeout", "master", "peer-kafka-config", "lock-timeout", "handover-timeout", "ttl-generations", "rebuild-share", "scheme", "state-type", "standby"}}

@@ -83,11 +83,17 @@ func CompatibleWith(data Version, state *schemas.NumeratorState) error {
 	return nil
 }
 
-// StateOf returns the newest valid state of version v among states, and
-// false if none is.
+// StateOf returns the newest valid state of version v among states
+// (oldest first), and false if none is: a state named by a later record
+// of the same version and ticket with Invalid set was declared invalid.
 func StateOf(states []schemas.NumeratorState, v string) (*schemas.NumeratorState, bool) {
+	invalid := map[int64]bool{}
 	for i := len(states) - 1; i >= 0; i-- {
-		if states[i].Version == v && states[i].Invalid == "" {
+		switch {
+		case states[i].Version != v:
+		case states[i].Invalid != "":
+			invalid[states[i].Ticket] = true
+		case !invalid[states[i].Ticket]:
 			return &states[i], true
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -47,6 +48,55 @@ type Pointer struct {
 	Holder     string    `json:"holder"`
 	Ticket     int64     `json:"ticket"`
 	ReportedAt time.Time `json:"reported_at"`
+	// Invalidated are the states declared invalid (oldest first, at most
+	// MaxInvalidated): their masters did not hand them over
+	// (seeds/numerator.md: "иначе данные признаются не валидными"). Each
+	// report carries them on, so a master whose own state is named learns
+	// it, and builds after it take versions that data built on them
+	// cannot be used with. A pointer of no cluster ("" Cluster) names no
+	// state: the one it named was declared invalid and none was before.
+	Invalidated []Invalidation `json:"invalidated,omitempty"`
+}
+
+// Invalidation is a state declared invalid, and why.
+type Invalidation struct {
+	Version string    `json:"version"`
+	Cluster string    `json:"cluster"`
+	Holder  string    `json:"holder"`
+	Ticket  int64     `json:"ticket"`
+	Why     string    `json:"why"`
+	By      string    `json:"by"`
+	At      time.Time `json:"at"`
+}
+
+// MaxInvalidated bounds the invalidations a pointer carries on.
+const MaxInvalidated = 16
+
+// Invalidates reports whether p names as invalid the state of version
+// built under ticket in cluster.
+func (p Pointer) Invalidates(cluster, version string, ticket int64) bool {
+	for _, inv := range p.Invalidated {
+		if inv.Cluster == cluster && inv.Version == version && inv.Ticket == ticket {
+			return true
+		}
+	}
+	return false
+}
+
+// Invalidation returns p, a state pointer, declared invalid by by for why
+// at now.
+func (p Pointer) Invalidation(why, by string, now time.Time) Invalidation {
+	return Invalidation{Version: p.Version, Cluster: p.Cluster, Holder: p.Holder, Ticket: p.Ticket, Why: why, By: by, At: now.UTC()}
+}
+
+// CarryOn returns the invalidations of p with more appended, the last
+// MaxInvalidated, for the next report.
+func (p Pointer) CarryOn(more ...Invalidation) []Invalidation {
+	out := append(slices.Clone(p.Invalidated), more...)
+	if len(out) > MaxInvalidated {
+		out = out[len(out)-MaxInvalidated:]
+	}
+	return out
 }
 
 // Errors of a Coordinator.
