@@ -42,8 +42,7 @@ type handover struct {
 // pointer names one that a master wrote in another cluster after the last
 // state here (a master of another data centre), so that the build that
 // follows starts from it. A cluster is named by its seed brokers, so the
-// pointer says where to read. It returns the pointer and whether it
-// copied anything.
+// pointer says where to read. It reports whether it copied anything.
 //
 // The copy comes from durable storage: the other cluster's
 // numerator.assignments, compacted (every key's current assignment, however
@@ -66,26 +65,18 @@ type handover struct {
 // names invalid adopts the pointer's state whole, however its version
 // compares; it never declares the other's invalid (its own data is the
 // invalid one), and waits for it, or for an operator (offerlog numerator
-// reset).
-func (s *sealer) adopt(ctx context.Context, cur *schemas.NumeratorState, v Version, at int64, lock coordinator.Lock) (coordinator.Pointer, bool, error) {
-	var p coordinator.Pointer
-	var ok bool
-	err := s.coordinated(ctx, func(ctx context.Context) (err error) {
-		p, ok, err = s.cfg.Coordinator.State(ctx)
-		return err
-	})
-	if err != nil {
-		return p, false, fmt.Errorf("read the state pointer: %w", err)
-	}
-	own := ok && cur != nil && p.Invalidates(s.cfg.Cluster, cur.Version, cur.Ticket)
-	if !ok || (!own && (p.Cluster == "" || p.Cluster == s.cfg.Cluster || (cur != nil && cur.Ticket >= p.Ticket))) {
+// reset). p is the pointer, read under lock (a zero ticket: none).
+func (s *sealer) adopt(ctx context.Context, p coordinator.Pointer, cur *schemas.NumeratorState, v Version, at int64, lock coordinator.Lock) (bool, error) {
+	own := cur != nil && p.Invalidates(s.cfg.Cluster, cur.Version, cur.Ticket)
+	if p.Ticket == 0 || (!own && (p.Cluster == "" || p.Cluster == s.cfg.Cluster || (cur != nil && cur.Ticket >= p.Ticket))) {
 		s.failing = handover{}
-		return p, false, nil
+		return false, nil
 	}
 	var pv Version
 	if p.Cluster != "" {
+		var err error
 		if pv, err = ParseVersion(p.Version); err != nil || pv.T != v.T || (!own && newer(v, pv)) {
-			return p, false, nil // not a state of this numerator's line, or older
+			return false, nil // not a state of this numerator's line, or older
 		}
 	}
 	var curGen int64
@@ -98,13 +89,13 @@ func (s *sealer) adopt(ctx context.Context, cur *schemas.NumeratorState, v Versi
 			if own {
 				err = fmt.Errorf("this cluster's state %s was declared invalid: it waits to adopt %s of %s: %w", cur.Version, p.Version, p.Cluster, err)
 			}
-			return p, false, err
+			return false, err
 		}
-		return p, false, s.handoverFailed(ctx, p, cur, at, lock, err)
+		return false, s.handoverFailed(ctx, p, cur, at, lock, err)
 	}
 	s.failing = handover{}
 	if st == nil {
-		return p, false, nil // not newer: the same version of no later generation
+		return false, nil // not newer: the same version of no later generation
 	}
 	if own {
 		s.invalidate(ctx, cur, fmt.Sprintf("declared invalid by %s: its master did not hand it over; adopted %s of %s instead", s.invalidBy(p, cur), p.Version, p.Cluster))
@@ -118,14 +109,14 @@ func (s *sealer) adopt(ctx context.Context, cur *schemas.NumeratorState, v Versi
 	st.MarkerPartition, st.MarkerOffset = -1, -1
 	data, err := schemas.NumeratorStates.Encode(st)
 	if err != nil {
-		return p, false, err
+		return false, err
 	}
 	if err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: topics.NumeratorStates, Key: []byte(fmt.Sprint(v.T)), Value: data}).FirstErr(); err != nil {
-		return p, false, fmt.Errorf("record the adopted state %s: %w", p.Version, err)
+		return false, fmt.Errorf("record the adopted state %s: %w", p.Version, err)
 	}
 	s.cfg.Logger.Info("sealer: adopted the newest state from another cluster", "cluster", p.Cluster,
 		"version", st.Version, "decisions", n, "whole", own)
-	return p, true, nil
+	return true, nil
 }
 
 // invalidBy names who declared cur invalid, from p's invalidations.

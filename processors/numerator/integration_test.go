@@ -2,6 +2,7 @@ package numerator_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -907,8 +908,13 @@ func dialCoordinator(t *testing.T, zkAddr string) *coordinator.ZooKeeper {
 
 // TestNumeratorMasterProcess is a numerator master in a process of its own,
 // for the tests that SIGSTOP it: master dc-child with the coordinator in
-// ZooKeeper, which, once its first build is written, says so in a file and
-// waits for another file before it reports.
+// ZooKeeper (a static member named OFFERLOG_TEST_MASTER_INSTANCE of its
+// groups, if set), which, the first time its sealer reaches the point
+// OFFERLOG_TEST_MASTER_PAUSE_AT (default built: a build written, not
+// reported), writes its ticket to the file OFFERLOG_TEST_MASTER_BUILT and
+// waits for the file OFFERLOG_TEST_MASTER_RESUME; the first time it
+// reaches OFFERLOG_TEST_MASTER_NOTE_AT, if set, it writes the file
+// OFFERLOG_TEST_MASTER_NOTE.
 func TestNumeratorMasterProcess(t *testing.T) {
 	brokers := os.Getenv("OFFERLOG_TEST_MASTER_BROKERS")
 	if brokers == "" {
@@ -919,15 +925,31 @@ func TestNumeratorMasterProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	built, resume := os.Getenv("OFFERLOG_TEST_MASTER_BUILT"), os.Getenv("OFFERLOG_TEST_MASTER_RESUME")
+	pauseAt := numerator.Point(cmp.Or(os.Getenv("OFFERLOG_TEST_MASTER_PAUSE_AT"), string(numerator.Built)))
+	noteAt, note := numerator.Point(os.Getenv("OFFERLOG_TEST_MASTER_NOTE_AT")), os.Getenv("OFFERLOG_TEST_MASTER_NOTE")
 	cfg := testConfig(t, strings.Split(brokers, ","), os.Getenv("OFFERLOG_TEST_MASTER_STATE"), 10, 0)
 	cfg.Coordinator, cfg.Holder, cfg.Cluster = dialCoordinator(t, os.Getenv("OFFERLOG_TEST_MASTER_ZK")), "dc-child", brokers
+	if id := os.Getenv("OFFERLOG_TEST_MASTER_INSTANCE"); id != "" {
+		// A static member, which the parent finds in the group by its name.
+		kafka, err := streams.NewCluster(strings.Split(brokers, ","), nil, streams.ClientSettings{InstanceID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Streams.Cluster = kafka
+	}
 	cfg.LockTimeout = lock
-	first := true
-	cfg.BeforeReport = func(ctx context.Context, ticket int64) {
-		if !first {
+	paused, noted := false, false
+	cfg.Hook = func(ctx context.Context, at numerator.Point, ticket int64) {
+		if at == noteAt && !noted {
+			noted = true
+			if err := os.WriteFile(note, []byte(fmt.Sprint(ticket)), 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+		if at != pauseAt || paused {
 			return
 		}
-		first = false
+		paused = true
 		if err := os.WriteFile(built, []byte(fmt.Sprint(ticket)), 0o644); err != nil {
 			t.Error(err)
 		}
@@ -947,13 +969,22 @@ func TestNumeratorMasterProcess(t *testing.T) {
 // SIGSTOPs it. It returns its first ticket, a function that lets it report
 // and SIGCONTs it, and the coordinator of another master, dc-b.
 func pausedMaster(t *testing.T, lock time.Duration) (c *cluster, ticket int64, resume func(), other *coordinator.ZooKeeper) {
-	zkAddr := testkit.ZooKeeper(t)
+	c, ticket, resume, zkAddr := pausedMasterAt(t, lock, numerator.Built, "", "")
+	return c, ticket, resume, dialCoordinator(t, zkAddr)
+}
+
+// pausedMasterAt is pausedMaster with the child paused at the point
+// pauseAt, noting the point noteAt in the file note; it returns
+// ZooKeeper's address.
+func pausedMasterAt(t *testing.T, lock time.Duration, pauseAt, noteAt numerator.Point, note string) (c *cluster, ticket int64, resume func(), zkAddr string) {
+	zkAddr = testkit.ZooKeeper(t)
 	c = newStopped(t, 10, 0)
 	dir := t.TempDir()
 	built, goAhead := filepath.Join(dir, "built"), filepath.Join(dir, "resume")
 	proc, kill := testkit.ChildProcess(t, "TestNumeratorMasterProcess", "OFFERLOG_TEST_MASTER_BROKERS="+strings.Join(c.brokers, ","),
 		"OFFERLOG_TEST_MASTER_STATE="+c.cfg.Streams.StateDir, "OFFERLOG_TEST_MASTER_ZK="+zkAddr, "OFFERLOG_TEST_MASTER_LOCK="+lock.String(),
-		"OFFERLOG_TEST_MASTER_BUILT="+built, "OFFERLOG_TEST_MASTER_RESUME="+goAhead)
+		"OFFERLOG_TEST_MASTER_BUILT="+built, "OFFERLOG_TEST_MASTER_RESUME="+goAhead, "OFFERLOG_TEST_MASTER_PAUSE_AT="+string(pauseAt),
+		"OFFERLOG_TEST_MASTER_NOTE_AT="+string(noteAt), "OFFERLOG_TEST_MASTER_NOTE="+note)
 	t.Cleanup(func() { _ = proc.Signal(syscall.SIGCONT); kill() })
 	c.offers(1, 0, 20)
 	data, _ := schemas.GenerationMarkers.Encode(&schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: 1, Scheme: -1})
@@ -979,7 +1010,7 @@ func pausedMaster(t *testing.T, lock time.Duration) (c *cluster, ticket int64, r
 			t.Fatal(err)
 		}
 	}
-	return c, ticket, resume, dialCoordinator(t, zkAddr)
+	return c, ticket, resume, zkAddr
 }
 
 // TestAMasterStoppedPastItsLockChangesNothing: a master SIGSTOPped past its
@@ -1290,5 +1321,196 @@ func TestAMasterWhoseStateWasDeclaredInvalidAdoptsTheOtherWhole(t *testing.T) {
 	checkDense(t, fromA)
 	if len(fromA) != 30 {
 		t.Errorf("dc-a numbers %d keys, want 30", len(fromA))
+	}
+}
+
+// nextMaster configures c's numerator as a second master of c's cluster,
+// dc-next, on the ZooKeeper at zkAddr; its sealer sends on points each
+// point it reaches with its ticket, and at the point wait, the first time,
+// waits for go to close.
+func nextMaster(t *testing.T, c *cluster, zkAddr string, wait numerator.Point, goAhead <-chan struct{}) <-chan pointReached {
+	points := make(chan pointReached, 64)
+	waited := false
+	c.cfg.Coordinator, c.cfg.Holder, c.cfg.Cluster = dialCoordinator(t, zkAddr), "dc-next", strings.Join(c.brokers, ",")
+	c.cfg.LockTimeout, c.cfg.Streams.StateDir = time.Minute, t.TempDir() // the paused master's process holds c's
+	c.cfg.Hook = func(ctx context.Context, at numerator.Point, ticket int64) {
+		select {
+		case points <- pointReached{at, ticket}:
+		default:
+		}
+		if at == wait && !waited {
+			waited = true
+			select {
+			case <-goAhead:
+			case <-ctx.Done():
+			}
+		}
+	}
+	return points
+}
+
+type pointReached struct {
+	at     numerator.Point
+	ticket int64
+}
+
+// reach waits for the point at on points and returns its ticket.
+func reach(t *testing.T, points <-chan pointReached, at numerator.Point) int64 {
+	t.Helper()
+	deadline := time.After(2 * time.Minute)
+	for {
+		select {
+		case p := <-points:
+			if p.at == at {
+				return p.ticket
+			}
+		case <-deadline:
+			t.Fatalf("the master never reached %s", at)
+		}
+	}
+}
+
+// validStates returns c's valid states of generation g.
+func (c *cluster) validStates(g int64) []schemas.NumeratorState {
+	var out []schemas.NumeratorState
+	for _, st := range c.states() {
+		if st.Invalid == "" && st.Generation == g {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// TestAStaleMasterResumingDoesNotAbortTheNextOnesBuild: two real sealers of
+// one cluster over ZooKeeper. The first takes the write lock and stops
+// before it fences anything, past its lock's timeout; the second takes
+// the lock and writes its build. The first then goes on and fences: only
+// builds of tickets before its own, never the second's (fencing follows
+// the tickets' order: a transactional id a ticket). The second's report is
+// accepted and its build commits: the state of generation 1 is its first
+// build's. With one transactional id for every master, the first's fence
+// aborted the second's open build.
+//
+// numerator.generations has two partitions here, the masters one each, so
+// that the first stops inside its handler without losing its partition:
+// a master stopped past its session (SIGSTOP) loses it and its handler's
+// context, and fences first only if it runs before it learns so, a race
+// this makes certain.
+func TestAStaleMasterResumingDoesNotAbortTheNextOnesBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	zkAddr := testkit.ZooKeeper(t)
+	c := newStopped(t, 10, 0)
+	ctx := testkit.Context(t, 3*time.Minute)
+	if _, err := testkit.Admin(t, c.brokers).UpdatePartitions(ctx, 2, topics.NumeratorGenerations); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	locked, goAhead, fenced := filepath.Join(dir, "locked"), filepath.Join(dir, "resume"), filepath.Join(dir, "fenced")
+	_, kill := testkit.ChildProcess(t, "TestNumeratorMasterProcess", "OFFERLOG_TEST_MASTER_BROKERS="+strings.Join(c.brokers, ","),
+		"OFFERLOG_TEST_MASTER_STATE="+c.cfg.Streams.StateDir, "OFFERLOG_TEST_MASTER_ZK="+zkAddr, "OFFERLOG_TEST_MASTER_LOCK=2s",
+		"OFFERLOG_TEST_MASTER_BUILT="+locked, "OFFERLOG_TEST_MASTER_RESUME="+goAhead, "OFFERLOG_TEST_MASTER_PAUSE_AT="+string(numerator.Locked),
+		"OFFERLOG_TEST_MASTER_NOTE_AT="+string(numerator.Fenced), "OFFERLOG_TEST_MASTER_NOTE="+fenced, "OFFERLOG_TEST_MASTER_INSTANCE=first-master")
+	t.Cleanup(kill)
+	release := make(chan struct{})
+	points := nextMaster(t, c, zkAddr, numerator.Built, release)
+	c.start()
+	c.offers(1, 0, 20)
+	// The partition of each master, once each holds one.
+	adm := testkit.Admin(t, c.brokers)
+	var mine, theirs int32
+	testkit.Eventually(t, time.Minute, "each master holds a partition of numerator.generations", func() bool {
+		groups, err := adm.DescribeGroups(ctx, numerator.SealerGroup)
+		g := groups[numerator.SealerGroup]
+		if err != nil || g.State != "Stable" || len(g.Members) != 2 {
+			return false
+		}
+		for _, m := range g.Members {
+			a, ok := m.Assigned.AsConsumer()
+			if !ok || len(a.Topics) != 1 || len(a.Topics[0].Partitions) != 1 {
+				return false
+			}
+			if m.InstanceID != nil && *m.InstanceID == "first-master" {
+				mine = a.Topics[0].Partitions[0]
+			} else {
+				theirs = a.Topics[0].Partitions[0]
+			}
+		}
+		return mine != theirs
+	})
+	marker := func(partition int32) {
+		data, _ := schemas.GenerationMarkers.Encode(&schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: 1, Scheme: -1})
+		cl := testkit.Client(t, c.brokers, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topics.NumeratorGenerations, Partition: partition, Key: []byte("numerator"), Value: data}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	marker(mine)
+	var first int64
+	testkit.Eventually(t, 2*time.Minute, "the first master holds the lock", func() bool {
+		text, err := os.ReadFile(locked)
+		first, _ = strconv.ParseInt(string(text), 10, 64)
+		return err == nil && first > 0
+	})
+	marker(theirs)
+	second := reach(t, points, numerator.Built)
+	if second <= first {
+		t.Fatalf("the second master's ticket %d is not after the first's %d", second, first)
+	}
+	if err := os.WriteFile(goAhead, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, time.Minute, "the first master fenced", func() bool {
+		_, err := os.Stat(fenced)
+		return err == nil
+	})
+	close(release)
+	testkit.Eventually(t, 2*time.Minute, "a state of generation 1", func() bool { return len(c.validStates(1)) > 0 })
+	testkit.Eventually(t, time.Minute, "results applied", c.applied)
+	sts := c.validStates(1)
+	if len(sts) != 1 || sts[0].Ticket != second || sts[0].Holder != "dc-next" {
+		t.Fatalf("states of generation 1 %+v: want one, the second master's first build (ticket %d)", sts, second)
+	}
+	p, ok, err := dialCoordinator(t, zkAddr).State(ctx)
+	if err != nil || !ok || p.Ticket != second || p.Version != sts[0].Version {
+		t.Errorf("the pointer %+v (%v %v): want the state of ticket %d", p, ok, err, second)
+	}
+	if n := len(c.assignments()); n != 20 {
+		t.Errorf("%d keys numbered, want 20", n)
+	}
+}
+
+// TestABuildReportedIsNotAbortedByTheNextMaster: two real sealers of one
+// cluster over ZooKeeper. The first's report is accepted and it is paused
+// (SIGSTOP) before it commits; the second takes the partition and the lock
+// and fences the builds after the last accepted report only: the first's
+// build stays open, the second waits for it, and once the first resumes its
+// build commits, the state the pointer names. With one transactional id
+// for every master, the second aborted it: the pointer named a state that
+// was never on the log, and the second built generation 1 again.
+func TestABuildReportedIsNotAbortedByTheNextMaster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	c, first, resume, zkAddr := pausedMasterAt(t, time.Minute, numerator.Reported, "", "")
+	points := nextMaster(t, c, zkAddr, "", nil)
+	c.start()
+	if second := reach(t, points, numerator.Fenced); second <= first {
+		t.Fatalf("the second master's ticket %d is not after the first's %d", second, first)
+	}
+	resume()
+	testkit.Eventually(t, 2*time.Minute, "a state of generation 1", func() bool { return len(c.validStates(1)) > 0 })
+	testkit.Eventually(t, time.Minute, "results applied", c.applied)
+	sts := c.validStates(1)
+	if len(sts) != 1 || sts[0].Ticket != first || sts[0].Holder != "dc-child" {
+		t.Fatalf("states of generation 1 %+v: want one, the first master's reported build (ticket %d)", sts, first)
+	}
+	p, ok, err := dialCoordinator(t, zkAddr).State(testkit.Context(t, 10*time.Second))
+	if err != nil || !ok || p.Ticket != first || p.Version != sts[0].Version {
+		t.Errorf("the pointer %+v (%v %v): want the state of ticket %d", p, ok, err, first)
+	}
+	if n := len(c.assignments()); n != 20 {
+		t.Errorf("%d keys numbered, want 20", n)
 	}
 }

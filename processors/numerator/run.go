@@ -32,10 +32,10 @@ type Config struct {
 	RetryEvery   time.Duration
 	// HandoverTimeout is the sealer's (SealerConfig.HandoverTimeout).
 	HandoverTimeout time.Duration
-	// BeforeReport is the sealer's hook (SealerConfig.BeforeReport).
-	BeforeReport func(ctx context.Context, ticket int64)
-	Metrics      *Metrics
-	Logger       *slog.Logger
+	// Hook is the sealer's (SealerConfig.Hook).
+	Hook    func(ctx context.Context, at Point, ticket int64)
+	Metrics *Metrics
+	Logger  *slog.Logger
 }
 
 // DefaultConfig returns the numerator's defaults: type 0, scheme 0, keys
@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return RunSealer(ctx, SealerConfig{Kafka: cfg.Streams.Cluster, Cluster: cfg.Cluster, View: view,
 				Coordinator: cfg.Coordinator, Holder: cfg.Holder, LockTimeout: cfg.LockTimeout, RetryEvery: cfg.RetryEvery,
 				Type: cfg.Type, Scheme: cfg.Scheme, TTL: cfg.TTL, RebuildShare: cfg.RebuildShare, HandoverTimeout: cfg.HandoverTimeout,
-				BeforeReport: cfg.BeforeReport, Metrics: cfg.Metrics, Logger: cfg.Logger})
+				Hook: cfg.Hook, Metrics: cfg.Metrics, Logger: cfg.Logger})
 		})
 		wg.Wait()
 		return errors.Join(errs...)

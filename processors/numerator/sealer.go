@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/offerlog/offerlog/processors/numerator/coordinator"
 	"github.com/offerlog/offerlog/processors/numerator/sharding"
@@ -62,11 +64,11 @@ type SealerConfig struct {
 	// call that gets no answer fails, saying what it waited for, and the
 	// marker is tried again.
 	CoordinatorWait time.Duration
-	// BeforeReport, if set, is called once a build is written (not yet
-	// committed) and before it is reported: tests pause a master there.
-	BeforeReport func(ctx context.Context, ticket int64)
-	Metrics      *Metrics
-	Logger       *slog.Logger
+	// Hook, if set, is called at each point of a marker's handling, with
+	// the ticket of the lock: tests pause a master there.
+	Hook    func(ctx context.Context, at Point, ticket int64)
+	Metrics *Metrics
+	Logger  *slog.Logger
 }
 
 // RunSealer reads the markers of numerator.generations through the one
@@ -121,17 +123,54 @@ func RunSealer(ctx context.Context, cfg SealerConfig) error {
 		Metrics:       loopMetrics, Logger: cfg.Logger, Handler: s.handle})
 }
 
-// TransactionalID is the transactional id of every master's builds on a
-// cluster: whichever master takes the write lock next fences the one
-// before it, whatever its name. (Until 2026-11-27 it was one id a master,
-// "offerlog-numerator-sealer-<holder>": a Deployment's new pod, another
-// name, waited for its predecessor's open build up to the transaction's
-// timeout.)
+// TransactionalID is the transactional id of the masters' builds on a
+// cluster, or the prefix of those ids (TransactionalIDOf).
 const TransactionalID = "offerlog-numerator-sealer"
+
+// Point is a point of a marker's handling (SealerConfig.Hook).
+type Point string
+
+// The points of a marker's handling.
+const (
+	Locked   Point = "locked"   // the write lock taken, nothing fenced yet
+	Fenced   Point = "fenced"   // the builds before fenced, this one's client made
+	Built    Point = "built"    // the build written, not reported
+	Reported Point = "reported" // the report accepted, the build not committed
+)
+
+// hook calls the Hook, if any.
+func (s *sealer) hook(ctx context.Context, at Point, ticket int64) {
+	if s.cfg.Hook != nil {
+		s.cfg.Hook(ctx, at, ticket)
+	}
+}
+
+// FenceWindow bounds how many tickets before its own a master fences
+// (fence): a master further back is refused any report, and its open
+// build is aborted by the broker at the transaction's timeout.
+const FenceWindow = 32
+
+// TransactionalIDOf returns the transactional id of the build under
+// ticket: with a coordinator whose tickets outlive its process
+// (ZooKeeper), one id a ticket, TransactionalID-<ticket>, so that Kafka's
+// fencing follows the tickets' order: a master that resumes late, its lock
+// long taken over, fences only its own id, never the build of the ticket
+// after it. With one whose tickets start again with the process (Local:
+// one process, one master) it is TransactionalID itself, which a restarted
+// process's first build fences. (Until 2026-11-27 it was one id a master,
+// "offerlog-numerator-sealer-<holder>"; until 0.5.0 TransactionalID for
+// every master of a cluster: a stale master resuming aborted the current
+// holder's build.)
+func TransactionalIDOf(c coordinator.Coordinator, ticket int64) string {
+	if !c.DurableTickets() {
+		return TransactionalID
+	}
+	return fmt.Sprintf("%s-%d", TransactionalID, ticket)
+}
 
 type sealer struct {
 	cfg SealerConfig
-	cl  *kgo.Client // dead letters, adopted states
+	cl  *kgo.Client // dead letters, adopted states, invalid records
 	tx  *kgo.Client // the builds of the marker being handled, in transactions
 	adm *kadm.Client
 	// failing is the handover that has been failing (adopt).
@@ -139,20 +178,39 @@ type sealer struct {
 }
 
 // fence makes the transactional client of one marker's builds, taken
-// under the write lock: its producer id fences the master that built
-// before, killed or cut off from the lock, and aborts a transaction it left
-// open. (The numerator group reads committed records only and stops before
-// such a transaction on numerator.results; every build waits for that
-// group first (caughtUp), and would wait until the broker aborted it at its
-// timeout, the lock's: 10 minutes by default.) A master that lost the lock
-// finds its own client fenced; its next marker makes a new one.
-func (s *sealer) fence(ctx context.Context) (*kgo.Client, error) {
+// under lock, once the builds of the tickets after accepted (the ticket of
+// the last accepted report, which the pointer names) and before lock's are
+// fenced: each of them, killed or cut off from the lock, has its open
+// transaction aborted, and can never commit (its report is refused: the
+// lock is another's). (The numerator group reads committed records only and
+// stops before such a transaction on numerator.results; every build waits
+// for that group first (caughtUp), and would wait until the broker aborted
+// it at its timeout, the lock's: 10 minutes by default.) A build whose
+// report was accepted is never aborted by another master: it commits, or
+// is aborted at its timeout. A master that lost the lock finds its own
+// client fenced, or its report refused; its next marker makes a new one.
+func (s *sealer) fence(ctx context.Context, lock coordinator.Lock, accepted int64) (*kgo.Client, error) {
+	timeout := min(max(s.cfg.LockTimeout, time.Minute), 15*time.Minute)
+	id := TransactionalIDOf(s.cfg.Coordinator, lock.Ticket)
+	if id != TransactionalID {
+		for t := max(accepted+1, lock.Ticket-FenceWindow, 1); t < lock.Ticket; t++ {
+			req := kmsg.NewPtrInitProducerIDRequest()
+			before := TransactionalIDOf(s.cfg.Coordinator, t)
+			req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = &before, int32(timeout.Milliseconds()), -1, -1
+			resp, err := req.RequestWith(ctx, s.cl)
+			if err == nil {
+				err = kerr.ErrorForCode(resp.ErrorCode)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("fence the build of ticket %d (%s): %w", t, before, err)
+			}
+		}
+	}
 	// A build's decisions and state are one transaction, committed only
 	// once the coordinator accepted its report: the numerator group and
 	// every reader of numerator.states read committed records only, so a
 	// build refused (its lock timed out or was taken over) leaves nothing.
-	tx, err := s.cfg.Kafka.Transactional("numerator-sealer-tx", TransactionalID,
-		kgo.ProducerLinger(2*time.Millisecond), kgo.TransactionTimeout(min(max(s.cfg.LockTimeout, time.Minute), 15*time.Minute)))
+	tx, err := s.cfg.Kafka.Transactional("numerator-sealer-tx", id, kgo.ProducerLinger(2*time.Millisecond), kgo.TransactionTimeout(timeout))
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +251,19 @@ func (s *sealer) handle(ctx context.Context, r *kgo.Record) error {
 		return fmt.Errorf("take the write lock: %w", err)
 	}
 	reported := false
-	s.tx, err = s.fence(ctx)
+	var p coordinator.Pointer
+	err = s.coordinated(ctx, func(ctx context.Context) (err error) {
+		p, _, err = s.cfg.Coordinator.State(ctx)
+		return err
+	})
+	if err == nil {
+		s.hook(ctx, Locked, lock.Ticket)
+		if s.tx, err = s.fence(ctx, lock, p.Ticket); err == nil {
+			s.hook(ctx, Fenced, lock.Ticket)
+		}
+	} else {
+		err = fmt.Errorf("read the state pointer: %w", err)
+	}
 	defer func() {
 		if s.tx != nil {
 			s.tx.Close()
@@ -212,7 +282,7 @@ func (s *sealer) handle(ctx context.Context, r *kgo.Record) error {
 	if err != nil {
 		return err
 	}
-	_, reported, err = s.carryOut(ctx, r, &m, lock)
+	_, reported, err = s.carryOut(ctx, r, &m, lock, p)
 	if errors.Is(err, errDeclared) {
 		// The pointer is back at this cluster's state: carry the marker
 		// out from it, under a new lock.
@@ -281,18 +351,19 @@ func (s *sealer) current(ctx context.Context) (*schemas.NumeratorState, Version,
 	}
 }
 
-// carryOut decides the marker m of record r and writes its decisions and
+// carryOut decides the marker m of record r (under lock; p is the state
+// pointer read under it) and writes its decisions and
 // state in one transaction, reports the state to the coordinator and, once
 // the report is accepted, commits. It returns the new state and whether it
 // reported; nil for a marker already carried out, or a permanent error for
 // an invalid one. A refused report aborts the transaction (no decision
 // applied, no state) and writes a record saying the build was invalid.
-func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.GenerationMarker, lock coordinator.Lock) (*schemas.NumeratorState, bool, error) {
+func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.GenerationMarker, lock coordinator.Lock, p coordinator.Pointer) (*schemas.NumeratorState, bool, error) {
 	cur, v, at, err := s.current(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("read the current state: %w", err)
 	}
-	p, adopted, err := s.adopt(ctx, cur, v, at, lock)
+	adopted, err := s.adopt(ctx, p, cur, v, at, lock)
 	if errors.Is(err, errDeclared) {
 		return nil, true, err // the pointer moved back, the lock freed
 	} else if err != nil {
@@ -374,9 +445,7 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 	if err != nil {
 		return nil, false, err
 	}
-	if s.cfg.BeforeReport != nil {
-		s.cfg.BeforeReport(ctx, lock.Ticket)
-	}
+	s.hook(ctx, Built, lock.Ticket)
 	// The pointer names the state record: the read up to the offset after
 	// it finds it (the transaction's marker comes after).
 	pointer := &coordinator.Pointer{Version: st.Version, Cluster: s.cfg.Cluster, Topic: topics.NumeratorStates,
@@ -404,6 +473,7 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 		// report too: its state is not valid until reported.
 		return nil, refused, fmt.Errorf("the build of %s under ticket %d is not valid: %w", st.Version, lock.Ticket, err)
 	}
+	s.hook(ctx, Reported, lock.Ticket)
 	if err := s.end(ctx, kgo.TryCommit); err != nil {
 		// Reported, not committed: the pointer names a state that is
 		// not on the log. The marker is carried out again, to the same
@@ -503,25 +573,14 @@ func (s *sealer) end(ctx context.Context, how kgo.TransactionEndTry) error {
 	return err
 }
 
-// invalid writes, in a transaction of its own, the record saying that the
-// build of st was refused (numerator.states; it is no state).
+// invalid records that the build of st was refused (numerator.states;
+// it is no state). It is written outside the build's transaction, which
+// was aborted and may have been fenced.
 func (s *sealer) invalid(ctx context.Context, st *schemas.NumeratorState, why error) {
 	bad := *st
 	bad.Invalid = why.Error()
 	s.cfg.Logger.Warn("sealer: the build was refused and left nothing", "version", st.Version, "ticket", st.Ticket, "err", why)
-	data, err := schemas.NumeratorStates.Encode(&bad)
-	if err == nil {
-		err = s.tx.BeginTransaction()
-	}
-	if err == nil {
-		err = s.tx.ProduceSync(ctx, &kgo.Record{Topic: topics.NumeratorStates, Key: []byte("invalid"), Value: data}).FirstErr()
-		if err == nil {
-			err = s.end(ctx, kgo.TryCommit)
-		} else {
-			s.end(ctx, kgo.TryAbort)
-		}
-	}
-	if err != nil {
+	if err := s.record(ctx, &bad); err != nil {
 		s.cfg.Logger.Warn("sealer: the invalid build is not recorded", "err", err)
 	}
 }

@@ -15,5 +15,5 @@ var Spec = component.Spec{Name: Group, User: true, Port: 8083, Stores: 2,
 		topics.NumeratorAssignments, topics.NumeratorTable},
 	Writes: []string{topics.NumeratorAssignments, topics.NumeratorDead, topics.NumeratorResults, topics.NumeratorStates,
 		topics.NumeratorTable},
-	Transactional: []string{TransactionalID},
+	Transactional: []string{TransactionalID + "*"}, // TransactionalIDOf
 	Flags:         []string{"zookeeper", "session-timeout", "master", "peer-kafka-config", "lock-timeout", "handover-timeout", "ttl-generations", "rebuild-share", "scheme", "state-type", "standby"}}

@@ -130,6 +130,10 @@ type Coordinator interface {
 	State(ctx context.Context) (p Pointer, ok bool, err error)
 	// Current returns the lock; ok is false if it is free.
 	Current(ctx context.Context) (l Lock, ok bool, err error)
+	// DurableTickets reports whether tickets grow across processes and
+	// restarts (ZooKeeper), rather than start again with the process
+	// (Local): a master's build can then be named by its ticket.
+	DurableTickets() bool
 }
 
 // AcquireRetry calls Acquire every interval until it grants the lock, ctx

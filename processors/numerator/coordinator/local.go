@@ -71,6 +71,10 @@ func (c *Local) State(context.Context) (Pointer, bool, error) {
 	return *c.state, true, nil
 }
 
+// DurableTickets implements Coordinator: a Local's tickets start again with
+// its process.
+func (c *Local) DurableTickets() bool { return false }
+
 // Current implements Coordinator.
 func (c *Local) Current(context.Context) (Lock, bool, error) {
 	c.mu.Lock()

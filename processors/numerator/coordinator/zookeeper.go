@@ -246,6 +246,10 @@ func (c *ZooKeeper) State(ctx context.Context) (Pointer, bool, error) {
 	return p, true, nil
 }
 
+// DurableTickets implements Coordinator: the tickets node outlives every
+// process.
+func (c *ZooKeeper) DurableTickets() bool { return true }
+
 // Current implements Coordinator.
 func (c *ZooKeeper) Current(ctx context.Context) (Lock, bool, error) {
 	if err := ctx.Err(); err != nil {
