@@ -303,9 +303,11 @@ func TestAutomaticRebuild(t *testing.T) {
 	checkDense(t, c.assignments())
 }
 
-// Seed case 1: a forced rebuild leaves every shard the size of its keys.
+// Seed case 1: a forced rebuild leaves every shard the size of the latest
+// input: the 30 keys not seen in generation 2 lose their ids, although
+// the TTL (10 generations) keeps them.
 func TestForcedRebuild(t *testing.T) {
-	c := newCluster(t, 1, 0)
+	c := newCluster(t, 10, 0)
 	c.offers(1, 0, 100)
 	c.seal(1, 1)
 	c.offers(2, 0, 70)

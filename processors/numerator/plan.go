@@ -50,9 +50,10 @@ func ShardStateOf(es []Entry) ShardState {
 
 // PlanShard decides a marker for one shard s of scheme: es are the keys
 // the scheme puts in s, sorted by key, as the table holds them. A SEAL of
-// generation g expires and assigns (SealShard); with rebuild (a REBUILD or
-// RESHARD marker, or a seal that must rebuild) the shard is then renumbered
-// densely. It returns the assignments that change, in key order, the
+// generation g expires and assigns (SealShard); a REBUILD (forced) first
+// takes their ids from the keys not seen in g, the last sealed generation;
+// with rebuild (a REBUILD or RESHARD marker, or a seal that must rebuild)
+// the shard is then renumbered densely. It returns the assignments that change, in key order, the
 // shard's summary, and whether the shard has more holes than rebuildShare.
 // It is a pure function of its arguments.
 func PlanShard(es []Entry, s int, m schemas.GenerationMarker, g, ttl int64, rebuild bool, rebuildShare float64) ([]Planned, schemas.ShardSummary, SealStats, bool) {
@@ -63,6 +64,17 @@ func PlanShard(es []Entry, s int, m schemas.GenerationMarker, g, ttl int64, rebu
 		st, after, _, stats = SealShard(ShardStateOf(es), es, g, ttl)
 	} else {
 		st, after = ShardStateOf(es), slices.Clone(es)
+		if m.Action == schemas.MarkerRebuild {
+			// The seed's forced rebuild (its case 1): each shard the size
+			// of the latest input, so a key not seen in the last sealed
+			// generation g loses its id, however young it is by the TTL.
+			for i := range after {
+				if after[i].DocID != NoDocID && after[i].LastSeen < g {
+					after[i].DocID = NoDocID
+					stats.Expired++
+				}
+			}
+		}
 	}
 	needs := NeedsRebuild(st, rebuildShare)
 	if rebuild {

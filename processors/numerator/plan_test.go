@@ -85,6 +85,14 @@ func checkPlan(t *testing.T, step int, scheme sharding.Scheme, plan StatePlan, b
 		}
 		ids[e.Shard][e.DocID] = k
 	}
+	if m.Action == schemas.MarkerRebuild {
+		// A forced rebuild keeps the keys of the latest input alone.
+		for k, e := range after {
+			if want := before[k].DocID != NoDocID && before[k].LastSeen >= m.Generation; (e.DocID != NoDocID) != want {
+				t.Fatalf("step %d: a forced rebuild left %v with id %d (before: %+v)", step, k, e.DocID, before[k])
+			}
+		}
+	}
 	if plan.Rebuilt {
 		for s, used := range ids {
 			if int64(len(used)) != plan.Shards[s].MaxDocID+1 {
