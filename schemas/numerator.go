@@ -50,6 +50,19 @@ type NumeratorEntry struct {
 	// SeenBefore is the generation the key was seen in before LastSeen (0:
 	// none), for a seal of a generation before LastSeen.
 	SeenBefore int64 `avro:"seen_before"`
+	// AssignedIn is the generation of the state that gave the current
+	// assignment (0: unknown).
+	AssignedIn int64 `avro:"assigned_in"`
+	// History are the assignments the key held before, oldest first.
+	History []PastAssignment `avro:"history"`
+}
+
+// PastAssignment is an assignment a key held before its current one.
+type PastAssignment struct {
+	Shard      int32  `avro:"shard"`
+	DocID      int64  `avro:"doc_id"`
+	Version    string `avro:"version"`
+	Generation int64  `avro:"generation"`
 }
 
 // Assignment is a key's (shard, doc_id) under a version (numerator.results,
@@ -63,6 +76,9 @@ type Assignment struct {
 	DocID       int64  `avro:"doc_id"`
 	Version     string `avro:"version"`
 	Generation  int64  `avro:"generation"`
+	// History are the assignments the key held before this one, oldest
+	// first (on numerator.assignments; none on numerator.results).
+	History []PastAssignment `avro:"history"`
 }
 
 // ShardSummary is one shard's line of a NumeratorState.

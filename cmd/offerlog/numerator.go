@@ -24,12 +24,14 @@ import (
 // states, or answers the compatibility rule.
 func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: want seal, rebuild, reshard, states, check, shard, invalidate or reset", errUsage)
+		return fmt.Errorf("%w: want seal, rebuild, reshard, states, check, shard, lookup, invalidate or reset", errUsage)
 	}
 	verb := args[0]
 	switch verb {
 	case "invalidate", "reset":
 		return numeratorMove(ctx, verb, args[1:], stdout, stderr)
+	case "lookup":
+		return numeratorLookup(ctx, args[1:], stdout, stderr)
 	case "check":
 		return numeratorCheck(ctx, args[1:], stdout, stderr)
 	case "shard":
@@ -72,7 +74,7 @@ func runNumerator(ctx context.Context, args []string, _ io.Reader, stdout, stder
 		}
 		m.Action, m.Scheme = schemas.MarkerReshard, *scheme
 	default:
-		return fmt.Errorf("%w: unknown verb %q (want seal, rebuild, reshard, states, check, shard, invalidate or reset)", errUsage, verb)
+		return fmt.Errorf("%w: unknown verb %q (want seal, rebuild, reshard, states, check, shard, lookup, invalidate or reset)", errUsage, verb)
 	}
 	if m.Action == schemas.MarkerSeal {
 		if st, ok, err := sealedState(ctx, kafka, m.Generation); err != nil {
@@ -349,4 +351,50 @@ func numeratorMove(ctx context.Context, verb string, args []string, stdout, stde
 		return fmt.Errorf("%w: nothing done: say --confirm to do it", errUsage)
 	}
 	return nil
+}
+
+// numeratorLookup answers "numerator lookup --state V KEY...": each key's
+// (shard, doc_id) under the state of version V, an older one too, one JSON
+// line a key (numerator.Lookup); exit 1 if one is no longer kept.
+func numeratorLookup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f := newFlags("numerator lookup", stderr)
+	f.brokers()
+	state := f.String("state", "", "the state's version T.S.V.G (numerator states lists them)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if _, err := numerator.ParseVersion(*state); err != nil {
+		return fmt.Errorf("%w: --state: %v", errUsage, err)
+	}
+	if f.NArg() == 0 {
+		return fmt.Errorf("%w: want one KEY (business/offer/shop/warehouse) or more", errUsage)
+	}
+	for _, k := range f.Args() {
+		if _, err := sharding.ParseKey(k); err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+	}
+	kafka, err := f.cluster()
+	if err != nil {
+		return err
+	}
+	defer kafka.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	looked, err := numerator.Lookup(ctx, kafka, *state, f.Args())
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	var errs []error
+	for _, l := range looked {
+		if l.Err != nil {
+			errs = append(errs, l.Err)
+			continue
+		}
+		if err := enc.Encode(l); err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
 }

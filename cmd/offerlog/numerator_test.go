@@ -220,3 +220,46 @@ func TestNumeratorInvalidateAndReset(t *testing.T) {
 		t.Errorf("reset without --zookeeper: exit %d\n%s", code, stderr)
 	}
 }
+
+// TestNumeratorLookup: "numerator lookup --state V KEY" answers from the
+// key's record on numerator.assignments and its history: the assignment
+// of the state asked, an older one; exit 1 for a version of no state.
+func TestNumeratorLookup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	b := testkit.Broker(t, "")
+	addr := strings.Join(b.Addrs(), ",")
+	testkit.EnsureTopics(t, b.Addrs(), topics.Catalogue(2))
+	for _, v := range []string{"0.0.0.1", "0.0.0.2"} {
+		data, err := schemas.NumeratorStates.Encode(&schemas.NumeratorState{Version: v, Shards: []schemas.ShardSummary{}, SealedAt: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testkit.Put(t, b.Addrs(), topics.NumeratorStates, []byte("0"), data)
+	}
+	data, err := schemas.Assignments.Encode(&schemas.Assignment{BusinessID: 7, OfferID: "sku-1", ShopID: 1, WarehouseID: 1,
+		Shard: 3, DocID: 9, Version: "0.0.0.2", Generation: 2,
+		History: []schemas.PastAssignment{{Shard: 3, DocID: 4, Version: "0.0.0.1", Generation: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Put(t, b.Addrs(), topics.NumeratorAssignments, []byte("7/sku-1/1/1"), data)
+	for _, c := range []struct {
+		state, want string
+	}{
+		{"0.0.0.1", `{"key":"7/sku-1/1/1","state":"0.0.0.1","shard":3,"doc_id":4,"version":"0.0.0.1","generation":1}`},
+		{"0.0.0.2", `{"key":"7/sku-1/1/1","state":"0.0.0.2","shard":3,"doc_id":9,"version":"0.0.0.2","generation":2}`},
+	} {
+		code, out, stderr := offerlog(t, "", "numerator", "lookup", "--brokers", addr, "--state", c.state, "7/sku-1/1/1")
+		if code != 0 || strings.TrimSpace(out) != c.want {
+			t.Errorf("lookup --state %s: exit %d\n%s%s\nwant %s", c.state, code, out, stderr, c.want)
+		}
+	}
+	if code, _, stderr := offerlog(t, "", "numerator", "lookup", "--brokers", addr, "--state", "0.0.0.5", "7/sku-1/1/1"); code != 1 || !strings.Contains(stderr, "no such state 0.0.0.5") {
+		t.Errorf("lookup of a version of no state: exit %d\n%s", code, stderr)
+	}
+	if code, _, _ := offerlog(t, "", "numerator", "lookup", "--brokers", addr, "--state", "0.0.0.1", "7/sku-1"); code != 2 {
+		t.Errorf("lookup of a bad key: exit %d, want 2", code)
+	}
+}

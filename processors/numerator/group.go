@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -84,6 +85,21 @@ func newGroup(s table.Config, m *Metrics, partitions int32, logger *slog.Logger)
 		Handle:     h.batch,
 		Metrics:    m.Loop, Logger: logger,
 	}
+}
+
+// HistoryKept is how many past assignments a key's entry keeps: a key
+// changes at its first id, its expiry, a rebuild or reshard, an adoption,
+// so this covers the states of the TTL window but for many rebuilds in it.
+const HistoryKept = 8
+
+// Remembered returns history with past appended, the last HistoryKept;
+// history is not changed.
+func Remembered(history []schemas.PastAssignment, past schemas.PastAssignment) []schemas.PastAssignment {
+	out := append(slices.Clone(history), past)
+	if len(out) > HistoryKept {
+		out = out[len(out)-HistoryKept:]
+	}
+	return out
 }
 
 type handler struct {
@@ -200,12 +216,19 @@ func (h *handler) result(b table.BatchTable, r *kgo.Record, entries *table.Entri
 	}
 	if e.Shard != a.Shard || e.DocID != a.DocID || e.Version != a.Version {
 		next := *e
-		next.Shard, next.DocID, next.Version = a.Shard, a.DocID, a.Version
+		if e.Version != "" {
+			next.History = Remembered(e.History, schemas.PastAssignment{Shard: e.Shard, DocID: e.DocID, Version: e.Version, Generation: e.AssignedIn})
+		}
+		next.Shard, next.DocID, next.Version, next.AssignedIn = a.Shard, a.DocID, a.Version, a.Generation
 		entries.Set(r, &next)
 		h.m.Assignments.Inc()
+		e = &next
 	}
 	// A decision handled again (after a crash) is answered again, from the
-	// table: the compacted assignments keep one either way.
+	// table: the compacted assignments keep one either way. The export
+	// carries the key's history, so that an older state's mapping stays
+	// readable from it (Lookup).
+	a.History = e.History
 	data, err := schemas.Assignments.Encode(&a)
 	if err != nil {
 		h.dead(b, r, fmt.Sprintf("result does not encode: %v", err))

@@ -1516,3 +1516,67 @@ func TestABuildReportedIsNotAbortedByTheNextMaster(t *testing.T) {
 		t.Errorf("%d keys numbered, want 20", n)
 	}
 }
+
+// TestAnOlderStatesMappingIsLookedUp: the seed's "pick the needed state
+// among several stored". Keys 10-19 expire at generation 2 (TTL 1) and
+// generation 3's new keys take their ids (a version is a state's: G grows
+// with new ids, so a seal of expiries alone keeps its version, and a
+// version names its newest state); each state still answers what it
+// gave each key (numerator.Lookup, from the history numerator.assignments
+// carries), though the compacted topic holds each key's current
+// assignment alone.
+func TestAnOlderStatesMappingIsLookedUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	c := newCluster(t, 1, 0)
+	c.offers(1, 0, 20)
+	st1 := c.seal(1, 1)
+	at1 := c.assignments()
+	c.offers(2, 0, 10)
+	c.offers(2, 40, 45) // new ids: generation 2's state is another version (G grows)
+	c.seal(2, 2)
+	c.offers(3, 20, 30)
+	st3 := c.seal(3, 3)
+	at3 := c.assignments()
+	kafka := testkit.Cluster(t, c.brokers)
+	ctx := testkit.Context(t, time.Minute)
+	// A key of generation 1 that expired, and the key of generation 3
+	// that took its id.
+	var gone, took string
+	for i := 10; i < 20 && took == ""; i++ {
+		for j := 20; j < 30; j++ {
+			if at3[key(j).String()] == at1[key(i).String()] {
+				gone, took = key(i).String(), key(j).String()
+				break
+			}
+		}
+	}
+	if took == "" {
+		t.Fatal("no key of generation 3 took an expired key's id: the test shows nothing")
+	}
+	keys := []string{key(5).String(), gone, took}
+	for _, want := range []struct {
+		state string
+		got   []placed
+	}{
+		{st1.Version, []placed{at1[keys[0]], at1[keys[1]], {-1, numerator.NoDocID}}},
+		{st3.Version, []placed{at3[keys[0]], at3[keys[1]], at3[keys[2]]}},
+	} {
+		looked, err := numerator.Lookup(ctx, kafka, want.state, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range looked {
+			if got := (placed{l.Shard, l.DocID}); l.Err != nil || got != want.got[i] || l.State != want.state {
+				t.Errorf("state %s, key %s: %+v, want %v", want.state, keys[i], l, want.got[i])
+			}
+		}
+	}
+	if at3[gone].doc != numerator.NoDocID {
+		t.Errorf("%s holds %v at generation 3, want its id expired", gone, at3[gone])
+	}
+	if _, err := numerator.Lookup(ctx, kafka, "0.0.7.7", keys); !errors.Is(err, numerator.ErrNoState) {
+		t.Errorf("a version of no state: %v", err)
+	}
+}

@@ -136,6 +136,7 @@ func New(cfg Config) (*Server, error) {
 	s.route("GET /v1/numerator/check", anyToken, s.numeratorCheck)
 	s.route("GET /v1/numerator/states", anyToken, s.numeratorStates)
 	s.route("GET /v1/numerator/shard", anyToken, s.numeratorShard)
+	s.route("GET /v1/numerator/states/{version}/keys/{business_id}/{offer_id}/{shop_id}/{warehouse_id}", anyToken, s.numeratorLookup)
 	s.routeOffers()
 	s.routeSchemaRegistry()
 	s.routeConsole()
@@ -765,8 +766,6 @@ func (s *Server) numeratorCheck(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// numeratorStates lists numerator.states: every state, oldest first, and
-// the builds refused (invalid).
 // numeratorShard answers where ?key goes under ?scheme (or the scheme of
 // ?state, a version T.S.V.G).
 func (s *Server) numeratorShard(w http.ResponseWriter, r *http.Request) {
@@ -801,6 +800,37 @@ func (s *Server) numeratorShard(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// numeratorLookup answers a key's (shard, doc_id) under the state of a
+// version (numerator.Lookup), the key's four parts the path's last four: 404 for a version with no valid state, 410
+// when the key changed too often since for it to be kept.
+func (s *Server) numeratorLookup(w http.ResponseWriter, r *http.Request) {
+	version := r.PathValue("version")
+	key := strings.Join([]string{r.PathValue("business_id"), r.PathValue("offer_id"), r.PathValue("shop_id"), r.PathValue("warehouse_id")}, "/")
+	if _, err := numerator.ParseVersion(version); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, fieldErr("version", "want a version T.S.V.G, got %q", truncate(version, 40)))
+		return
+	}
+	if _, err := sharding.ParseKey(key); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, fieldErr("key", "%v", err))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	looked, err := numerator.Lookup(ctx, s.cfg.Cluster, version, []string{key})
+	switch {
+	case errors.Is(err, numerator.ErrNoState):
+		writeError(w, http.StatusNotFound, err)
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, err)
+	case looked[0].Err != nil:
+		writeError(w, http.StatusGone, looked[0].Err)
+	default:
+		writeJSON(w, http.StatusOK, looked[0])
+	}
+}
+
+// numeratorStates lists numerator.states: every state, oldest first, and
+// the builds refused (invalid).
 func (s *Server) numeratorStates(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()

@@ -132,6 +132,8 @@ func TestAnswersFitTheOpenAPIDescription(t *testing.T) {
 	}
 	check("GET", "/v1/numerator/shard?scheme=9&key=7/sku-1/1/2", "", seller) // 422
 	check("GET", "/v1/numerator/shard?scheme=0&key=7", "", seller)           // 422
+	check("GET", "/v1/numerator/states/0.0.9.9/keys/7/sku-1/1/2", "", seller) // 404
+	check("GET", "/v1/numerator/states/x/keys/7/sku-1/1/2", "", seller)       // 422
 	var d schemas.Draft
 	if err := json.Unmarshal([]byte(check("POST", "/v1/drafts/current", `{"category":"cars"}`, seller)), &d); err != nil {
 		t.Fatal(err)
