@@ -130,8 +130,8 @@ func TestAnswersFitTheOpenAPIDescription(t *testing.T) {
 	if b := check("GET", "/v1/numerator/shard?state=0.1.4.9&key=7/sku-1/1/2", "", seller); !strings.Contains(b, `"scheme":1`) {
 		t.Errorf("the shard of a key under a state: %s", b)
 	}
-	check("GET", "/v1/numerator/shard?scheme=9&key=7/sku-1/1/2", "", seller) // 422
-	check("GET", "/v1/numerator/shard?scheme=0&key=7", "", seller)           // 422
+	check("GET", "/v1/numerator/shard?scheme=9&key=7/sku-1/1/2", "", seller)  // 422
+	check("GET", "/v1/numerator/shard?scheme=0&key=7", "", seller)            // 422
 	check("GET", "/v1/numerator/states/0.0.9.9/keys/7/sku-1/1/2", "", seller) // 404
 	check("GET", "/v1/numerator/states/x/keys/7/sku-1/1/2", "", seller)       // 422
 	var d schemas.Draft
