@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -24,8 +23,13 @@ import (
 type ServerConfig struct {
 	// Cluster is the cluster whose table it serves.
 	Cluster *streams.Cluster
-	// Table is the compacted topic served.
+	// Table is the compacted topic served, or, with Source, the name the
+	// source's table is asked by.
 	Table string
+	// Source, if set, is what the shards are materialised from instead of
+	// the topic Table of Cluster (TopicSource): any store a service has
+	// (the seed's cache is a template any service can use).
+	Source Source
 	// Shards is how many shards the table is cut into.
 	Shards int
 	// Virtual, if set, cuts the table by hash ranges: Virtual virtual
@@ -51,7 +55,8 @@ type ServerConfig struct {
 // topic, and answers Get for it. Safe for concurrent use.
 type Server struct {
 	servingv1.UnimplementedCacheServer
-	cfg ServerConfig
+	cfg    ServerConfig
+	source Source
 
 	mu    sync.RWMutex
 	shard *servingv1.Shard // nil while no shard is held
@@ -68,8 +73,8 @@ type Server struct {
 
 // NewServer returns a server; Run starts it.
 func NewServer(cfg ServerConfig) (*Server, error) {
-	if cfg.Cluster == nil || cfg.Table == "" || cfg.Shards < 1 || cfg.Owner == nil {
-		return nil, errors.New("serving: cluster, table, shards and owner are required")
+	if (cfg.Cluster == nil && cfg.Source == nil) || cfg.Table == "" || cfg.Shards < 1 || cfg.Owner == nil {
+		return nil, errors.New("serving: a cluster or a source, a table, shards and an owner are required")
 	}
 	if cfg.Virtual < 0 || (cfg.Virtual > 0 && cfg.Shards > cfg.Virtual) {
 		return nil, fmt.Errorf("serving: %d shards of %d virtual shards", cfg.Shards, cfg.Virtual)
@@ -80,7 +85,11 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
 	}
-	return &Server{cfg: cfg,
+	source := cfg.Source
+	if source == nil {
+		source = TopicSource{Cluster: cfg.Cluster, Topic: cfg.Table, Name: "cache-" + cfg.Host, Logger: cfg.Logger}
+	}
+	return &Server{cfg: cfg, source: source,
 		gets:   cfg.Metrics.Counter("offerlog_cache_gets_total", "Cache Gets by outcome.", "outcome"),
 		keys:   cfg.Metrics.Counter("offerlog_cache_keys_total", "Keys the cache answered (found or not).").With(),
 		loaded: cfg.Metrics.Counter("offerlog_cache_records_total", "Table records applied to the cache's store.").With(),
@@ -186,15 +195,10 @@ func (s *Server) Run(ctx context.Context) error {
 
 // hold serves shard i until it is lost or ctx is done.
 func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{}) error {
-	adm := s.cfg.Cluster.Admin()
-	endsOf, err := adm.ListEndOffsets(ctx, s.cfg.Table)
-	if err == nil {
-		err = endsOf.Error()
-	}
+	partitions, err := s.source.Partitions(ctx)
 	if err != nil {
-		return fmt.Errorf("end offsets of %s: %w", s.cfg.Table, err)
+		return err
 	}
-	partitions := int32(len(endsOf[s.cfg.Table]))
 	// The shard: a range of partitions, read alone; or a hash range, its
 	// keys read from every partition.
 	cut := partitions
@@ -211,20 +215,9 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 	}
 	shard := &servingv1.Shard{Table: s.cfg.Table, Lo: lo, Hi: hi, Partitions: partitions, Virtual: int32(s.cfg.Virtual),
 		Dc: s.cfg.DC, Host: s.cfg.Host, Generation: gen}
-	// The log's start offsets only size the store: without them it starts
-	// empty and grows.
-	startsOf, _ := adm.ListStartOffsets(ctx, s.cfg.Table)
-	ends := map[int32]int64{}
 	var records int64
-	follow := map[string]map[int32]kgo.Offset{s.cfg.Table: {}}
-	for p := readLo; p < readHi; p++ {
-		o, _ := endsOf.Lookup(s.cfg.Table, p)
-		ends[p] = o.Offset
-		follow[s.cfg.Table][p] = kgo.NewOffset().At(o.Offset)
-		first, ok := startsOf.Lookup(s.cfg.Table, p)
-		if ok && first.Err == nil {
-			records += o.Offset - first.Offset
-		}
+	if sz, ok := s.source.(Sizer); ok {
+		records = sz.Size(ctx, readLo, readHi)
 	}
 	store := newSlabStore(storeHint(int64(float64(records)*share)), 0)
 	s.mu.Lock()
@@ -249,46 +242,40 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 		case <-ctx.Done():
 		}
 	}()
-	apply := func(recs ...*kgo.Record) {
+	apply := func(es []Entry) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		for _, r := range recs {
+		for _, e := range es {
 			if s.store == nil {
 				return
 			}
-			s.next[r.Partition] = r.Offset + 1
-			if shard.Virtual > 0 && !Holds(shard, string(r.Key)) {
+			if e.Offset >= 0 {
+				s.next[e.Partition] = max(s.next[e.Partition], e.Offset+1)
+			}
+			if shard.Virtual > 0 && !Holds(shard, e.Key) {
 				continue // another shard's key, in a partition this one reads too
 			}
-			if r.Value == nil {
-				s.store.Delete(string(r.Key))
+			if e.Value == nil {
+				s.store.Delete(e.Key)
 			} else {
-				s.store.Set(string(r.Key), r.Value) // a copy: r.Value holds its whole fetch
+				s.store.Set(e.Key, e.Value) // a copy: a record's value holds its whole fetch
 			}
 		}
-		s.loaded.Add(uint64(len(recs)))
+		s.loaded.Add(uint64(len(es)))
 	}
-	// Load to the end offsets found (decided by offsets), then answer and
-	// follow from there.
-	err = streams.ReadRange(ctx, s.cfg.Cluster, s.cfg.Table, nil, ends, func(r *kgo.Record) { apply(r) })
-	if err == nil {
+	loaded := func(next map[int32]int64) {
 		s.mu.Lock()
-		if s.shard != nil {
-			// Compaction may have removed the last records before the end
-			// offsets read: the shard holds everything before them.
-			for p, end := range ends {
-				s.next[p] = max(s.next[p], end)
-			}
-			s.ready = true
-			s.cfg.Logger.Info("serving: shard loaded", "table", s.cfg.Table, "shard", i, "keys", s.store.Len())
+		defer s.mu.Unlock()
+		if s.shard == nil {
+			return
 		}
-		s.mu.Unlock()
-		err = streams.RunLoop(ctx, streams.LoopConfig{Name: "cache-" + s.cfg.Host, Cluster: s.cfg.Cluster, Partitions: follow,
-			Logger: s.cfg.Logger, BatchHandler: func(_ context.Context, b *streams.Batch) error {
-				apply(b.Records...)
-				return nil
-			}})
+		for p, o := range next {
+			s.next[p] = max(s.next[p], o)
+		}
+		s.ready = true
+		s.cfg.Logger.Info("serving: shard loaded", "table", s.cfg.Table, "shard", i, "keys", s.store.Len())
 	}
+	err = s.source.Sync(ctx, readLo, readHi, apply, loaded)
 	select {
 	case <-lost:
 		return errors.New("the shard was lost")
