@@ -36,39 +36,43 @@ var CompatibilityLevels = []string{"BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD",
 // DefaultCompatibility is the level of a subject no record set.
 const DefaultCompatibility = "BACKWARD"
 
-var compatibility struct {
-	sync.RWMutex
+// Compatibilities are the compatibility levels of the schema registry
+// API's subjects: a value its process owns, set through the API and
+// followed from schemas.registered. The zero value holds none (every
+// subject DefaultCompatibility). Safe for concurrent use.
+type Compatibilities struct {
+	mu     sync.RWMutex
 	levels map[string]string // subject ("" the default) → level
 }
 
-// SetCompatibility sets subject's level ("" the default of every subject);
-// level "" removes it.
-func SetCompatibility(subject, level string) error {
+// Set sets subject's level ("" the default of every subject); level ""
+// removes it.
+func (c *Compatibilities) Set(subject, level string) error {
 	if level != "" && !slices.Contains(CompatibilityLevels, level) {
 		return fmt.Errorf("schemas: no compatibility level %q (want one of %v)", level, CompatibilityLevels)
 	}
-	compatibility.Lock()
-	defer compatibility.Unlock()
-	if compatibility.levels == nil {
-		compatibility.levels = map[string]string{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.levels == nil {
+		c.levels = map[string]string{}
 	}
 	if level == "" {
-		delete(compatibility.levels, subject)
+		delete(c.levels, subject)
 	} else {
-		compatibility.levels[subject] = level
+		c.levels[subject] = level
 	}
 	return nil
 }
 
-// CompatibilityOf returns subject's level: its own, else the default set
-// for every subject, else DefaultCompatibility.
-func CompatibilityOf(subject string) string {
-	compatibility.RLock()
-	defer compatibility.RUnlock()
-	if l, ok := compatibility.levels[subject]; ok {
+// Of returns subject's level: its own, else the default set for every
+// subject, else DefaultCompatibility.
+func (c *Compatibilities) Of(subject string) string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if l, ok := c.levels[subject]; ok {
 		return l
 	}
-	if l, ok := compatibility.levels[""]; ok {
+	if l, ok := c.levels[""]; ok {
 		return l
 	}
 	return DefaultCompatibility

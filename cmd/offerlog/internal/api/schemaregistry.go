@@ -261,7 +261,7 @@ func (s *Server) routeSchemaRegistry() {
 		writeRegistry(w, http.StatusOK, []string{"AVRO"})
 	})
 	s.route("GET "+root+"/config", anyToken, func(w http.ResponseWriter, _ *http.Request) {
-		writeRegistry(w, http.StatusOK, map[string]string{"compatibilityLevel": schemas.CompatibilityOf("")})
+		writeRegistry(w, http.StatusOK, map[string]string{"compatibilityLevel": s.compat.Of("")})
 	})
 	s.route("PUT "+root+"/config", adminOnly, s.srSetConfig)
 	s.route("PUT "+root+"/config/{subject}", adminOnly, s.srSetConfig)
@@ -438,7 +438,7 @@ func (s *Server) srSchemaVersions(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) srConfig(w http.ResponseWriter, r *http.Request) {
 	if s.srSubjectOf(w, r) != nil {
-		writeRegistry(w, http.StatusOK, map[string]string{"compatibilityLevel": schemas.CompatibilityOf(r.PathValue("subject"))})
+		writeRegistry(w, http.StatusOK, map[string]string{"compatibilityLevel": s.compat.Of(r.PathValue("subject"))})
 	}
 }
 
@@ -470,7 +470,7 @@ func (s *Server) srSetConfig(w http.ResponseWriter, r *http.Request) {
 		err = s.cfg.Producer.ProduceSync(r.Context(), rec).FirstErr()
 	}
 	if err == nil {
-		err = schemas.SetCompatibility(subject, level)
+		err = s.compat.Set(subject, level)
 	}
 	if err != nil {
 		registryErr(w, http.StatusInternalServerError, &RegistryError{Code: 50001, Message: "Error in the backend data store: " + err.Error()})
@@ -539,7 +539,7 @@ func (s *Server) srRegister(w http.ResponseWriter, r *http.Request) {
 	if sch == nil {
 		return
 	}
-	v, rerr := registerable(vs, sch, schemas.CompatibilityOf(r.PathValue("subject")))
+	v, rerr := registerable(vs, sch, s.compat.Of(r.PathValue("subject")))
 	switch {
 	case rerr != nil:
 		registryErr(w, http.StatusConflict, rerr)

@@ -43,6 +43,9 @@ type Config struct {
 	// Epochs is the catalogue documents are checked against; the caller
 	// keeps it following the epochs topic.
 	Epochs *registry.Catalogue
+	// Compatibilities are the schema registry API's levels, which the
+	// caller keeps following schemas.registered (nil: the server's own).
+	Compatibilities *schemas.Compatibilities
 	// Registry answers reads of the registry (a view of its table, or the
 	// serving cache); nil disables them (503).
 	Registry Documents
@@ -85,6 +88,7 @@ type Documents interface {
 // Server is the HTTP API. It is an http.Handler, safe for concurrent use.
 type Server struct {
 	cfg      Config
+	compat   *schemas.Compatibilities
 	adm      *kadm.Client
 	mux      *http.ServeMux
 	requests *metrics.CounterVec
@@ -112,6 +116,9 @@ func New(cfg Config) (*Server, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if cfg.Compatibilities == nil {
+		cfg.Compatibilities = &schemas.Compatibilities{}
+	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
 	}
@@ -121,7 +128,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.WaitTimeout <= 0 {
 		cfg.WaitTimeout = 30 * time.Second
 	}
-	s := &Server{cfg: cfg, adm: cfg.Cluster.Admin(), mux: http.NewServeMux(),
+	s := &Server{cfg: cfg, compat: cfg.Compatibilities, adm: cfg.Cluster.Admin(), mux: http.NewServeMux(),
 		requests: cfg.Metrics.Counter("offerlog_http_requests_total", "HTTP requests by route and status.", "route", "status"),
 		latency:  cfg.Metrics.Histogram("offerlog_http_request_seconds", "HTTP request latency.", metrics.LatencyBuckets, "route"),
 		hops:     cfg.Metrics.WriteHops(),

@@ -385,7 +385,7 @@ func startAPI(ctx context.Context, p *process) error {
 	if p.searcher != nil {
 		searcher = p.searcher
 	}
-	srv, err := api.New(api.Config{Producer: producer, Search: searcher, Cluster: p.kafka, Epochs: p.epochs, Registry: documents, Verdicts: verdicts,
+	srv, err := api.New(api.Config{Producer: producer, Search: searcher, Cluster: p.kafka, Epochs: p.epochs, Compatibilities: &p.compat, Registry: documents, Verdicts: verdicts,
 		Partitions: p.cfg.Partitions, Replication: p.cfg.Replication, Rules: p.cfg.Rules, WaitTimeout: p.cfg.WaitTimeout,
 		Offers: p.offerAPI, Metrics: p.reg, Logger: p.log, Ready: p.readyNow, Auth: p.auth})
 	if err != nil {

@@ -109,7 +109,6 @@ func TestAKafkajsUser(t *testing.T) {
 		t.Fatalf("set %s FORWARD: %v %v", subject, resp, err)
 	}
 	resp.Body.Close()
-	t.Cleanup(func() { _ = schemas.SetCompatibility(subject, "") })
 
 	cmd := exec.CommandContext(testkit.Context(t, 2*time.Minute), node, "check.js")
 	cmd.Dir = kafkajsDir

@@ -367,6 +367,9 @@ type process struct {
 
 	epochs       *registry.Catalogue
 	registryView *registry.View
+	// compat are the schema registry API's levels, which the process
+	// follows from schemas.registered (startSchemas).
+	compat schemas.Compatibilities
 	// searcher is this process's searcher, nil where it runs elsewhere.
 	searcher *search.Searcher
 	// views are the views the process runs (goView).

@@ -31,7 +31,7 @@ func startSchemas(ctx context.Context, p *process) {
 			errc <- streams.RunLoop(ctx, streams.LoopConfig{Name: "schemas", Cluster: p.kafka, Topics: []string{topics.SchemasRegistered},
 				Logger: p.log, BatchHandler: func(_ context.Context, b *streams.Batch) error {
 					for _, r := range b.Records {
-						if err := registerRecord(r.Value); err != nil {
+						if err := registerRecord(&p.compat, r.Value); err != nil {
 							p.log.Warn("schemas: a registered schema is not usable", "offset", r.Offset, "err", err)
 						}
 						pos.Advance(r.Partition, r.Offset+1)
@@ -60,8 +60,9 @@ func startSchemas(ctx context.Context, p *process) {
 	})
 }
 
-// registerRecord registers the schema of a schemas.registered value.
-func registerRecord(value []byte) error {
+// registerRecord registers the schema of a schemas.registered value, or
+// sets the level it names in compat.
+func registerRecord(compat *schemas.Compatibilities, value []byte) error {
 	if value == nil {
 		return nil // a tombstone: registrations are never removed, the schema stays known
 	}
@@ -70,7 +71,7 @@ func registerRecord(value []byte) error {
 		return fmt.Errorf("not a registered schema: %w", err)
 	}
 	if rs.Schema == "" {
-		return schemas.SetCompatibility(rs.Subject, rs.Compatibility)
+		return compat.Set(rs.Subject, rs.Compatibility)
 	}
 	_, err := schemas.Register(rs.Schema)
 	return err
