@@ -204,3 +204,27 @@ func TestEmbeddingsEncodeAsTheSpecSays(t *testing.T) {
 		}
 	}
 }
+
+// TestMissHooksAreEachProcesss: Writer asks every hook added, in turn,
+// about a schema it does not know, and no longer one removed (a process
+// that stopped).
+func TestMissHooksAreEachProcesss(t *testing.T) {
+	var a, b int
+	removeA := AddMissHook(func() bool { a++; return false })
+	removeB := AddMissHook(func() bool { b++; return false })
+	unknown := []byte{0xC3, 0x01, 1, 2, 3, 4, 5, 6, 7, 8, 0}
+	if _, _, err := Writer(unknown); !errors.Is(err, ErrUnknownSchema) {
+		t.Fatalf("unknown schema: %v", err)
+	}
+	removeA()
+	if _, _, err := Writer(unknown); !errors.Is(err, ErrUnknownSchema) {
+		t.Fatalf("unknown schema: %v", err)
+	}
+	removeB()
+	if _, _, err := Writer(unknown); !errors.Is(err, ErrUnknownSchema) {
+		t.Fatalf("unknown schema: %v", err)
+	}
+	if a != 1 || b != 2 {
+		t.Errorf("hooks called %d and %d times, want 1 (removed after one miss) and 2", a, b)
+	}
+}

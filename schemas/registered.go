@@ -156,28 +156,46 @@ func Compatible(reader, writer avro.Schema) error {
 	return avro.NewSchemaCompatibility().Compatible(reader, writer)
 }
 
-// missHook, if set, is called once before Writer answers that it does not
-// know a schema: it may learn registered schemas (SetMissHook).
-var missHook struct {
+// missHooks are called, in turn, before Writer answers that it does not
+// know a schema, until one may have learnt registered schemas
+// (AddMissHook).
+var missHooks struct {
 	sync.RWMutex
-	fn func() bool
+	next int
+	fns  map[int]func() bool
 }
 
-// SetMissHook sets fn, which Writer calls when data names a schema it does
+// AddMissHook adds fn, which Writer calls when data names a schema it does
 // not know; fn returns whether it may have learnt new schemas (Writer then
-// looks again). A process that follows schemas.registered sets it to wait
-// until it has read that topic to its end, so that a record written right
-// after its schema's registration is not refused for a moment's lag. fn
-// must bound its wait.
-func SetMissHook(fn func() bool) {
-	missHook.Lock()
-	missHook.fn = fn
-	missHook.Unlock()
+// looks again). A process that follows schemas.registered adds one that
+// waits until it has read that topic to its end, so that a record written
+// right after its schema's registration is not refused for a moment's lag,
+// and removes it (the returned func) when it stops: several processes of
+// one binary (tests) each have theirs. fn must bound its wait.
+func AddMissHook(fn func() bool) (remove func()) {
+	missHooks.Lock()
+	defer missHooks.Unlock()
+	if missHooks.fns == nil {
+		missHooks.fns = map[int]func() bool{}
+	}
+	id := missHooks.next
+	missHooks.next++
+	missHooks.fns[id] = fn
+	return func() {
+		missHooks.Lock()
+		delete(missHooks.fns, id)
+		missHooks.Unlock()
+	}
 }
 
 func missed() bool {
-	missHook.RLock()
-	fn := missHook.fn
-	missHook.RUnlock()
-	return fn != nil && fn()
+	missHooks.RLock()
+	fns := slices.Collect(maps.Values(missHooks.fns))
+	missHooks.RUnlock()
+	for _, fn := range fns {
+		if fn() {
+			return true
+		}
+	}
+	return false
 }

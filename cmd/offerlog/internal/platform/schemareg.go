@@ -20,11 +20,12 @@ func startSchemas(ctx context.Context, p *process) {
 	ready := make(chan struct{})
 	p.ready = append(p.ready, ready)
 	adm := p.adm
-	schemas.SetMissHook(func() bool {
+	remove := schemas.AddMissHook(func() bool {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		return pos.Sync(sctx, adm, topics.SchemasRegistered) == nil
 	})
+	p.closers = append(p.closers, remove)
 	p.sup.Go(ctx, "schemas", false, func(ctx context.Context) error {
 		errc := make(chan error, 1)
 		go func() {
