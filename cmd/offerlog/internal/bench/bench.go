@@ -29,7 +29,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offerlog/offerlog/cmd/offerlog/internal/platform"
-	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/streams/table"
@@ -300,19 +299,19 @@ func runOnce(ctx context.Context, cfg Config) (map[string]Result, []string, erro
 	}
 	defer os.RemoveAll(dir)
 	// The broker keeps its log in segment files, as offerlog dev's does
-	// (without a data directory kfake holds every record in memory, and
-	// the bench's RSS would measure that, not offerlog).
-	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", DataDir: filepath.Join(dir, "broker"), MaxRecordBytes: cfg.Client.MaxRecordBytes, Logger: cfg.Logger})
+	// (without a data directory kfake holds every record in memory), in a
+	// process of its own (startBroker).
+	addrs, stopBroker, err := startBroker(ctx, filepath.Join(dir, "broker"), cfg.Client.MaxRecordBytes)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer b.Close()
-	kafka, err := streams.NewCluster(b.Addrs(), nil, cfg.Client)
+	defer stopBroker()
+	kafka, err := streams.NewCluster(addrs, nil, cfg.Client)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer kafka.Close()
-	env := &Env{Brokers: b.Addrs(), Cluster: kafka, Partitions: cfg.Partitions, Docs: cfg.Docs, Keys: cfg.Keys, Offers: cfg.Offers,
+	env := &Env{Brokers: addrs, Cluster: kafka, Partitions: cfg.Partitions, Docs: cfg.Docs, Keys: cfg.Keys, Offers: cfg.Offers,
 		Burst: cfg.Burst, SizeOffers: cfg.SizeOffers, BrokerDir: filepath.Join(dir, "broker", "broker"),
 		DevDocs: cfg.DevDocs, DevOffers: cfg.DevOffers, WaitRate: cfg.WaitRate, WaitFor: cfg.WaitFor, Source: "bench.source",
 		GokaCeiling: cfg.GokaCeiling, binDir: dir, Logger: cfg.Logger, Admin: kafka.Admin()}
@@ -324,9 +323,9 @@ func runOnce(ctx context.Context, cfg Config) (map[string]Result, []string, erro
 	// without the ceilings and the documents those read.
 	explicitOnly := explicitOnly(cfg.Only)
 	if explicitOnly {
-		fmt.Fprintf(cfg.Out, "offerlog-bench %s: %d partitions, embedded broker in process\n", strings.Join(cfg.Only, " "), cfg.Partitions)
+		fmt.Fprintf(cfg.Out, "offerlog-bench %s: %d partitions, embedded broker in a process of its own\n", strings.Join(cfg.Only, " "), cfg.Partitions)
 	} else {
-		fmt.Fprintf(cfg.Out, "offerlog-bench: %d documents (%d bytes each), %d partitions, embedded broker in process\n",
+		fmt.Fprintf(cfg.Out, "offerlog-bench: %d documents (%d bytes each), %d partitions, embedded broker in a process of its own\n",
 			cfg.Docs, docSize(), cfg.Partitions)
 	}
 	fmt.Fprintf(cfg.Out, "machine: %s/%s, %d CPUs, %s; %s; %s\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(),

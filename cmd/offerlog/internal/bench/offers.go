@@ -124,6 +124,13 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 		return Result{}, fmt.Errorf("reads through the cache: %w", err)
 	}
 
+	// The ceiling of the writes: the minimal write path, the hot writes'
+	// load, on the same broker, offerlog stopped.
+	minimal, err := runMinimalWrites(ctx, env, min(n, 20_000), hotN)
+	if err != nil {
+		return Result{}, fmt.Errorf("the minimal write path: %w", err)
+	}
+
 	// Replay the aggregate from its commands (the loads and the writes).
 	total, err := recordsIn(ctx, env, topics.OffersCommands)
 	if err != nil {
@@ -137,7 +144,7 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 	}
 	replay := Result{Name: "replay", Records: int(total), Duration: time.Since(start),
 		Note: "wall time of `offerlog replay offers`, group join and table recreation included"}
-	load.Also = []Result{writes, hot, reads, health, trivial, cached, replay}
+	load.Also = []Result{writes, hot, minimal, reads, health, trivial, cached, replay}
 	load.Note = fmt.Sprintf("%d offers of 1000 sellers created by commands written straight to offers.commands, timed from the first "+
 		"command to the last answer (each command also writes the table, offers.events, cabinet.changes, cabinet.presets); "+
 		"writes and reads through the HTTP API by %d concurrent clients, latency per request (a write returns once the aggregate "+

@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/processors/indexer"
 	"github.com/offerlog/offerlog/processors/registry"
 	"github.com/offerlog/offerlog/schemas"
@@ -385,18 +384,18 @@ func measureLatency(ctx context.Context, env *Env, cl *kgo.Client, n int, rate f
 // burst's million timers, which no aggregate removes there, and their
 // ENQUEUEs), runs there.
 func onOwnBroker(ctx context.Context, env *Env, dir string, extra ...topics.Topic) (own *Env, stop func(), err error) {
-	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", DataDir: filepath.Join(dir, "broker"), MaxRecordBytes: env.Cluster.Settings().MaxRecordBytes, Logger: env.Logger})
+	addrs, stopBroker, err := startBroker(ctx, filepath.Join(dir, "broker"), env.Cluster.Settings().MaxRecordBytes)
 	if err != nil {
 		return nil, nil, err
 	}
-	kafka, err := streams.NewCluster(b.Addrs(), nil, env.Cluster.Settings())
+	kafka, err := streams.NewCluster(addrs, nil, env.Cluster.Settings())
 	if err != nil {
-		b.Close()
+		stopBroker()
 		return nil, nil, err
 	}
-	stop = func() { kafka.Close(); b.Close() }
+	stop = func() { kafka.Close(); stopBroker() }
 	e := *env
-	e.Brokers, e.Cluster, e.Admin, e.StateDir, e.BrokerDir = b.Addrs(), kafka, kafka.Admin(), dir, filepath.Join(dir, "broker", "broker")
+	e.Brokers, e.Cluster, e.Admin, e.StateDir, e.BrokerDir = addrs, kafka, kafka.Admin(), dir, filepath.Join(dir, "broker", "broker")
 	if _, err := topics.Ensure(ctx, e.Admin, -1, append(topics.Catalogue(env.Partitions), extra...)); err != nil {
 		stop()
 		return nil, nil, err

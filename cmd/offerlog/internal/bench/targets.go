@@ -39,6 +39,16 @@ var targets = []target{
 		return fmt.Sprintf("%.2f× the cold writes' rate (%s/s), p99 %s (%.2f× theirs)", x, thousands(h.Rate()), ms(h.Percentile(99)), p),
 			x >= 0.8 && p <= 1.5, true
 	}},
+	{"hot offer writes vs the minimal write path", "≥ 0.8× its rate, p99 ≤ 1.5× its", func(r map[string]Result) (string, bool, bool) {
+		h, ok1 := r["offers/hot-writes"]
+		m, ok2 := r["offers/hot-writes-minimal"]
+		if !ok1 || !ok2 || m.Rate() == 0 || m.Percentile(99) == 0 {
+			return "", false, false
+		}
+		x, p := h.Rate()/m.Rate(), float64(h.Percentile(99))/float64(m.Percentile(99))
+		return fmt.Sprintf("%.2f× the minimal path's rate (%s/s; it %s/s), p99 %s (%.2f× its %s)", x, thousands(h.Rate()), thousands(m.Rate()),
+			ms(h.Percentile(99)), p, ms(m.Percentile(99))), x >= 0.8 && p <= 1.5, true
+	}},
 	{"offer writes (HTTP)", "≥ 10 000/s, p99 < 25 ms, max < 200 ms", func(r map[string]Result) (string, bool, bool) {
 		w, ok := r["offers/writes"]
 		if !ok {

@@ -1,5 +1,5 @@
 // Command offerlog-bench runs offerlog's benchmarks (`make bench`): every
-// scenario on an in-process broker, with the ceilings of the same run (a
+// scenario on an embedded broker in a process of its own, with the ceilings of the same run (a
 // plain franz-go copy, a goka processor in cmd/goka-ceiling), and prints
 // the figures:
 //
@@ -27,6 +27,9 @@ import (
 )
 
 func main() {
+	if bench.ServeBrokerIfAsked() {
+		return // this process was the bench's broker
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
