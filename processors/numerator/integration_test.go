@@ -1468,19 +1468,7 @@ func TestAStaleMasterResumingDoesNotAbortTheNextOnesBuild(t *testing.T) {
 		return err == nil
 	})
 	close(release)
-	testkit.Eventually(t, 2*time.Minute, "a state of generation 1", func() bool { return len(c.validStates(1)) > 0 })
-	testkit.Eventually(t, time.Minute, "results applied", c.applied)
-	sts := c.validStates(1)
-	if len(sts) != 1 || sts[0].Ticket != second || sts[0].Holder != "dc-next" {
-		t.Fatalf("states of generation 1 %+v: want one, the second master's first build (ticket %d)", sts, second)
-	}
-	p, ok, err := dialCoordinator(t, zkAddr).State(ctx)
-	if err != nil || !ok || p.Ticket != second || p.Version != sts[0].Version {
-		t.Errorf("the pointer %+v (%v %v): want the state of ticket %d", p, ok, err, second)
-	}
-	if n := len(c.assignments()); n != 20 {
-		t.Errorf("%d keys numbered, want 20", n)
-	}
+	c.sealedOnceBy(t, zkAddr, second, "dc-next")
 }
 
 // TestABuildReportedIsNotAbortedByTheNextMaster: two real sealers of one
@@ -1502,15 +1490,24 @@ func TestABuildReportedIsNotAbortedByTheNextMaster(t *testing.T) {
 		t.Fatalf("the second master's ticket %d is not after the first's %d", second, first)
 	}
 	resume()
+	c.sealedOnceBy(t, zkAddr, first, "dc-child")
+}
+
+// sealedOnceBy waits for c's state of generation 1 and its decisions
+// applied, and checks that it is one state, built under ticket by holder,
+// that the pointer in the ZooKeeper at zkAddr names it, and that it
+// numbers the 20 keys of pausedMasterAt.
+func (c *cluster) sealedOnceBy(t *testing.T, zkAddr string, ticket int64, holder string) {
+	t.Helper()
 	testkit.Eventually(t, 2*time.Minute, "a state of generation 1", func() bool { return len(c.validStates(1)) > 0 })
 	testkit.Eventually(t, time.Minute, "results applied", c.applied)
 	sts := c.validStates(1)
-	if len(sts) != 1 || sts[0].Ticket != first || sts[0].Holder != "dc-child" {
-		t.Fatalf("states of generation 1 %+v: want one, the first master's reported build (ticket %d)", sts, first)
+	if len(sts) != 1 || sts[0].Ticket != ticket || sts[0].Holder != holder {
+		t.Fatalf("states of generation 1 %+v: want one, the build of ticket %d by %s", sts, ticket, holder)
 	}
 	p, ok, err := dialCoordinator(t, zkAddr).State(testkit.Context(t, 10*time.Second))
-	if err != nil || !ok || p.Ticket != first || p.Version != sts[0].Version {
-		t.Errorf("the pointer %+v (%v %v): want the state of ticket %d", p, ok, err, first)
+	if err != nil || !ok || p.Ticket != ticket || p.Version != sts[0].Version {
+		t.Errorf("the pointer %+v (%v %v): want the state of ticket %d", p, ok, err, ticket)
 	}
 	if n := len(c.assignments()); n != 20 {
 		t.Errorf("%d keys numbered, want 20", n)

@@ -30,24 +30,15 @@ var targets = []target{
 		return fmt.Sprintf("%.2f× goka (%s docs/s; goka %s/s)", x, thousands(p.Rate()), thousands(g.Rate())), x >= 0.9, true
 	}},
 	{"hot offer writes (HTTP)", "≥ 0.8× the cold writes' rate, p99 ≤ 1.5× theirs", func(r map[string]Result) (string, bool, bool) {
-		h, ok1 := r["offers/hot-writes"]
-		w, ok2 := r["offers/writes"]
-		if !ok1 || !ok2 || w.Rate() == 0 || w.Percentile(99) == 0 {
-			return "", false, false
-		}
-		x, p := h.Rate()/w.Rate(), float64(h.Percentile(99))/float64(w.Percentile(99))
-		return fmt.Sprintf("%.2f× the cold writes' rate (%s/s), p99 %s (%.2f× theirs)", x, thousands(h.Rate()), ms(h.Percentile(99)), p),
-			x >= 0.8 && p <= 1.5, true
+		return against(r, "offers/hot-writes", "offers/writes", func(h, w Result, x, p float64) string {
+			return fmt.Sprintf("%.2f× the cold writes' rate (%s/s), p99 %s (%.2f× theirs)", x, thousands(h.Rate()), ms(h.Percentile(99)), p)
+		})
 	}},
 	{"hot offer writes vs the minimal write path", "≥ 0.8× its rate, p99 ≤ 1.5× its", func(r map[string]Result) (string, bool, bool) {
-		h, ok1 := r["offers/hot-writes"]
-		m, ok2 := r["offers/hot-writes-minimal"]
-		if !ok1 || !ok2 || m.Rate() == 0 || m.Percentile(99) == 0 {
-			return "", false, false
-		}
-		x, p := h.Rate()/m.Rate(), float64(h.Percentile(99))/float64(m.Percentile(99))
-		return fmt.Sprintf("%.2f× the minimal path's rate (%s/s; it %s/s), p99 %s (%.2f× its %s)", x, thousands(h.Rate()), thousands(m.Rate()),
-			ms(h.Percentile(99)), p, ms(m.Percentile(99))), x >= 0.8 && p <= 1.5, true
+		return against(r, "offers/hot-writes", "offers/hot-writes-minimal", func(h, m Result, x, p float64) string {
+			return fmt.Sprintf("%.2f× the minimal path's rate (%s/s; it %s/s), p99 %s (%.2f× its %s)", x, thousands(h.Rate()), thousands(m.Rate()),
+				ms(h.Percentile(99)), p, ms(m.Percentile(99)))
+		})
 	}},
 	{"offer writes (HTTP)", "≥ 10 000/s, p99 < 25 ms, max < 200 ms", func(r map[string]Result) (string, bool, bool) {
 		w, ok := r["offers/writes"]
@@ -130,6 +121,19 @@ var targets = []target{
 		}
 		return s.Duration.Round(10 * time.Millisecond).String(), s.Duration < time.Second, true
 	}},
+}
+
+// against judges the row name against the row of base: at least 0.8× its
+// rate, a p99 at most 1.5× its; say says what was measured, from the
+// rows, the rate's ratio x and the p99's p.
+func against(r map[string]Result, name, base string, say func(row, base Result, x, p float64) string) (string, bool, bool) {
+	h, ok1 := r[name]
+	b, ok2 := r[base]
+	if !ok1 || !ok2 || b.Rate() == 0 || b.Percentile(99) == 0 {
+		return "", false, false
+	}
+	x, p := h.Rate()/b.Rate(), float64(h.Percentile(99))/float64(b.Percentile(99))
+	return say(h, b, x, p), x >= 0.8 && p <= 1.5, true
 }
 
 // vsTrivial judges a row of HTTP reads against the trivial server's reads
