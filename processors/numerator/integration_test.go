@@ -165,7 +165,7 @@ func (c *cluster) assignments() map[string]placed {
 	return out
 }
 
-// checkDense checks that live keys have unique ids per shard and returns
+// checkUnique checks that live keys have unique ids per shard and returns
 // per shard the ids in use.
 func checkUnique(t *testing.T, as map[string]placed) map[int32]map[int64]string {
 	t.Helper()
@@ -185,6 +185,7 @@ func checkUnique(t *testing.T, as map[string]placed) map[int32]map[int64]string 
 	return byShard
 }
 
+// checkDense checks that each shard's live keys hold the ids 0 to n-1.
 func checkDense(t *testing.T, as map[string]placed) {
 	t.Helper()
 	for shard, ids := range checkUnique(t, as) {

@@ -68,8 +68,6 @@ func (s *secured) revoke(id string) {
 	}
 }
 
-// call sends a request with token (none if "") and returns its status
-// and body.
 // must fails the test unless an answer has the status wanted, and returns
 // its body.
 func (s *secured) must(what string, code int, body string, want int) string {
@@ -80,6 +78,8 @@ func (s *secured) must(what string, code int, body string, want int) string {
 	return body
 }
 
+// call sends a request with token (none if "") and returns its status
+// and body.
 func (s *secured) call(method, path, body, token string) (int, string) {
 	s.t.Helper()
 	req, err := http.NewRequest(method, "http://"+s.Info.HTTPAddr+path, strings.NewReader(body))
