@@ -24,7 +24,8 @@ type Source interface {
 	// position it loaded to (each partition's next offset; nil for a
 	// source without positions): the shard answers from then on. It then
 	// applies every later change until ctx ends, and returns nil then, or
-	// fails. apply is not called concurrently.
+	// fails. apply may be called concurrently (by a goroutine per
+	// partition); it must not be called once Sync returned.
 	Sync(ctx context.Context, lo, hi int32, apply func([]Entry), loaded func(next map[int32]int64)) error
 }
 
@@ -113,12 +114,12 @@ func (t TopicSource) Sync(ctx context.Context, lo, hi int32, apply func([]Entry)
 	// Compaction may have removed the last records before the end offsets
 	// read: the shard holds everything before them.
 	loaded(ends)
-	var es []Entry
+	// A goroutine per partition: each batch its own entries.
 	return streams.RunLoop(ctx, streams.LoopConfig{Name: t.Name, Cluster: t.Cluster, Partitions: follow, Logger: t.Logger,
 		BatchHandler: func(_ context.Context, b *streams.Batch) error {
-			es = es[:0]
-			for _, r := range b.Records {
-				es = append(es, entryOf(r))
+			es := make([]Entry, len(b.Records))
+			for i, r := range b.Records {
+				es[i] = entryOf(r)
 			}
 			apply(es)
 			return nil
