@@ -30,6 +30,10 @@ type ServerConfig struct {
 	// the topic Table of Cluster (TopicSource): any store a service has
 	// (the seed's cache is a template any service can use).
 	Source Source
+	// Dir, if set, keeps the shard on disk there (a Pebble store, emptied
+	// and loaded again for each shard held) instead of in memory: for a
+	// table too large and read too rarely for the heap (offers.archive).
+	Dir string
 	// Shards is how many shards the table is cut into.
 	Shards int
 	// Virtual, if set, cuts the table by hash ranges: Virtual virtual
@@ -61,7 +65,7 @@ type Server struct {
 	mu    sync.RWMutex
 	shard *servingv1.Shard // nil while no shard is held
 	ready bool             // the shard is caught up with the topic
-	store *slabStore
+	store store
 	// next is, per partition of the shard, the offset after the last
 	// record applied.
 	next map[int32]int64
@@ -219,14 +223,22 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 	if sz, ok := s.source.(Sizer); ok {
 		records = sz.Size(ctx, readLo, readHi)
 	}
-	store := newSlabStore(storeHint(int64(float64(records)*share)), 0)
+	var st store = newSlabStore(storeHint(int64(float64(records)*share)), 0)
+	if s.cfg.Dir != "" {
+		if st, err = newDiskStore(s.cfg.Dir); err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
-	s.shard, s.ready, s.store, s.next = shard, false, store, map[int32]int64{}
+	s.shard, s.ready, s.store, s.next = shard, false, st, map[int32]int64{}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		s.shard, s.ready, s.store, s.next = nil, false, nil, nil
 		s.mu.Unlock()
+		if err := st.Close(); err != nil {
+			s.cfg.Logger.Warn("serving: close the shard's store", "table", s.cfg.Table, "err", err)
+		}
 	}()
 	s.cfg.Logger.Info("serving: shard held, loading", "table", s.cfg.Table, "shard", i, "holds", describe(shard))
 
@@ -242,12 +254,12 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 		case <-ctx.Done():
 		}
 	}()
-	apply := func(es []Entry) {
+	apply := func(es []Entry) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for _, e := range es {
 			if s.store == nil {
-				return
+				return nil
 			}
 			if e.Offset >= 0 {
 				s.next[e.Partition] = max(s.next[e.Partition], e.Offset+1)
@@ -255,13 +267,18 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 			if shard.Virtual > 0 && !Holds(shard, e.Key) {
 				continue // another shard's key, in a partition this one reads too
 			}
+			var err error
 			if e.Value == nil {
-				s.store.Delete(e.Key)
+				err = s.store.Delete(e.Key)
 			} else {
-				s.store.Set(e.Key, e.Value) // a copy: a record's value holds its whole fetch
+				err = s.store.Set(e.Key, e.Value) // a copy: a record's value holds its whole fetch
+			}
+			if err != nil {
+				return fmt.Errorf("serving: the store of %s: %w", s.cfg.Table, err)
 			}
 		}
 		s.loaded.Add(uint64(len(es)))
+		return nil
 	}
 	loaded := func(next map[int32]int64) {
 		s.mu.Lock()

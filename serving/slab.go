@@ -129,7 +129,7 @@ func (s *slabStore) Get(key string) ([]byte, bool) {
 }
 
 // Set sets key's value (a copy of value).
-func (s *slabStore) Set(key string, value []byte) {
+func (s *slabStore) Set(key string, value []byte) error {
 	s.reclaim()
 	h := maphash.String(s.seed, key)
 	at := s.append(key, value)
@@ -137,7 +137,7 @@ func (s *slabStore) Set(key string, value []byte) {
 	if ok {
 		s.dead += s.size(s.slots[i].at)
 		s.slots[i].at = at
-		return
+		return nil
 	}
 	if s.slots[i].at == 0 {
 		s.used++
@@ -147,18 +147,20 @@ func (s *slabStore) Set(key string, value []byte) {
 	if s.used*4 >= len(s.slots)*3 {
 		s.rehash()
 	}
+	return nil
 }
 
 // Delete removes key.
-func (s *slabStore) Delete(key string) {
+func (s *slabStore) Delete(key string) error {
 	i, ok := s.find(key, maphash.String(s.seed, key))
 	if !ok {
-		return
+		return nil
 	}
 	s.dead += s.size(s.slots[i].at)
 	s.slots[i].at = deleted
 	s.live--
 	s.reclaim()
+	return nil
 }
 
 // append writes a record of key and value at the end of the last slab (a

@@ -24,9 +24,9 @@ type Source interface {
 	// position it loaded to (each partition's next offset; nil for a
 	// source without positions): the shard answers from then on. It then
 	// applies every later change until ctx ends, and returns nil then, or
-	// fails. apply may be called concurrently (by a goroutine per
+	// fails (an error of apply's among them: the shard's store failed). apply may be called concurrently (by a goroutine per
 	// partition); it must not be called once Sync returned.
-	Sync(ctx context.Context, lo, hi int32, apply func([]Entry), loaded func(next map[int32]int64)) error
+	Sync(ctx context.Context, lo, hi int32, apply func([]Entry) error, loaded func(next map[int32]int64)) error
 }
 
 // Sizer is a Source that knows about how many entries partitions lo to
@@ -88,7 +88,7 @@ func (t TopicSource) Size(ctx context.Context, lo, hi int32) int64 {
 
 // Sync implements Source: the topic up to the end offsets it finds
 // (decided by offsets), then what follows them.
-func (t TopicSource) Sync(ctx context.Context, lo, hi int32, apply func([]Entry), loaded func(next map[int32]int64)) error {
+func (t TopicSource) Sync(ctx context.Context, lo, hi int32, apply func([]Entry) error, loaded func(next map[int32]int64)) error {
 	endsOf, err := t.Cluster.Admin().ListEndOffsets(ctx, t.Topic)
 	if err == nil {
 		err = endsOf.Error()
@@ -104,10 +104,19 @@ func (t TopicSource) Sync(ctx context.Context, lo, hi int32, apply func([]Entry)
 		follow[t.Topic][p] = kgo.NewOffset().At(o.Offset)
 	}
 	var one [1]Entry
-	err = streams.ReadRange(ctx, t.Cluster, t.Topic, nil, ends, func(r *kgo.Record) {
+	var applyErr error
+	rctx, cancel := context.WithCancel(ctx)
+	err = streams.ReadRange(rctx, t.Cluster, t.Topic, nil, ends, func(r *kgo.Record) {
 		one[0] = entryOf(r)
-		apply(one[:])
+		if err := apply(one[:]); err != nil && applyErr == nil {
+			applyErr = err
+			cancel()
+		}
 	})
+	cancel()
+	if applyErr != nil {
+		return applyErr
+	}
 	if err != nil {
 		return err
 	}
@@ -121,8 +130,7 @@ func (t TopicSource) Sync(ctx context.Context, lo, hi int32, apply func([]Entry)
 			for i, r := range b.Records {
 				es[i] = entryOf(r)
 			}
-			apply(es)
-			return nil
+			return streams.Fatal(apply(es))
 		}})
 }
 

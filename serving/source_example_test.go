@@ -20,17 +20,21 @@ type priceList struct {
 
 func (p *priceList) Partitions(context.Context) (int32, error) { return 1, nil }
 
-func (p *priceList) Sync(ctx context.Context, _, _ int32, apply func([]serving.Entry), loaded func(map[int32]int64)) error {
+func (p *priceList) Sync(ctx context.Context, _, _ int32, apply func([]serving.Entry) error, loaded func(map[int32]int64)) error {
 	var all []serving.Entry
 	for id, price := range p.prices {
 		all = append(all, serving.Entry{Key: strconv.Itoa(id), Value: []byte(strconv.FormatFloat(price, 'f', -1, 64)), Offset: -1})
 	}
-	apply(all)
+	if err := apply(all); err != nil {
+		return err
+	}
 	loaded(nil)
 	for {
 		select {
 		case e := <-p.changes:
-			apply([]serving.Entry{e})
+			if err := apply([]serving.Entry{e}); err != nil {
+				return err
+			}
 		case <-ctx.Done():
 			return nil
 		}

@@ -315,6 +315,8 @@ func (f *flags) platform() *platform.Config {
 	f.StringVar(&cfg.Cache.Host, "host", cfg.Cache.Host, "the cache server's name in ZooKeeper (default: the hostname)")
 	f.IntVar(&cfg.Cache.Shards, "shards", cfg.Cache.Shards, "how many shards the cache's table is cut into (more than 1 needs --zookeeper); "+
 		"a data centre grows by starting the servers of a larger count beside the old ones, then stopping those")
+	f.StringVar(&cfg.Cache.OnDisk, "cache-on-disk", cfg.Cache.OnDisk, "the tables (comma-separated) the cache keeps on disk under --data, not in memory: "+
+		"a year of archived offers is far larger than the active ones and read far less (\"\": every table in memory)")
 	f.IntVar(&cfg.Cache.Virtual, "virtual-shards", cfg.Cache.Virtual, "the cache cuts its tables by hash ranges of this many virtual shards "+
 		"(each server reads every partition and keeps its range's keys; a data centre grows up to that many shards); 0 cuts by ranges of partitions, as before 0.5.0")
 	f.BoolVar(&cfg.Standby, "standby", false, "keep warm copies of the table partitions other members of this process's groups own "+

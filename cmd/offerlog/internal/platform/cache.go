@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -33,6 +34,16 @@ type CacheConfig struct {
 	// data centre grows by adding servers, up to Virtual shards; 0 cuts by
 	// ranges of partitions, as before 0.5.0.
 	Virtual int
+	// OnDisk are the tables (comma-separated) each server keeps on disk,
+	// under DataDir/cache, instead of in memory (serving.ServerConfig.Dir):
+	// by default offers.archive, a year of archived offers, read by id now
+	// and then.
+	OnDisk string
+}
+
+// onDisk reports whether the cache keeps table on disk.
+func (c *CacheConfig) onDisk(table string) bool {
+	return c.OnDisk != "" && slices.Contains(strings.Split(c.OnDisk, ","), table)
 }
 
 // tables returns the tables served.
@@ -143,8 +154,12 @@ func (r *cacheRunner) run(ctx context.Context) error {
 			}
 		}
 		owners = append(owners, owner)
+		var dir string
+		if r.cc.onDisk(table) {
+			dir = filepath.Join(r.cfg.DataDir, "cache", table)
+		}
 		srv, err := serving.NewServer(serving.ServerConfig{Cluster: r.kafka, Table: table, Shards: r.cc.Shards, Virtual: r.cc.Virtual,
-			DC: r.cc.DC, Host: r.cc.Host, Owner: owner, Metrics: r.reg, Logger: r.log})
+			DC: r.cc.DC, Host: r.cc.Host, Owner: owner, Dir: dir, Metrics: r.reg, Logger: r.log})
 		if err != nil {
 			return fail(err)
 		}

@@ -193,8 +193,9 @@ func DefaultConfig() Config {
 		EpochGrace: registry.DefaultEpochGrace, SweepInterval: time.Minute, WaitTimeout: 30 * time.Second, ViewStaleness: DefaultViewStaleness,
 		SearchWait: search.DefaultWait, ArchiveAfter: offers.DefaultArchiveAfter,
 		Numerator: numerator.DefaultConfig(),
-		Cache:     CacheConfig{Table: topics.OffersTable, Addr: "127.0.0.1:9091", DC: "dc1", Shards: 1, Virtual: serving.DefaultVirtual},
-		Stages:    scheduler.DefaultConfig(),
+		Cache: CacheConfig{Table: topics.OffersTable, Addr: "127.0.0.1:9091", DC: "dc1", Shards: 1, Virtual: serving.DefaultVirtual,
+			OnDisk: topics.OffersArchive},
+		Stages: scheduler.DefaultConfig(),
 	}
 }
 

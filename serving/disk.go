@@ -1,0 +1,103 @@
+package serving
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// store is a shard's keys and values: in memory (slabStore) or on disk
+// (diskStore, ServerConfig.Dir). The server holds its lock around it.
+type store interface {
+	Get(key string) ([]byte, bool)
+	Set(key string, value []byte) error
+	Delete(key string) error
+	Len() int
+	Close() error
+}
+
+// diskStore is a shard's keys and values in a Pebble store of its own on
+// disk, for a table read too rarely, and too large, to hold in memory (the
+// archive of offers: 180 M a year by the seed): its values are not in the
+// heap, only Pebble's small cache and memtables are. It is made anew for
+// each shard held (the directory emptied), and loaded from the source as a
+// memory store is.
+type diskStore struct {
+	db    *pebble.DB
+	cache *pebble.Cache
+	live  int
+}
+
+// diskCache and diskMemtable bound a disk store's memory.
+const (
+	diskCache    = 16 << 20
+	diskMemtable = 8 << 20
+)
+
+// newDiskStore empties dir and opens a store there.
+func newDiskStore(dir string) (*diskStore, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("serving: empty %s: %w", dir, err)
+	}
+	cache := pebble.NewCache(diskCache)
+	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, MemTableSize: diskMemtable, DisableWAL: true})
+	if err != nil {
+		cache.Unref()
+		return nil, fmt.Errorf("serving: open the store in %s: %w", dir, err)
+	}
+	return &diskStore{db: db, cache: cache}, nil
+}
+
+func (d *diskStore) has(key []byte) bool {
+	_, closer, err := d.db.Get(key)
+	if err != nil {
+		return false
+	}
+	closer.Close()
+	return true
+}
+
+// Get returns a copy of key's value.
+func (d *diskStore) Get(key string) ([]byte, bool) {
+	v, closer, err := d.db.Get([]byte(key))
+	if err != nil {
+		return nil, false
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), true
+}
+
+// Set sets key's value (a copy).
+func (d *diskStore) Set(key string, value []byte) error {
+	k := []byte(key)
+	if !d.has(k) {
+		d.live++
+	}
+	return d.db.Set(k, value, pebble.NoSync)
+}
+
+// Delete removes key.
+func (d *diskStore) Delete(key string) error {
+	k := []byte(key)
+	if !d.has(k) {
+		return nil
+	}
+	d.live--
+	return d.db.Delete(k, pebble.NoSync)
+}
+
+// Len returns how many keys the store holds.
+func (d *diskStore) Len() int { return d.live }
+
+// Close closes the store (its files stay until the next shard's store
+// empties the directory).
+func (d *diskStore) Close() error {
+	err := d.db.Close()
+	d.cache.Unref()
+	return err
+}
+
+// Close implements store: a memory store holds nothing to release.
+func (s *slabStore) Close() error { return nil }
+
