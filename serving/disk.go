@@ -100,4 +100,3 @@ func (d *diskStore) Close() error {
 
 // Close implements store: a memory store holds nothing to release.
 func (s *slabStore) Close() error { return nil }
-
