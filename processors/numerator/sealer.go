@@ -193,16 +193,22 @@ func (s *sealer) fence(ctx context.Context, lock coordinator.Lock, accepted int6
 	timeout := min(max(s.cfg.LockTimeout, time.Minute), 15*time.Minute)
 	id := TransactionalIDOf(s.cfg.Coordinator, lock.Ticket)
 	if id != TransactionalID {
+		// The builds before, and a build of a release before 0.5.0 (one
+		// id for every master, fenced then by every next master, reported
+		// or not), left open by a master upgraded since.
+		ids := []string{TransactionalID}
 		for t := max(accepted+1, lock.Ticket-FenceWindow, 1); t < lock.Ticket; t++ {
+			ids = append(ids, TransactionalIDOf(s.cfg.Coordinator, t))
+		}
+		for _, before := range ids {
 			req := kmsg.NewPtrInitProducerIDRequest()
-			before := TransactionalIDOf(s.cfg.Coordinator, t)
 			req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = &before, int32(timeout.Milliseconds()), -1, -1
 			resp, err := req.RequestWith(ctx, s.cl)
 			if err == nil {
 				err = kerr.ErrorForCode(resp.ErrorCode)
 			}
 			if err != nil {
-				return nil, fmt.Errorf("fence the build of ticket %d (%s): %w", t, before, err)
+				return nil, fmt.Errorf("fence the build of %s: %w", before, err)
 			}
 		}
 	}
