@@ -605,9 +605,9 @@ func (g *Group) ingest(ctx context.Context, p int32, st *tableStore, from, end i
 	wo := opts.MakeWriterOptions(6, st.db.FormatMajorVersion().MaxTableFormat())
 	values := map[string][]byte{}
 	var marks []string
-	var size, n int64
+	var size, n, read int64
 	var tables int
-	last := from - 1
+	last, started := from-1, time.Now()
 	flush := func() error {
 		if len(values) > 0 {
 			path := filepath.Join(dir, fmt.Sprintf("%06d.sst", tables))
@@ -649,6 +649,12 @@ func (g *Group) ingest(ctx context.Context, p int32, st *tableStore, from, end i
 			return err
 		}
 		st.offset = last
+		if last < end-1 {
+			// A restore of a large partition says how far it is.
+			g.Logger.Info("table partition restoring", "group", g.Name, "table", g.Table, "partition", p,
+				"done", fmt.Sprintf("%.0f %%", 100*float64(last-from+1)/float64(end-from)), "records", n,
+				"MB/s", fmt.Sprintf("%.0f", float64(read)/1e6/time.Since(started).Seconds()))
+		}
 		clear(values)
 		marks, size = marks[:0], 0
 		return nil
@@ -664,6 +670,7 @@ func (g *Group) ingest(ctx context.Context, p int32, st *tableStore, from, end i
 		}
 		values[k] = r.Value
 		size += int64(len(k) + len(r.Value))
+		read += int64(len(k) + len(r.Value))
 		for _, h := range r.Headers {
 			if h.Key == appliedHeader {
 				marks = append(marks, string(h.Value))
