@@ -593,8 +593,10 @@ const (
 // written; a restore cut short resumes from the offset written, and a
 // chunk ingested again changes nothing. Called with st.mu held.
 func (g *Group) ingest(ctx context.Context, p int32, st *tableStore, from, end int64) (int64, error) {
-	dir, err := os.MkdirTemp(filepath.Join(g.Streams.StateDirOf(g.Name), "pebble"), "ingest-")
-	if err != nil {
+	// The partition's own directory of table files (emptied first: one a
+	// killed restore left).
+	dir := filepath.Join(g.Streams.StateDirOf(g.Name), "pebble", fmt.Sprintf("%s.%d.ingest", g.Table, p))
+	if err := errors.Join(os.RemoveAll(dir), os.MkdirAll(dir, 0o755)); err != nil {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
@@ -660,7 +662,7 @@ func (g *Group) ingest(ctx context.Context, p int32, st *tableStore, from, end i
 		return nil
 	}
 	var failed error
-	err = streams.ReadRange(ctx, g.Streams.Cluster, g.Table, map[int32]int64{p: from}, map[int32]int64{p: end}, func(r *kgo.Record) {
+	err := streams.ReadRange(ctx, g.Streams.Cluster, g.Table, map[int32]int64{p: from}, map[int32]int64{p: end}, func(r *kgo.Record) {
 		if failed != nil {
 			return
 		}
