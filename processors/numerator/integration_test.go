@@ -917,7 +917,9 @@ func dialCoordinator(t *testing.T, zkAddr string) *coordinator.ZooKeeper {
 // reported), writes its ticket to the file OFFERLOG_TEST_MASTER_BUILT and
 // waits for the file OFFERLOG_TEST_MASTER_RESUME; the first time it
 // reaches OFFERLOG_TEST_MASTER_NOTE_AT, if set, it writes the file
-// OFFERLOG_TEST_MASTER_NOTE.
+// OFFERLOG_TEST_MASTER_NOTE. With OFFERLOG_TEST_MASTER_RESUME_LOST=1 it
+// goes on from the pause only once it has lost its partition too (the
+// handler's context ended).
 func TestNumeratorMasterProcess(t *testing.T) {
 	brokers := os.Getenv("OFFERLOG_TEST_MASTER_BROKERS")
 	if brokers == "" {
@@ -941,7 +943,7 @@ func TestNumeratorMasterProcess(t *testing.T) {
 		cfg.Streams.Cluster = kafka
 	}
 	cfg.LockTimeout = lock
-	paused, noted := false, false
+	paused, noted, lost := false, false, os.Getenv("OFFERLOG_TEST_MASTER_RESUME_LOST") == "1"
 	cfg.Hook = func(ctx context.Context, at numerator.Point, ticket int64) {
 		if at == noteAt && !noted {
 			noted = true
@@ -956,8 +958,8 @@ func TestNumeratorMasterProcess(t *testing.T) {
 		if err := os.WriteFile(built, []byte(fmt.Sprint(ticket)), 0o644); err != nil {
 			t.Error(err)
 		}
-		for ctx.Err() == nil {
-			if _, err := os.Stat(resume); err == nil {
+		for lost || ctx.Err() == nil {
+			if _, err := os.Stat(resume); err == nil && (!lost || ctx.Err() != nil) {
 				return
 			}
 			time.Sleep(10 * time.Millisecond) // polls for the file: the parent's go-ahead
@@ -979,15 +981,16 @@ func pausedMaster(t *testing.T, lock time.Duration) (c *cluster, ticket int64, r
 // pausedMasterAt is pausedMaster with the child paused at the point
 // pauseAt, noting the point noteAt in the file note; it returns
 // ZooKeeper's address.
-func pausedMasterAt(t *testing.T, lock time.Duration, pauseAt, noteAt numerator.Point, note string) (c *cluster, ticket int64, resume func(), zkAddr string) {
+func pausedMasterAt(t *testing.T, lock time.Duration, pauseAt, noteAt numerator.Point, note string, env ...string) (c *cluster, ticket int64, resume func(), zkAddr string) {
 	zkAddr = testkit.ZooKeeper(t)
 	c = newStopped(t, 10, 0)
 	dir := t.TempDir()
 	built, goAhead := filepath.Join(dir, "built"), filepath.Join(dir, "resume")
-	proc, kill := testkit.ChildProcess(t, "TestNumeratorMasterProcess", "OFFERLOG_TEST_MASTER_BROKERS="+strings.Join(c.brokers, ","),
-		"OFFERLOG_TEST_MASTER_STATE="+c.cfg.Streams.StateDir, "OFFERLOG_TEST_MASTER_ZK="+zkAddr, "OFFERLOG_TEST_MASTER_LOCK="+lock.String(),
-		"OFFERLOG_TEST_MASTER_BUILT="+built, "OFFERLOG_TEST_MASTER_RESUME="+goAhead, "OFFERLOG_TEST_MASTER_PAUSE_AT="+string(pauseAt),
-		"OFFERLOG_TEST_MASTER_NOTE_AT="+string(noteAt), "OFFERLOG_TEST_MASTER_NOTE="+note)
+	env = append([]string{"OFFERLOG_TEST_MASTER_BROKERS=" + strings.Join(c.brokers, ","),
+		"OFFERLOG_TEST_MASTER_STATE=" + c.cfg.Streams.StateDir, "OFFERLOG_TEST_MASTER_ZK=" + zkAddr, "OFFERLOG_TEST_MASTER_LOCK=" + lock.String(),
+		"OFFERLOG_TEST_MASTER_BUILT=" + built, "OFFERLOG_TEST_MASTER_RESUME=" + goAhead, "OFFERLOG_TEST_MASTER_PAUSE_AT=" + string(pauseAt),
+		"OFFERLOG_TEST_MASTER_NOTE_AT=" + string(noteAt), "OFFERLOG_TEST_MASTER_NOTE=" + note}, env...)
+	proc, kill := testkit.ChildProcess(t, "TestNumeratorMasterProcess", env...)
 	t.Cleanup(func() { _ = proc.Signal(syscall.SIGCONT); kill() })
 	c.offers(1, 0, 20)
 	data, _ := schemas.GenerationMarkers.Encode(&schemas.GenerationMarker{Action: schemas.MarkerSeal, Generation: 1, Scheme: -1})
@@ -1476,7 +1479,8 @@ func TestAStaleMasterResumingDoesNotAbortTheNextOnesBuild(t *testing.T) {
 // cluster over ZooKeeper. The first's report is accepted and it is paused
 // (SIGSTOP) before it commits; the second takes the partition and the lock
 // and fences the builds after the last accepted report only: the first's
-// build stays open, the second waits for it, and once the first resumes its
+// build stays open, the second waits for it, and once the first resumes
+// (and learns it lost the partition: its handler's context ended) its
 // build commits, the state the pointer names. With one transactional id
 // for every master, the second aborted it: the pointer named a state that
 // was never on the log, and the second built generation 1 again.
@@ -1484,7 +1488,7 @@ func TestABuildReportedIsNotAbortedByTheNextMaster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
-	c, first, resume, zkAddr := pausedMasterAt(t, time.Minute, numerator.Reported, "", "")
+	c, first, resume, zkAddr := pausedMasterAt(t, time.Minute, numerator.Reported, "", "", "OFFERLOG_TEST_MASTER_RESUME_LOST=1")
 	points := nextMaster(t, c, zkAddr, "", nil)
 	c.start()
 	if second := reach(t, points, numerator.Fenced); second <= first {

@@ -190,7 +190,7 @@ type sealer struct {
 // is aborted at its timeout. A master that lost the lock finds its own
 // client fenced, or its report refused; its next marker makes a new one.
 func (s *sealer) fence(ctx context.Context, lock coordinator.Lock, accepted int64) (*kgo.Client, error) {
-	timeout := min(max(s.cfg.LockTimeout, time.Minute), 15*time.Minute)
+	timeout := s.txTimeout()
 	id := TransactionalIDOf(s.cfg.Coordinator, lock.Ticket)
 	if id != TransactionalID {
 		// The builds before, and a build of a release before 0.5.0 (one
@@ -225,6 +225,12 @@ func (s *sealer) fence(ctx context.Context, lock coordinator.Lock, accepted int6
 		return nil, fmt.Errorf("fence the master before: %w", err)
 	}
 	return tx, nil
+}
+
+// txTimeout is a build's transaction's timeout: the lock's, within
+// [1 m, 15 m].
+func (s *sealer) txTimeout() time.Duration {
+	return min(max(s.cfg.LockTimeout, time.Minute), 15*time.Minute)
 }
 
 // coordinated calls fn with a context that ends after CoordinatorWait:
@@ -480,7 +486,15 @@ func (s *sealer) carryOut(ctx context.Context, r *kgo.Record, m *schemas.Generat
 		return nil, refused, fmt.Errorf("the build of %s under ticket %d is not valid: %w", st.Version, lock.Ticket, err)
 	}
 	s.hook(ctx, Reported, lock.Ticket)
-	if err := s.end(ctx, kgo.TryCommit); err != nil {
+	// The report was accepted: the pointer names this build, which is
+	// committed even if the marker's partition was lost meanwhile (the
+	// handler's context ended in a rebalance, or while this master was
+	// stopped): no other master fences it, and leaving it open would
+	// keep the pointer naming a state that is not on the log until the
+	// broker aborted it at its timeout.
+	commitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.txTimeout())
+	defer cancel()
+	if err := s.end(commitCtx, kgo.TryCommit); err != nil {
 		// Reported, not committed: the pointer names a state that is
 		// not on the log. The marker is carried out again, to the same
 		// plan, and reported again.
