@@ -137,7 +137,8 @@ func TestARestoreAsSortedTablesIsTheRestoreKeyByKey(t *testing.T) {
 
 // BenchmarkRestore restores a partition of 1 000 000 records of about 600
 // bytes (each key once) onto an empty store, key by key through the
-// memtables and as ingested sorted tables (docs/BENCHMARKS.md, issue 49).
+// memtables and as ingested sorted tables, as a group's table and as a
+// view (docs/BENCHMARKS.md, issue 49).
 func BenchmarkRestore(b *testing.B) {
 	const n = 1_000_000
 	kafka := restoreBroker(b, 0)
@@ -164,5 +165,153 @@ func BenchmarkRestore(b *testing.B) {
 				restore(b, kafka, func(g *Group) { g.ingestAt = c.at })
 			}
 		})
+		b.Run("view "+c.name, func(b *testing.B) {
+			b.SetBytes(int64(n * (len(value) + 15)))
+			for b.Loop() {
+				v := NewView(Config{Cluster: kafka, StateDir: b.TempDir(), Logger: slog.Default()}, "restore-table", streams.Bytes{}, "bench")
+				v.ingestAt = c.at
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- v.Run(ctx) }()
+				select {
+				case <-v.Ready():
+				case err := <-done:
+					b.Fatal(err)
+				}
+				cancel()
+				if err := <-done; err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestAViewRestoredAsSortedTablesIsTheViewReadByItsLoop: a view of a
+// topic of three partitions onto an empty disk, read as ingested sorted
+// tables (several chunks, the partitions' records interleaved in them),
+// holds what a view read record by record by its loop holds, every
+// partition's next offset its end; it then reads on through its loop (a
+// later write and deletion), and restarted on its store it holds the
+// same.
+func TestAViewRestoredAsSortedTablesIsTheViewReadByItsLoop(t *testing.T) {
+	const topic, n = "view-restore", 3000
+	kafka := restoreBroker(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := kafka.Admin().CreateTopics(ctx, 3, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, topic); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafka.Brokers()...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	put := func(k int, value []byte) {
+		t.Helper()
+		r := &kgo.Record{Topic: topic, Partition: int32(k % 3), Key: fmt.Appendf(nil, "k%04d", k), Value: value}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs := make([]*kgo.Record, 0, n)
+	for i := range n {
+		k := (i * 37) % (n / 3)
+		r := &kgo.Record{Topic: topic, Partition: int32(k % 3), Key: fmt.Appendf(nil, "k%04d", k), Value: fmt.Appendf(nil, "v%d", i)}
+		if i%11 == 0 {
+			r.Value = nil // a deletion, perhaps set again later
+		}
+		recs = append(recs, r)
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	view := func(dir string, at, chunk int64) (*View, func()) {
+		t.Helper()
+		v := NewView(Config{Cluster: kafka, StateDir: dir, Logger: slog.Default()}, topic, streams.Bytes{}, "test")
+		v.ingestAt, v.ingestChunk = at, chunk
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- v.Run(ctx) }()
+		select {
+		case <-v.Ready():
+		case err := <-done:
+			t.Fatalf("the view stopped before it was ready: %v", err)
+		case <-time.After(time.Minute):
+			t.Fatal("the view is not ready after a minute")
+		}
+		return v, func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("view: %v", err)
+			}
+		}
+	}
+	contents := func(v *View) map[string]string {
+		t.Helper()
+		it, err := v.Iterator()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Release()
+		out := map[string]string{}
+		for it.Next() {
+			val, err := it.Value()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[it.Key()] = string(val.([]byte))
+		}
+		return out
+	}
+	byLoop, stopLoop := view(t.TempDir(), 1<<40, 0)
+	want := contents(byLoop)
+	stopLoop()
+	ingested, stop := view(dir, 1, 4<<10)
+	got := contents(ingested)
+	if len(want) < 300 {
+		t.Fatalf("the view read by its loop holds %d keys: the test shows little", len(want))
+	}
+	if len(got) != len(want) {
+		t.Errorf("ingested %d keys, read by the loop %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: ingested %q, read by the loop %q", k, got[k], v)
+		}
+	}
+	ends, err := streams.EndOffsets(ctx, kafka.Admin(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingested.mu.RLock()
+	for p, end := range ends {
+		if next, _, err := storedInt(ingested.db, viewOffsetKey(p)); err != nil || next != end || ingested.pos[p] != end {
+			t.Errorf("partition %d: stored next offset %d (%v), position %d, want the end %d", p, next, err, ingested.pos[p], end)
+		}
+	}
+	ingested.mu.RUnlock()
+	// Read on by the loop.
+	put(1, []byte("later"))
+	put(2, nil)
+	later, _ := streams.EndOffsets(ctx, kafka.Admin(), topic)
+	if err := ingested.WaitFor(ctx, later); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := ingested.Get("k0001"); err != nil || string(v.([]byte)) != "later" {
+		t.Errorf("k0001 after a later write: %v %v", v, err)
+	}
+	if v, err := ingested.Get("k0002"); err != nil || v != nil {
+		t.Errorf("k0002 after a deletion: %v %v", v, err)
+	}
+	stop()
+	// Restarted on its store: the same copy, read on from its offsets.
+	want["k0001"] = "later"
+	delete(want, "k0002")
+	again, stopAgain := view(dir, 1, 4<<10)
+	defer stopAgain()
+	if got := contents(again); len(got) != len(want) || got["k0001"] != "later" || got["k0003"] != want["k0003"] {
+		t.Errorf("restarted: %d keys (want %d), k0001 %q", len(got), len(want), got["k0001"])
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,10 +17,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
-	"github.com/cockroachdb/pebble/bloom"
-	"github.com/cockroachdb/pebble/objstorage/objstorageprovider"
-	"github.com/cockroachdb/pebble/sstable"
-	"github.com/cockroachdb/pebble/vfs"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -575,121 +570,39 @@ func (g *Group) follow(ctx context.Context, p int32, st *tableStore, ends kadm.L
 // at a time, with the offset it reached.
 const restoreChunk = 10_000
 
-// A restore of at least ingestAtLeast records (a partition onto an empty
-// disk, a standby's first copy) writes them as sorted tables that the
-// store ingests whole, ingestChunk bytes of records at a time, instead of
-// key by key through the memtables: a store's memtables are a quarter of
-// its share of the budget, and flushing and compacting them one by one
-// held a restore to 25 MB/s of changelog at 5 M offers (issue 49).
-const (
-	ingestAtLeast = 50_000
-	ingestChunk   = 64 << 20
-)
-
 // ingest reads partition p of the changelog from offset from to end into
-// st as sorted tables: a chunk's records are kept by key (the last of a
-// key wins, a tombstone a deletion), written sorted to a table file and
-// ingested, then the offset reached and the marks the chunk held are
-// written; a restore cut short resumes from the offset written, and a
-// chunk ingested again changes nothing. Called with st.mu held.
+// st as sorted tables (ingestSorted), writing after each chunk the offset
+// reached and the marks the chunk held; a restore cut short resumes from
+// the offset written. Called with st.mu held.
 func (g *Group) ingest(ctx context.Context, p int32, st *tableStore, from, end int64) (int64, error) {
-	// The partition's own directory of table files (emptied first: one a
-	// killed restore left).
+	// The partition's own directory of table files.
 	dir := filepath.Join(g.Streams.StateDirOf(g.Name), "pebble", fmt.Sprintf("%s.%d.ingest", g.Table, p))
-	if err := errors.Join(os.RemoveAll(dir), os.MkdirAll(dir, 0o755)); err != nil {
-		return 0, err
-	}
-	defer os.RemoveAll(dir)
-	opts := (&pebble.Options{Levels: make([]pebble.LevelOptions, 7)}).EnsureDefaults()
-	for i := range opts.Levels {
-		opts.Levels[i].FilterPolicy, opts.Levels[i].FilterType = bloom.FilterPolicy(10), pebble.TableFilter
-	}
-	wo := opts.MakeWriterOptions(6, st.db.FormatMajorVersion().MaxTableFormat())
-	values := map[string][]byte{}
 	var marks []string
-	var size, n, read int64
-	var tables int
-	last, started := from-1, time.Now()
-	flush := func() error {
-		if len(values) > 0 {
-			path := filepath.Join(dir, fmt.Sprintf("%06d.sst", tables))
-			tables++
-			f, err := vfs.Default.Create(path)
-			if err != nil {
-				return err
-			}
-			w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), wo)
-			for _, k := range slices.Sorted(maps.Keys(values)) {
-				if v := values[k]; v == nil {
-					err = w.Delete([]byte(k))
-				} else {
-					err = w.Set([]byte(k), v)
+	return ingestSorted(ctx, sortedIngest{
+		cluster: g.Streams.Cluster, db: st.db, dir: dir, topic: g.Table,
+		from: map[int32]int64{p: from}, end: map[int32]int64{p: end}, chunk: g.ingestChunk,
+		seen: func(r *kgo.Record) {
+			for _, h := range r.Headers {
+				if h.Key == appliedHeader {
+					marks = append(marks, string(h.Value))
 				}
-				if err != nil {
-					_ = w.Close()
+			}
+		},
+		done: func(b *pebble.Batch, last map[int32]int64) error {
+			for _, m := range marks {
+				if err := st.applyHeader(b, m); err != nil {
 					return err
 				}
 			}
-			if err := w.Close(); err != nil {
-				return err
-			}
-			if err := st.db.Ingest([]string{path}); err != nil {
-				return fmt.Errorf("ingest a table of %d records: %w", len(values), err)
-			}
-		}
-		b := st.db.NewBatch()
-		defer b.Close()
-		for _, m := range marks {
-			if err := st.applyHeader(b, m); err != nil {
-				return err
-			}
-		}
-		if err := b.Set([]byte(offsetKey), []byte(strconv.FormatInt(last, 10)), nil); err != nil {
-			return err
-		}
-		if err := b.Commit(pebble.NoSync); err != nil {
-			return err
-		}
-		st.offset = last
-		if last < end-1 {
-			// A restore of a large partition says how far it is.
+			marks = marks[:0]
+			return b.Set([]byte(offsetKey), []byte(strconv.FormatInt(last[p], 10)), nil)
+		},
+		committed: func(last map[int32]int64) { st.offset = last[p] },
+		progress: func(done float64, n int64, mbs float64) {
 			g.Logger.Info("table partition restoring", "group", g.Name, "table", g.Table, "partition", p,
-				"done", fmt.Sprintf("%.0f %%", 100*float64(last-from+1)/float64(end-from)), "records", n,
-				"MB/s", fmt.Sprintf("%.0f", float64(read)/1e6/time.Since(started).Seconds()))
-		}
-		clear(values)
-		marks, size = marks[:0], 0
-		return nil
-	}
-	var failed error
-	err := streams.ReadRange(ctx, g.Streams.Cluster, g.Table, map[int32]int64{p: from}, map[int32]int64{p: end}, func(r *kgo.Record) {
-		if failed != nil {
-			return
-		}
-		k := string(r.Key)
-		if old, ok := values[k]; ok {
-			size -= int64(len(k) + len(old))
-		}
-		values[k] = r.Value
-		size += int64(len(k) + len(r.Value))
-		read += int64(len(k) + len(r.Value))
-		for _, h := range r.Headers {
-			if h.Key == appliedHeader {
-				marks = append(marks, string(h.Value))
-			}
-		}
-		last, n = r.Offset, n+1
-		if size >= cmp.Or(g.ingestChunk, ingestChunk) {
-			failed = flush()
-		}
+				"done", fmt.Sprintf("%.0f %%", 100*done), "records", n, "MB/s", fmt.Sprintf("%.0f", mbs))
+		},
 	})
-	if err = errors.Join(err, failed); err != nil {
-		return n, err
-	}
-	// Everything below the end is in the store now, or gone from the
-	// topic (compaction).
-	last = end - 1
-	return n, flush()
 }
 
 // Restored returns how many changelog records the group read into its

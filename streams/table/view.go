@@ -2,6 +2,7 @@ package table
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,6 +63,10 @@ type View struct {
 
 	ready     chan struct{}
 	readyOnce sync.Once
+
+	// ingestAt and ingestChunk, if set, replace ingestAtLeast and
+	// ingestChunk (tests).
+	ingestAt, ingestChunk int64
 }
 
 // ErrStale is what a view with StaleAfter answers while it is too far
@@ -151,14 +156,13 @@ func (v *View) Run(ctx context.Context) error {
 		return fmt.Errorf("view of %s: %w", v.topic, err)
 	}
 	pos := map[int32]int64{}
-	from := map[int32]kgo.Offset{}
 	for p := range ends {
 		n, _, err := storedInt(db, viewOffsetKey(p))
 		if err != nil {
 			_ = db.Close()
 			return fmt.Errorf("view of %s: the store's offset of partition %d: %w", v.topic, p, err)
 		}
-		pos[p], from[p] = n, kgo.NewOffset().At(n)
+		pos[p] = n
 	}
 	start := time.Now()
 	moved := make(map[int32]time.Time, len(pos))
@@ -170,7 +174,19 @@ func (v *View) Run(ctx context.Context) error {
 	v.behind, v.moved = map[int32]lagMark{}, moved
 	v.mu.Unlock()
 	defer v.close()
-	v.observe(ends, start)
+	if err := v.ingest(ctx, db, pos, ends); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("view of %s: %w", v.topic, err)
+	}
+	from := map[int32]kgo.Offset{}
+	v.mu.RLock()
+	for p, n := range v.pos {
+		from[p] = kgo.NewOffset().At(n)
+	}
+	v.mu.RUnlock()
+	v.observe(ends, time.Now())
 	v.checkReady(ends)
 	ctx, stop := context.WithCancelCause(ctx)
 	var watching sync.WaitGroup
@@ -204,6 +220,52 @@ func (v *View) Run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// ingest reads the partitions at least ingestAtLeast records behind ends
+// (a view onto an empty disk, or one long stopped), from their offsets in
+// pos, as sorted tables ingested whole (ingestSorted), writing each
+// partition's next offset after every chunk: the view's loop then reads
+// from where that ended. The view is not Ready meanwhile (a view with
+// StaleAfter answers ErrStale), and its position moves with each chunk.
+func (v *View) ingest(ctx context.Context, db *pebble.DB, pos, ends map[int32]int64) error {
+	from, end := map[int32]int64{}, map[int32]int64{}
+	for p, e := range ends {
+		if e-pos[p] >= cmp.Or(v.ingestAt, ingestAtLeast) {
+			from[p], end[p] = pos[p], e
+		}
+	}
+	if len(from) == 0 {
+		return nil
+	}
+	started := time.Now()
+	n, err := ingestSorted(ctx, sortedIngest{
+		cluster: v.cfg.Cluster, db: db, dir: filepath.Join(v.cfg.StateDir, "view", v.name, "ingest"), topic: v.topic,
+		from: from, end: end, chunk: v.ingestChunk,
+		done: func(b *pebble.Batch, last map[int32]int64) error {
+			for p, l := range last {
+				if err := b.Set(viewOffsetKey(p), []byte(strconv.FormatInt(l+1, 10)), nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		committed: func(last map[int32]int64) {
+			for p, l := range last {
+				v.reach(p, l+1)
+			}
+		},
+		progress: func(done float64, n int64, mbs float64) {
+			v.log.Info("view restoring", "view", v.name, "topic", v.topic, "done", fmt.Sprintf("%.0f %%", 100*done),
+				"records", n, "MB/s", fmt.Sprintf("%.0f", mbs))
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("restore as sorted tables: %w", err)
+	}
+	v.log.Info("view restored as sorted tables", "view", v.name, "topic", v.topic, "partitions", len(from), "records", n,
+		"took", time.Since(started).Round(time.Millisecond))
+	return nil
 }
 
 // watch lists the topic's ends every watchEvery until ctx ends, to know
