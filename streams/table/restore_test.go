@@ -104,6 +104,23 @@ func restored(t testing.TB, kafka *streams.Cluster, configure func(*Group)) (map
 	return out, st
 }
 
+// sameContents fails t unless ingested holds what want, the contents of
+// the other way (how), holds, and want at least least keys.
+func sameContents(t *testing.T, ingested, want map[string]string, least int, how string) {
+	t.Helper()
+	if len(want) < least {
+		t.Fatalf("%s holds %d keys: the test shows little", how, len(want))
+	}
+	if len(ingested) != len(want) {
+		t.Errorf("ingested %d keys, %s %d", len(ingested), how, len(want))
+	}
+	for k, v := range want {
+		if ingested[k] != v {
+			t.Errorf("%s: ingested %q, %s %q", k, ingested[k], how, v)
+		}
+	}
+}
+
 // TestARestoreAsSortedTablesIsTheRestoreKeyByKey: a partition restored as
 // ingested sorted tables (several, the chunks small) holds exactly what the
 // restore key by key holds: each key's last value, no deleted key, the
@@ -112,17 +129,7 @@ func TestARestoreAsSortedTablesIsTheRestoreKeyByKey(t *testing.T) {
 	kafka := restoreBroker(t, 3000)
 	byKey, st1 := restored(t, kafka, func(g *Group) { g.ingestAt = 1 << 40 })
 	ingested, st2 := restored(t, kafka, func(g *Group) { g.ingestAt, g.ingestChunk = 1, 4<<10 })
-	if len(byKey) < 900 {
-		t.Fatalf("the restore key by key holds %d keys: the test shows little", len(byKey))
-	}
-	if len(ingested) != len(byKey) {
-		t.Errorf("ingested %d keys, key by key %d", len(ingested), len(byKey))
-	}
-	for k, v := range byKey {
-		if ingested[k] != v {
-			t.Errorf("%s: ingested %q, key by key %q", k, ingested[k], v)
-		}
-	}
+	sameContents(t, ingested, byKey, 900, "key by key")
 	if st1.offset != 2999 || st2.offset != 2999 || st2.applied["in"] != st1.applied["in"] || st1.applied["in"] != 2500 {
 		t.Errorf("offsets %d and %d, marks %v and %v: want 2999 and in: 2500", st1.offset, st2.offset, st1.applied, st2.applied)
 	}
@@ -270,17 +277,7 @@ func TestAViewRestoredAsSortedTablesIsTheViewReadByItsLoop(t *testing.T) {
 	stopLoop()
 	ingested, stop := view(dir, 1, 4<<10)
 	got := contents(ingested)
-	if len(want) < 300 {
-		t.Fatalf("the view read by its loop holds %d keys: the test shows little", len(want))
-	}
-	if len(got) != len(want) {
-		t.Errorf("ingested %d keys, read by the loop %d", len(got), len(want))
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("%s: ingested %q, read by the loop %q", k, got[k], v)
-		}
-	}
+	sameContents(t, got, want, 300, "read by the loop")
 	ends, err := streams.EndOffsets(ctx, kafka.Admin(), topic)
 	if err != nil {
 		t.Fatal(err)
