@@ -131,10 +131,10 @@ func ingestSorted(ctx context.Context, in sortedIngest) (int64, error) {
 		if failed != nil {
 			return
 		}
+		// A chunk ends at ingestChunk bytes read, not kept: the values
+		// kept hold their fetches' buffers, and a changelog of many
+		// writes of few keys would otherwise hold many times the chunk.
 		k := string(r.Key)
-		if old, ok := values[k]; ok {
-			size -= int64(len(k) + len(old))
-		}
 		values[k] = r.Value
 		size += int64(len(k) + len(r.Value))
 		read += int64(len(k) + len(r.Value))
