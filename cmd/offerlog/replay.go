@@ -33,6 +33,7 @@ func runReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return fmt.Errorf("%w: want one GROUP (%s)", errUsage, groups)
 	}
 	log := f.logger(stderr)
+	setMemoryLimit(platform.GoMemory(*cfg))
 	group := f.Arg(0)
 	scfg := table.Config{Cluster: kafka, StateDir: filepath.Join(cfg.DataDir, "state"), Replication: 1, Logger: log,
 		AllowGaps: *gaps, Replaying: replay.TablesOnly}

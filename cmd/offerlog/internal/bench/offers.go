@@ -137,8 +137,9 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 		return Result{}, err
 	}
 	start := time.Now()
-	err = offers.Replay(ctx, offers.Config{Streams: table.Config{Cluster: env.Cluster, StateDir: env.StateDir + "/replay",
-		Replication: 1, Logger: env.Logger}}, env.Partitions, -1)
+	// As `offerlog replay offers` runs it: the stores given the budget.
+	err = platform.Replay(ctx, platform.ComponentOffers, platform.Replaying{Config: cfg, Logger: env.Logger,
+		Streams: table.Config{Cluster: env.Cluster, StateDir: env.StateDir + "/replay", Replication: 1, Logger: env.Logger}})
 	if err != nil {
 		return Result{}, fmt.Errorf("replay: %w", err)
 	}
