@@ -179,6 +179,9 @@ func TestTopology(t *testing.T) {
 	time.Sleep(10 * time.Second) // the first fault's baseline: 10 s of load
 
 	n := newNemesis(c, l, rng)
+	if !full {
+		n.watch = 30 * time.Second
+	}
 	n.killBroker(ctx)
 	n.killPod(ctx, "offers")
 	n.killPod(ctx, "numerator")               // one of the two masters, seals going on
