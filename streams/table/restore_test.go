@@ -104,6 +104,31 @@ func restored(t testing.TB, kafka *streams.Cluster, configure func(*Group)) (map
 	return out, st
 }
 
+// running runs v until the function it returns is called, once v is
+// Ready.
+func running(tb testing.TB, v *View) (stop func()) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- v.Run(ctx) }()
+	select {
+	case <-v.Ready():
+	case err := <-done:
+		cancel()
+		tb.Fatalf("the view stopped before it was ready: %v", err)
+	case <-time.After(5 * time.Minute):
+		cancel()
+		<-done
+		tb.Fatal("the view is not ready after 5 minutes")
+	}
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("view: %v", err)
+		}
+	}
+}
+
 // sameContents fails t unless ingested holds what want, the contents of
 // the other way (how), holds, and want at least least keys.
 func sameContents(t *testing.T, ingested, want map[string]string, least int, how string) {
@@ -177,18 +202,7 @@ func BenchmarkRestore(b *testing.B) {
 			for b.Loop() {
 				v := NewView(Config{Cluster: kafka, StateDir: b.TempDir(), Logger: slog.Default()}, "restore-table", streams.Bytes{}, "bench")
 				v.ingestAt = c.at
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error, 1)
-				go func() { done <- v.Run(ctx) }()
-				select {
-				case <-v.Ready():
-				case err := <-done:
-					b.Fatal(err)
-				}
-				cancel()
-				if err := <-done; err != nil {
-					b.Fatal(err)
-				}
+				running(b, v)()
 			}
 		})
 	}
@@ -238,22 +252,7 @@ func TestAViewRestoredAsSortedTablesIsTheViewReadByItsLoop(t *testing.T) {
 		t.Helper()
 		v := NewView(Config{Cluster: kafka, StateDir: dir, Logger: slog.Default()}, topic, streams.Bytes{}, "test")
 		v.ingestAt, v.ingestChunk = at, chunk
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- v.Run(ctx) }()
-		select {
-		case <-v.Ready():
-		case err := <-done:
-			t.Fatalf("the view stopped before it was ready: %v", err)
-		case <-time.After(time.Minute):
-			t.Fatal("the view is not ready after a minute")
-		}
-		return v, func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("view: %v", err)
-			}
-		}
+		return v, running(t, v)
 	}
 	contents := func(v *View) map[string]string {
 		t.Helper()
