@@ -2,9 +2,12 @@ package serving
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/cockroachdb/pebble"
+
+	"github.com/offerlog/offerlog/streams/table"
 )
 
 // store is a shard's keys and values: in memory (slabStore) or on disk
@@ -24,29 +27,27 @@ type store interface {
 // each shard held (the directory emptied), and loaded from the source as a
 // memory store is.
 type diskStore struct {
-	db    *pebble.DB
-	cache *pebble.Cache
-	live  int
+	db   *pebble.DB
+	live int
 }
 
-// diskCache and diskMemtable bound a disk store's memory.
-const (
-	diskCache    = 16 << 20
-	diskMemtable = 8 << 20
-)
+// diskMemory bounds a disk store's memory: two memtables of a quarter,
+// the block cache the rest (table.OpenPebble).
+const diskMemory = 32 << 20
 
-// newDiskStore empties dir and opens a store there.
-func newDiskStore(dir string) (*diskStore, error) {
+// newDiskStore empties dir and opens a store there, as the table
+// runtime's stores are (bloom filters: a key the archive does not hold is
+// answered without reading its blocks; no write-ahead log: the topic
+// loads it again).
+func newDiskStore(dir string, log *slog.Logger) (*diskStore, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("serving: empty %s: %w", dir, err)
 	}
-	cache := pebble.NewCache(diskCache)
-	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, MemTableSize: diskMemtable, DisableWAL: true})
+	db, err := table.OpenPebble(dir, diskMemory, nil, false, log)
 	if err != nil {
-		cache.Unref()
-		return nil, fmt.Errorf("serving: open the store in %s: %w", dir, err)
+		return nil, fmt.Errorf("serving: %w", err)
 	}
-	return &diskStore{db: db, cache: cache}, nil
+	return &diskStore{db: db}, nil
 }
 
 func (d *diskStore) has(key []byte) bool {
@@ -92,11 +93,7 @@ func (d *diskStore) Len() int { return d.live }
 
 // Close closes the store (its files stay until the next shard's store
 // empties the directory).
-func (d *diskStore) Close() error {
-	err := d.db.Close()
-	d.cache.Unref()
-	return err
-}
+func (d *diskStore) Close() error { return d.db.Close() }
 
 // Close implements store: a memory store holds nothing to release.
 func (s *slabStore) Close() error { return nil }

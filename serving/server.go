@@ -225,7 +225,7 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 	}
 	var st store = newSlabStore(storeHint(int64(float64(records)*share)), 0)
 	if s.cfg.Dir != "" {
-		if st, err = newDiskStore(s.cfg.Dir); err != nil {
+		if st, err = newDiskStore(s.cfg.Dir, s.cfg.Logger); err != nil {
 			return err
 		}
 	}
