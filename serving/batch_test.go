@@ -1,9 +1,7 @@
 package serving_test
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -33,18 +31,11 @@ func TestConcurrentGetsShareRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr := serve(t, srv)
 	ctx := testkit.Context(t, time.Minute)
-	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(sctx, ln) }()
-	defer func() { cancel(); <-done }()
 	testkit.Eventually(t, 30*time.Second, "the shard loaded", srv.Ready)
 
-	c := serving.NewClient(serving.ClientConfig{Hosts: serving.StaticHosts(ln.Addr().String()), MaxInFlight: 1, Logger: testkit.Logger()})
+	c := serving.NewClient(serving.ClientConfig{Hosts: serving.StaticHosts(addr), MaxInFlight: 1, Logger: testkit.Logger()})
 	c.Ping(ctx)
 	ok := reg.Counter("offerlog_cache_gets_total", "Cache Gets by outcome.", "outcome").With("ok")
 	before := ok.Value()

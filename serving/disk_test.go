@@ -1,9 +1,7 @@
 package serving_test
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,19 +39,7 @@ func TestAShardOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Error(err)
-		}
-	})
+	addr := serve(t, srv)
 	testkit.Eventually(t, time.Minute, "the shard loaded", srv.Ready)
 	if _, err := os.Stat(filepath.Join(dir, "left-from-before")); !os.IsNotExist(err) {
 		t.Errorf("a file left in the directory stayed: %v", err)
@@ -64,14 +50,14 @@ func TestAShardOnDisk(t *testing.T) {
 	if n := srv.Keys(); n != 200 {
 		t.Errorf("%d keys held, want 200", n)
 	}
-	resp := get(t, ln.Addr().String(), []string{"k007", "k199", "nope"})
+	resp := get(t, addr, []string{"k007", "k199", "nope"})
 	if !resp.AllMatched || len(resp.Entries) != 3 || string(resp.Entries[0].Value) != "v7" || string(resp.Entries[1].Value) != "v199" || resp.Entries[2].Found {
 		t.Fatalf("answers %v", resp.Entries)
 	}
 	testkit.Put(t, b.Addrs(), table, []byte("k007"), []byte("seven"))
 	testkit.Put(t, b.Addrs(), table, []byte("k199"), nil)
 	testkit.Eventually(t, time.Minute, "the changes applied", func() bool {
-		r := get(t, ln.Addr().String(), []string{"k007", "k199"})
+		r := get(t, addr, []string{"k007", "k199"})
 		return string(r.Entries[0].Value) == "seven" && !r.Entries[1].Found
 	})
 	if n := srv.Keys(); n != 199 {
