@@ -16,10 +16,10 @@ import (
 )
 
 // restoreBroker is an embedded broker with a changelog "restore-table" of
-// one partition holding n records: keys written several times, some
-// deleted (tombstones), and applied marks in the headers of some. It
-// returns the cluster.
-func restoreBroker(t testing.TB, n int) *streams.Cluster {
+// parts partitions holding n records: keys written several times, some
+// deleted (tombstones), each key in one partition, and applied marks in
+// the headers of some. It returns the cluster.
+func restoreBroker(t testing.TB, n int, parts int32) *streams.Cluster {
 	t.Helper()
 	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0"})
 	if err != nil {
@@ -33,7 +33,7 @@ func restoreBroker(t testing.TB, n int) *streams.Cluster {
 	t.Cleanup(kafka.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := kafka.Admin().CreateTopics(ctx, 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "restore-table"); err != nil {
+	if _, err := kafka.Admin().CreateTopics(ctx, parts, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "restore-table"); err != nil {
 		t.Fatal(err)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(time.Millisecond))
@@ -46,7 +46,8 @@ func restoreBroker(t testing.TB, n int) *streams.Cluster {
 	}
 	recs := make([]*kgo.Record, 0, n)
 	for i := range n {
-		r := &kgo.Record{Topic: "restore-table", Key: fmt.Appendf(nil, "k%04d", (i*37)%(n/3)), Value: fmt.Appendf(nil, "v%d", i)}
+		k := (i * 37) % (n / 3)
+		r := &kgo.Record{Topic: "restore-table", Partition: int32(k) % parts, Key: fmt.Appendf(nil, "k%04d", k), Value: fmt.Appendf(nil, "v%d", i)}
 		if i%11 == 0 {
 			r.Value = nil // a deletion, perhaps set again later
 		}
@@ -151,7 +152,7 @@ func sameContents(t *testing.T, ingested, want map[string]string, least int, how
 // restore key by key holds: each key's last value, no deleted key, the
 // offset reached and the input marks (in the store too).
 func TestARestoreAsSortedTablesIsTheRestoreKeyByKey(t *testing.T) {
-	kafka := restoreBroker(t, 3000)
+	kafka := restoreBroker(t, 3000, 1)
 	byKey, st1 := restored(t, kafka, func(g *Group) { g.ingestAt = 1 << 40 })
 	ingested, st2 := restored(t, kafka, func(g *Group) { g.ingestAt, g.ingestChunk = 1, 4<<10 })
 	sameContents(t, ingested, byKey, 900, "key by key")
@@ -173,7 +174,7 @@ func TestARestoreAsSortedTablesIsTheRestoreKeyByKey(t *testing.T) {
 // view (docs/BENCHMARKS.md, issue 49).
 func BenchmarkRestore(b *testing.B) {
 	const n = 1_000_000
-	kafka := restoreBroker(b, 0)
+	kafka := restoreBroker(b, 0, 1)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(kafka.Brokers()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100_000))
 	if err != nil {
@@ -216,14 +217,11 @@ func BenchmarkRestore(b *testing.B) {
 // later write and deletion), and restarted on its store it holds the
 // same.
 func TestAViewRestoredAsSortedTablesIsTheViewReadByItsLoop(t *testing.T) {
-	const topic, n = "view-restore", 3000
-	kafka := restoreBroker(t, 0)
+	const topic = "restore-table"
+	kafka := restoreBroker(t, 3000, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if _, err := kafka.Admin().CreateTopics(ctx, 3, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, topic); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kafka.Brokers()...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(time.Millisecond))
+	cl, err := kafka.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,18 +232,6 @@ func TestAViewRestoredAsSortedTablesIsTheViewReadByItsLoop(t *testing.T) {
 		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
-	}
-	recs := make([]*kgo.Record, 0, n)
-	for i := range n {
-		k := (i * 37) % (n / 3)
-		r := &kgo.Record{Topic: topic, Partition: int32(k % 3), Key: fmt.Appendf(nil, "k%04d", k), Value: fmt.Appendf(nil, "v%d", i)}
-		if i%11 == 0 {
-			r.Value = nil // a deletion, perhaps set again later
-		}
-		recs = append(recs, r)
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	view := func(dir string, at, chunk int64) (*View, func()) {
