@@ -33,6 +33,7 @@ import (
 	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/internal/zkconn"
 	"github.com/offerlog/offerlog/processors/cabinet/cabinettest"
+	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -242,6 +243,34 @@ var replayTables = []struct{ group, table string }{
 	{"drafts", "drafts-table"}, {"cabinet", "cabinet-table"},
 }
 
+// tableHistory describes every record of key on a table's changelog
+// (the live run's, then the replay's), to say which write made a replayed
+// value differ: its offset, headers and, for the registry's table, the
+// record decoded.
+func tableHistory(t *testing.T, brokers *streams.Cluster, table, key string) string {
+	var b strings.Builder
+	for _, r := range testkit.ReadAll(t, brokers, table) {
+		if string(r.Key) != key {
+			continue
+		}
+		fmt.Fprintf(&b, "  [%d]@%d %s", r.Partition, r.Offset, r.Timestamp.Format(time.RFC3339Nano))
+		for _, h := range r.Headers {
+			fmt.Fprintf(&b, " %s=%s", h.Key, h.Value)
+		}
+		var rec schemas.RegistryRecord
+		if table == topics.RegistryTable && r.Value != nil && schemas.RegistryRecords.Decode(r.Value, &rec) == nil {
+			fmt.Fprintf(&b, " v%d %s source %d/%d verdicts", rec.Version, rec.Status, rec.SourcePartition, rec.SourceOffset)
+			for _, v := range rec.RecentVerdicts {
+				fmt.Fprintf(&b, " %d:%s", v.Offset, v.Verdict)
+			}
+		} else {
+			fmt.Fprintf(&b, " %d bytes", len(r.Value))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
 // checkReplay stops every pod (a replay runs alone), reads the live
 // tables, then runs `offerlog replay` of each group as an operator would,
 // with the settings' environment, and compares each table with what it
@@ -273,9 +302,14 @@ func (c *cluster) checkReplay(t *testing.T, brokerAddr string) {
 		if len(after) != len(live[r.table]) {
 			t.Errorf("replay %s: %s has %d keys, had %d", r.group, r.table, len(after), len(live[r.table]))
 		}
+		differ := 0
 		for k, v := range live[r.table] {
 			if !bytes.Equal(v, after[k]) {
-				t.Errorf("replay %s: %s[%s] differs", r.group, r.table, k)
+				if differ++; differ <= 3 {
+					t.Errorf("replay %s: %s[%s] differs\n%s", r.group, r.table, k, tableHistory(t, brokers, r.table, k))
+				} else {
+					t.Errorf("replay %s: %s[%s] differs", r.group, r.table, k)
+				}
 			}
 		}
 		records += len(after)
