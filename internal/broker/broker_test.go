@@ -335,3 +335,41 @@ func (h *heldCompaction) restart() *broker.Broker {
 	h.t.Cleanup(b.Close)
 	return b
 }
+
+// TestCompactionLeavesWhatAnOpenTransactionWouldSupersede: a record written
+// in a transaction still open supersedes nothing until the transaction
+// commits, as Kafka's cleaner stops at the last stable offset. Upstream
+// compacted the committed value away under the open one, and when the
+// transaction aborted (a table writer fenced by the partition's next
+// holder) the key had no value left at all.
+func TestCompactionLeavesWhatAnOpenTransactionWouldSupersede(t *testing.T) {
+	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	testkit.EnsureTopics(t, b.Addrs(), []topics.Topic{{Name: "t", Partitions: 1, Compacted: true}})
+	ctx := testkit.Context(t, time.Minute)
+	cl := testkit.Client(t, b.Addrs(), kgo.RequiredAcks(kgo.AllISRAcks()))
+	put := func(key, value string) {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Key: []byte(key), Value: []byte(value)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("k", "committed")
+	txn := testkit.Client(t, b.Addrs(), kgo.TransactionalID("t-0"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Topic: "t", Key: []byte("k"), Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	put("end", "1") // compaction keeps the last batch as it is
+	b.Compact()
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(testkit.Table(t, b.Addrs(), "t")["k"]); got != "committed" {
+		t.Fatalf("k is %q after the open transaction aborted, want its committed value", got)
+	}
+}

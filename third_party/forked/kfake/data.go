@@ -140,6 +140,10 @@ type (
 		// uncommitted offset on this partition. LSO = min of all
 		// values, or HWM if empty. Replaces per-batch inTx scanning.
 		uncommittedPIDs map[int64]int64
+		// crashAborted are the producers whose transactions a full
+		// replay found open (a crash): their abort markers are written
+		// once the load is done (offerlog patch 19).
+		crashAborted []int64
 
 		leader    *broker
 		followers followers
@@ -1412,8 +1416,12 @@ type compaction struct {
 	suffix string
 
 	// The snapshot, taken in the loop.
-	batches           []compactionBatch // every batch; the last is kept as it is
-	end               int64             // the offset after the last of them
+	batches []compactionBatch // every batch; the last is kept as it is
+	// stable is the partition's last stable offset at the snapshot: the
+	// batches from it on (a transaction still open) are kept as they are
+	// and supersede nothing (offerlog patch 18).
+	stable            int64
+	end               int64 // the offset after the last of them
 	aborted           []abortedTxnEntry
 	deleteRetentionMs int64
 	segMaxBytes       int64
@@ -1462,7 +1470,8 @@ func (c *Cluster) prepareCompaction(pd *partData, topic, suffix string) *compact
 	}
 	pdir := partDir(c.storageDir, pd.t, pd.p)
 	job := &compaction{pd: pd, pdir: pdir, suffix: suffix, aborted: slices.Clone(pd.abortedTxns),
-		deleteRetentionMs: deleteRetentionMs, segMaxBytes: c.segmentBytes(pd.t), now: time.Now().UnixMilli()}
+		deleteRetentionMs: deleteRetentionMs, segMaxBytes: c.segmentBytes(pd.t), now: time.Now().UnixMilli(),
+		stable: pd.lastStableOffset} // offerlog patch 18
 	if !c.ensureAllIndexes(pd) { // offerlog patch 13
 		return nil // a segment not read: not compacted
 	}
@@ -1519,8 +1528,8 @@ func (job *compaction) run(c *Cluster) {
 			job.err = fmt.Errorf("read batch pass 1: %w", err)
 			return
 		}
-		if batch.Attributes&0x0020 != 0 || aborted.isBatchAborted(batch) {
-			continue
+		if batch.Attributes&0x0020 != 0 || aborted.isBatchAborted(batch) || batch.FirstOffset >= job.stable {
+			continue // offerlog patch 18: a transaction still open may abort; nothing supersedes with it
 		}
 		_ = forEachBatchRecord(batch.RecordBatch, func(rec kmsg.Record) bool {
 			if rec.Key == nil {
@@ -1558,6 +1567,11 @@ func (job *compaction) run(c *Cluster) {
 			continue
 		}
 		if aborted.isBatchAborted(batch) {
+			continue
+		}
+		if batch.FirstOffset >= job.stable { // offerlog patch 18: not cleaned past the last stable offset
+			kept = append(kept, batch)
+			survivingPIDs[batch.ProducerID] = true
 			continue
 		}
 

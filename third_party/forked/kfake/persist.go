@@ -1242,6 +1242,24 @@ func (c *Cluster) loadFromDisk() (bool, error) {
 	if err := c.loadPIDsLog(fsys, dir); err != nil {
 		return false, err
 	}
+	// offerlog patch 19: each transaction the crash left open ends in an
+	// abort marker, as a real coordinator's recovery writes one. Without
+	// it the partition's last records were aborted data that a reader of
+	// committed records never receives, and a reader waiting for the
+	// record before the end offset waited for ever.
+	c.data.tps.each(func(_ string, _ int32, pd *partData) {
+		for _, pid := range pd.crashAborted {
+			var epoch int16
+			if pidinf, ok := c.pids.ids[pid]; ok {
+				epoch = pidinf.epoch
+			}
+			b, nbytes := txnMarkerBatch(pid, epoch, false, 0)
+			if c.pushBatch(pd, nbytes, b, false) < 0 {
+				c.cfg.logger.Logf(LogLevelError, "load: the abort marker of pid %d not written", pid)
+			}
+		}
+		pd.crashAborted = nil
+	})
 	for pid := range crashAbortedPIDs {
 		if pidinf, ok := c.pids.ids[pid]; ok {
 			pidinf.epoch++
@@ -1559,6 +1577,7 @@ func (c *Cluster) loadPartitionFullReplay(pd *partData, segFiles []int64, fsys f
 				lastOffset:  last,
 			})
 			crashAbortedPIDs[pid] = struct{}{}
+			pd.crashAborted = append(pd.crashAborted, pid) // offerlog patch 19
 		}
 		crashAbortedMu.Unlock()
 	}
