@@ -14,6 +14,7 @@ import (
 
 	"github.com/offerlog/offerlog/internal/broker"
 	"github.com/offerlog/offerlog/internal/testkit"
+	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/topics"
 )
 
@@ -227,4 +228,47 @@ func TestCompactionResumesAfterRestart(t *testing.T) {
 	testkit.Eventually(t, 30*time.Second, "the reloaded broker did not compact", func() bool {
 		return len(testkit.ReadAll(t, b.Addrs(), "table")) < 10 // kfake keeps the active batch and the one before
 	})
+}
+
+// TestATransactionAKillLeftOpenEnds: a broker process killed while a
+// transaction is open comes back with the transaction aborted and ended by
+// its marker, so a reader of committed records reads the partition to its
+// end. The load counted such a transaction as aborted but wrote no marker:
+// the partition ended in records such a reader never receives, and one
+// waiting for the record before the end waited for ever (kfake patch 19).
+func TestATransactionAKillLeftOpenEnds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a broker process")
+	}
+	dir := t.TempDir()
+	brokers, kill := testkit.BrokerProcess(t, dir, 0)
+	testkit.EnsureTopics(t, brokers, []topics.Topic{{Name: "t", Partitions: 1}})
+	ctx := testkit.Context(t, time.Minute)
+	put := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := put.ProduceSync(ctx, &kgo.Record{Topic: "t", Value: []byte("committed")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	txn := testkit.Client(t, brokers, kgo.TransactionalID("t-open"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Topic: "t", Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	kill()
+	brokers, _ = testkit.BrokerProcess(t, dir, 0)
+	c := testkit.Cluster(t, brokers)
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	ends, err := streams.EndOffsets(rctx, c.Admin(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := streams.ReadRange(rctx, c, "t", nil, ends, func(r *kgo.Record) { got = append(got, string(r.Value)) }); err != nil {
+		t.Fatalf("read the partition to its end (%v): %v", ends, err)
+	}
+	if len(got) != 1 || got[0] != "committed" {
+		t.Fatalf("read %q, want the committed record alone", got)
+	}
 }
