@@ -132,23 +132,7 @@ func (c *cluster) shardOf(n *node) *servingv1.Shard {
 
 // serve serves srv on a real socket until the test ends (Serve's error
 // fails it), and returns its address.
-func serve(t *testing.T, srv *serving.Server) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Error(err)
-		}
-	})
-	return ln.Addr().String()
-}
+func serve(t *testing.T, srv *serving.Server) string { return testkit.Serve(t, srv.Serve) }
 
 func get(t *testing.T, addr string, keys []string) *servingv1.GetResponse {
 	t.Helper()

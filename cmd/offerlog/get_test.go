@@ -122,13 +122,5 @@ func serveShard(t *testing.T, brokers []string, table string, shards int) string
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-served })
-	return ln.Addr().String()
+	return testkit.Serve(t, srv.Serve)
 }
