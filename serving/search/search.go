@@ -192,12 +192,11 @@ func (s *Searcher) resume(ctx context.Context, offsets map[string]map[int32]kgo.
 			continue
 		}
 		for p := range parts {
-			pi, err := s.open(client, p)
+			end, _ := ends.Lookup(topic, p)
+			pi, err := s.open(client, p, end.Offset)
 			if err != nil {
 				return nil, err
 			}
-			end, _ := ends.Lookup(topic, p)
-			pi.catchUp(end.Offset)
 			at, _ := pi.position()
 			offsets[topic][p] = kgo.NewOffset().At(at)
 		}
@@ -206,10 +205,16 @@ func (s *Searcher) resume(ctx context.Context, offsets map[string]map[int32]kgo.
 }
 
 // open returns the index of a client's partition, opened if it is not.
-func (s *Searcher) open(client string, partition int32) (*partIndex, error) {
+// An end of 0 or more is the feed's end as the partition is assigned
+// (partIndex.catchUp): set before the index is held, so that an index
+// Applied reports at that end answers for its partition.
+func (s *Searcher) open(client string, partition int32, end int64) (*partIndex, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if pi := s.parts[client][partition]; pi != nil {
+		if end >= 0 {
+			pi.catchUp(end)
+		}
 		return pi, nil
 	}
 	if err := topics.ValidateClient(client); err != nil {
@@ -222,6 +227,9 @@ func (s *Searcher) open(client string, partition int32) (*partIndex, error) {
 	pi, err := openPart(dir, client, partition, s.cfg.Logger)
 	if err != nil {
 		return nil, err
+	}
+	if end >= 0 {
+		pi.catchUp(end)
 	}
 	if s.parts[client] == nil {
 		s.parts[client] = map[int32]*partIndex{}
@@ -273,7 +281,7 @@ func (s *Searcher) closeAll() {
 // decode is dead-lettered.
 func (s *Searcher) handle(ctx context.Context, b *streams.Batch) error {
 	client, _ := strings.CutPrefix(b.Topic, topics.SaasPrefix)
-	pi, err := s.open(client, b.Partition)
+	pi, err := s.open(client, b.Partition, -1)
 	if err != nil {
 		return err
 	}
@@ -370,7 +378,9 @@ func (s *Searcher) partitions(ctx context.Context, client string) (int32, error)
 }
 
 // Applied returns the next offset the searcher has not applied of a
-// client's partition, -1 if it does not hold it.
+// client's partition, -1 if it does not hold it. A partition held at the
+// feed's end as it was assigned, or past it, answers (Search does not
+// name it missing).
 func (s *Searcher) Applied(client string, partition int32) int64 {
 	if pi := s.heldParts(client)[partition]; pi != nil {
 		at, _ := pi.position()

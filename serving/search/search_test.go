@@ -445,8 +445,8 @@ func TestARestartAnswersAlike(t *testing.T) {
 	f.start()
 	f.settle()
 	for i, q := range queries {
-		if got := fmt.Sprint(f.search(q).Hits); got != before[i] {
-			t.Errorf("%+v after a restart: %s, before %s", q, got, before[i])
+		if r := f.search(q); fmt.Sprint(r.Hits) != before[i] {
+			t.Errorf("%+v after a restart: %s (partial %v, missing %v; applied %d %d), before %s", q, fmt.Sprint(r.Hits), r.Partial, r.Missing, f.s.Applied("shop", 0), f.s.Applied("shop", 1), before[i])
 		}
 	}
 	f.stop()
@@ -462,8 +462,8 @@ func TestARestartAnswersAlike(t *testing.T) {
 	f.start()
 	f.settle()
 	for i, q := range queries {
-		if got := fmt.Sprint(f.search(q).Hits); got != before[i] {
-			t.Errorf("%+v after a replay: %s, before %s", q, got, before[i])
+		if r := f.search(q); fmt.Sprint(r.Hits) != before[i] {
+			t.Errorf("%+v after a replay: %s (partial %v, missing %v; applied %d %d), before %s", q, fmt.Sprint(r.Hits), r.Partial, r.Missing, f.s.Applied("shop", 0), f.s.Applied("shop", 1), before[i])
 		}
 	}
 }
