@@ -206,36 +206,33 @@ func (s *Searcher) resume(ctx context.Context, offsets map[string]map[int32]kgo.
 
 // open returns the index of a client's partition, opened if it is not.
 // An end of 0 or more is the feed's end as the partition is assigned
-// (partIndex.catchUp): set before the index is held, so that an index
-// Applied reports at that end answers for its partition.
+// (partIndex.catchUp): set under the lock that holds the index, so that
+// an index Applied reports at that end answers for its partition.
 func (s *Searcher) open(client string, partition int32, end int64) (*partIndex, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pi := s.parts[client][partition]; pi != nil {
-		if end >= 0 {
-			pi.catchUp(end)
+	pi := s.parts[client][partition]
+	if pi == nil {
+		if err := topics.ValidateClient(client); err != nil {
+			return nil, streams.Permanent(fmt.Errorf("search: feed of %q: %w", client, err))
 		}
-		return pi, nil
-	}
-	if err := topics.ValidateClient(client); err != nil {
-		return nil, streams.Permanent(fmt.Errorf("search: feed of %q: %w", client, err))
-	}
-	dir := filepath.Join(s.cfg.Dir, client, strconv.Itoa(int(partition)))
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return nil, err
-	}
-	pi, err := openPart(dir, client, partition, s.cfg.Logger)
-	if err != nil {
-		return nil, err
+		dir := filepath.Join(s.cfg.Dir, client, strconv.Itoa(int(partition)))
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			return nil, err
+		}
+		var err error
+		if pi, err = openPart(dir, client, partition, s.cfg.Logger); err != nil {
+			return nil, err
+		}
+		if s.parts[client] == nil {
+			s.parts[client] = map[int32]*partIndex{}
+		}
+		s.parts[client][partition] = pi
+		s.changedLocked()
 	}
 	if end >= 0 {
 		pi.catchUp(end)
 	}
-	if s.parts[client] == nil {
-		s.parts[client] = map[int32]*partIndex{}
-	}
-	s.parts[client][partition] = pi
-	s.changedLocked()
 	return pi, nil
 }
 

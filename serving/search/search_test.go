@@ -441,14 +441,19 @@ func TestARestartAnswersAlike(t *testing.T) {
 	for _, q := range queries {
 		before = append(before, fmt.Sprint(f.search(q).Hits))
 	}
+	answersAlike := func(after string) {
+		t.Helper()
+		for i, q := range queries {
+			if r := f.search(q); fmt.Sprint(r.Hits) != before[i] {
+				t.Errorf("%+v after %s: %s (partial %v, missing %v; applied %d %d), before %s", q, after, fmt.Sprint(r.Hits),
+					r.Partial, r.Missing, f.s.Applied("shop", 0), f.s.Applied("shop", 1), before[i])
+			}
+		}
+	}
 	f.stop()
 	f.start()
 	f.settle()
-	for i, q := range queries {
-		if r := f.search(q); fmt.Sprint(r.Hits) != before[i] {
-			t.Errorf("%+v after a restart: %s (partial %v, missing %v; applied %d %d), before %s", q, fmt.Sprint(r.Hits), r.Partial, r.Missing, f.s.Applied("shop", 0), f.s.Applied("shop", 1), before[i])
-		}
-	}
+	answersAlike("a restart")
 	f.stop()
 	if err := search.Replay(testkit.Context(t, time.Minute), search.Config{Cluster: testkit.Cluster(t, f.brokers), Dir: f.dir,
 		Epochs: epochs(), Logger: testkit.Logger()}); err != nil {
@@ -461,9 +466,5 @@ func TestARestartAnswersAlike(t *testing.T) {
 	testkit.WaitGroupsEmpty(t, f.brokers, search.Group)
 	f.start()
 	f.settle()
-	for i, q := range queries {
-		if r := f.search(q); fmt.Sprint(r.Hits) != before[i] {
-			t.Errorf("%+v after a replay: %s (partial %v, missing %v; applied %d %d), before %s", q, fmt.Sprint(r.Hits), r.Partial, r.Missing, f.s.Applied("shop", 0), f.s.Applied("shop", 1), before[i])
-		}
-	}
+	answersAlike("a replay")
 }
