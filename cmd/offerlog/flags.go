@@ -52,6 +52,60 @@ func (f *flags) concern(components []string, names ...string) {
 	}
 }
 
+// componentFlag defines the flag a component declares (component.Flag) as
+// name, with the spec's usage and default, and binds it to p: a *bool,
+// *string, *int, *int64, *float64, *time.Duration or a flag.Value. --help
+// of run COMPONENT lists it only for the components that declare it.
+func (f *flags) componentFlag(p any, name string) {
+	declared, readers := platform.ComponentFlags()
+	d, ok := declared[name]
+	if !ok {
+		panic(fmt.Sprintf("offerlog: flag --%s: no component declares it", name))
+	}
+	// Bound at the value p holds (the platform's default configuration's),
+	// then set to the declared default, if any; zero is how the flag
+	// package prints the type's zero value (no "(default ...)").
+	zero := "0"
+	switch p := p.(type) {
+	case *bool:
+		f.BoolVar(p, name, *p, d.Usage)
+		zero = "false"
+	case *string:
+		f.StringVar(p, name, *p, d.Usage)
+		zero = ""
+	case *int:
+		f.IntVar(p, name, *p, d.Usage)
+	case *int64:
+		f.Int64Var(p, name, *p, d.Usage)
+	case *float64:
+		f.Float64Var(p, name, *p, d.Usage)
+	case *time.Duration:
+		f.DurationVar(p, name, *p, d.Usage)
+		zero = "0s"
+	case flag.Value:
+		f.Var(p, name, d.Usage)
+		zero = ""
+	default:
+		panic(fmt.Sprintf("offerlog: flag --%s: cannot bind a %T", name, p))
+	}
+	fl := f.Lookup(name)
+	fl.DefValue = zero
+	if d.Default != "" {
+		if err := fl.Value.Set(d.Default); err != nil {
+			panic(fmt.Sprintf("offerlog: flag --%s: its declared default %q: %v", name, d.Default, err))
+		}
+		fl.DefValue = d.Default
+	}
+	f.concern(readers[name], name)
+}
+
+// funcValue is a flag.Value that calls itself with what it is set to, as
+// flag.Func's.
+type funcValue func(string) error
+
+func (fn funcValue) Set(s string) error { return fn(s) }
+func (fn funcValue) String() string     { return "" }
+
 // shown reports whether --help lists flag name.
 func (f *flags) shown(name string) bool {
 	cs, scoped := f.concerns[name]
@@ -269,7 +323,7 @@ func (f *flags) platform() *platform.Config {
 	f.process = cfg
 	f.StringVar(&cfg.HTTPAddr, "http", cfg.HTTPAddr, "HTTP address of the API and /metrics (empty: none)")
 	f.StringVar(&cfg.PprofAddr, "pprof", "", "serve Go's profiling endpoints (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (empty: none)")
-	f.StringVar(&cfg.GRPCAddr, "grpc", cfg.GRPCAddr, "gRPC address of the offer API, with the api component (empty: none)")
+	f.componentFlag(&cfg.GRPCAddr, "grpc")
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate: serve HTTP, gRPC (and the embedded broker) over TLS only")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM key of --tls-cert")
 	f.StringVar(&cfg.TLSCA, "tls-ca", "", "PEM file clients trust --tls-cert by (default: --tls-cert itself)")
@@ -286,15 +340,14 @@ func (f *flags) platform() *platform.Config {
 	})
 	f.IntVar(&cfg.Limits.MaxConns, "max-conns", listener.DefaultLimits.MaxConns, "most connections served at once by each HTTP and gRPC listener; more wait")
 	f.DurationVar(&cfg.Limits.ReadTimeout, "read-timeout", listener.DefaultLimits.ReadTimeout, "longest an HTTP client may take to send a whole request, body included")
-	f.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "how often the registry looks for expired documents")
-	f.DurationVar(&cfg.WaitTimeout, "wait-timeout", cfg.WaitTimeout, "longest wait for a verdict with ?wait=true, or for a group's answer to an offer API write")
-	f.StringVar(&cfg.SearchAdvertise, "search-advertise", "", "the URL the API reaches this searcher at (http://HOST:PORT of its --http); the API finds the searcher's members by it in their consumer group")
-	f.DurationVar(&cfg.SearchWait, "search-wait", cfg.SearchWait, "longest a search waits for the position it asks to read after (\"after\"), then answers 504")
-	f.DurationVar(&cfg.ViewStaleness, "view-staleness", cfg.ViewStaleness, "how long a view may be behind its topic: the API answers 503 from a view further behind (or still catching up after a start), /readyz fails, and a view whose partition stands still that long behind its topic is restarted")
-	f.StringVar(&cfg.ZooKeeper, "zookeeper", "", "ZooKeeper ensemble host:port,... of the numerator's coordinator, the cache's shard owners and the servers --reads cache asks (empty: in process, one master)")
-	f.StringVar(&cfg.Numerator.Holder, "master", cfg.Numerator.Holder, "this numerator master's name in the coordinator")
-	f.Func("peer-kafka-config", "librdkafka properties file of another data centre's cluster (its bootstrap.servers and its own credentials), "+
-		"which the numerator's handover reads; repeat for more (default: this cluster's credentials)", func(file string) error {
+	f.componentFlag(&cfg.SweepInterval, "sweep-interval")
+	f.componentFlag(&cfg.WaitTimeout, "wait-timeout")
+	f.componentFlag(&cfg.SearchAdvertise, "search-advertise")
+	f.componentFlag(&cfg.SearchWait, "search-wait")
+	f.componentFlag(&cfg.ViewStaleness, "view-staleness")
+	f.componentFlag(&cfg.ZooKeeper, "zookeeper")
+	f.componentFlag(&cfg.Numerator.Holder, "master")
+	f.componentFlag(funcValue(func(file string) error {
 		kc, err := streams.LoadKafkaConfig(file)
 		if err != nil {
 			return err
@@ -304,39 +357,30 @@ func (f *flags) platform() *platform.Config {
 		}
 		f.client.Peers = append(f.client.Peers, kc)
 		return nil
-	})
-	f.DurationVar(&cfg.Numerator.LockTimeout, "lock-timeout", cfg.Numerator.LockTimeout, "longest a numerator master holds the write lock for one build")
-	f.DurationVar(&cfg.Numerator.HandoverTimeout, "handover-timeout", cfg.Numerator.HandoverTimeout,
-		"how long a numerator master tries to adopt another data centre's newer state before it declares that state invalid (its master did not hand it over)")
-	f.DurationVar(&cfg.ZooKeeperSession, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the numerator's coordinator: a killed master's lock is free this long after")
-	f.StringVar(&cfg.Cache.Table, "table", cfg.Cache.Table, "the table topic the cache serves, or several comma-separated (one port; --reads cache needs offers-table,registry-table,offers.archive)")
-	f.StringVar(&cfg.Cache.Addr, "cache-grpc", cfg.Cache.Addr, "gRPC address of the cache (run cache takes --grpc too)")
-	f.StringVar(&cfg.Cache.DC, "dc", cfg.Cache.DC, "the data centre of the cache server, and of the API's reads through the cache (asked first)")
-	f.StringVar(&cfg.Cache.Host, "host", cfg.Cache.Host, "the cache server's name in ZooKeeper (default: the hostname)")
-	f.IntVar(&cfg.Cache.Shards, "shards", cfg.Cache.Shards, "how many shards the cache's table is cut into (more than 1 needs --zookeeper); "+
-		"a data centre grows by starting the servers of a larger count beside the old ones, then stopping those")
-	f.StringVar(&cfg.Cache.OnDisk, "cache-on-disk", cfg.Cache.OnDisk, "the tables (comma-separated) the cache keeps on disk under --data, not in memory: "+
-		"a year of archived offers is far larger than the active ones and read far less (\"\": every table in memory)")
-	f.IntVar(&cfg.Cache.Virtual, "virtual-shards", cfg.Cache.Virtual, "the cache cuts its tables by hash ranges of this many virtual shards "+
-		"(each server reads every partition and keeps its range's keys; a data centre grows up to that many shards); 0 cuts by ranges of partitions, as before 0.5.0")
-	f.BoolVar(&cfg.Standby, "standby", false, "keep warm copies of the table partitions other members of this process's groups own "+
-		"(standby replicas: taking one over reads the changelog's tail, not the whole partition; costs the disk of every partition)")
-	f.StringVar(&cfg.Reads, "reads", platform.ReadsView, "where the API reads offers and documents: view (a copy of the whole offers-table and registry-table in this process) "+
-		"or cache (the serving cache's servers of those tables: --cache-hosts, else those in --zookeeper, else this process's cache)")
-	f.Func("cache-hosts", "comma-separated cache servers that --reads cache asks (default: from --zookeeper)", func(s string) error {
+	}), "peer-kafka-config")
+	f.componentFlag(&cfg.Numerator.LockTimeout, "lock-timeout")
+	f.componentFlag(&cfg.Numerator.HandoverTimeout, "handover-timeout")
+	f.componentFlag(&cfg.ZooKeeperSession, "session-timeout")
+	f.componentFlag(&cfg.Cache.Table, "table")
+	f.componentFlag(&cfg.Cache.Addr, "cache-grpc")
+	f.componentFlag(&cfg.Cache.DC, "dc")
+	f.componentFlag(&cfg.Cache.Host, "host")
+	f.componentFlag(&cfg.Cache.Shards, "shards")
+	f.componentFlag(&cfg.Cache.OnDisk, "cache-on-disk")
+	f.componentFlag(&cfg.Cache.Virtual, "virtual-shards")
+	f.componentFlag(&cfg.Standby, "standby")
+	f.componentFlag(&cfg.Reads, "reads")
+	f.componentFlag(funcValue(func(s string) error {
 		cfg.CacheHosts = strings.Split(s, ",")
 		return nil
-	})
-	f.DurationVar(&cfg.CacheHedge, "cache-hedge", 50*time.Millisecond, "how long --reads cache waits for the cache servers of its own data centre (--dc) before asking the others; negative: ask every data centre at once (the seed's fan-out)")
-	f.StringVar(&cfg.CacheToken, "cache-token", os.Getenv("OFFERLOG_CACHE_TOKEN"), "admin token --reads cache sends to the cache (default: $OFFERLOG_CACHE_TOKEN, else DATA/admin.token)")
-	f.StringVar(&cfg.YDB, "ydb", "", "YDB DSN (grpc://host:2136/local) of the sinks; without it no sink runs")
-	f.Func("source", "topic(s) the YDB sink follows, comma-separated (default: every topic it maps)", func(s string) error {
+	}), "cache-hosts")
+	f.componentFlag(&cfg.CacheHedge, "cache-hedge")
+	f.componentFlag(&cfg.CacheToken, "cache-token")
+	f.componentFlag(&cfg.YDB, "ydb")
+	f.componentFlag(funcValue(func(s string) error {
 		cfg.SinkSources = strings.Split(s, ",")
 		return nil
-	})
-	for name, components := range platform.FlagComponents() {
-		f.concern(components, name)
-	}
+	}), "source")
 	return cfg
 }
 
@@ -354,21 +398,19 @@ func (f *flags) rules() *platform.Config {
 		cfg.Partitions = int32(n)
 		return nil
 	})
-	f.Func("export-framing", "framing of the export topics (documents.results, offers.events, saas.*, yt.*): soe or confluent (default soe)",
-		func(s string) error {
-			fr, err := schemas.ParseFraming(s)
-			cfg.ExportFraming = fr
-			return err
-		})
-	f.DurationVar(&cfg.ArchiveAfter, "archive-after", cfg.ArchiveAfter,
-		"how long an offer stays in offers-table once deleted, sold or expired before it moves to offers.archive (0: never); a replay needs the value the log was written with")
-	f.IntVar(&cfg.Rules.MaxDocumentBytes, "max-document-bytes", cfg.Rules.MaxDocumentBytes, "largest accepted document, encoded")
-	f.DurationVar(&cfg.Rules.TombstoneTTL, "tombstone-ttl", cfg.Rules.TombstoneTTL, "how long a delete blocks older versions")
-	f.DurationVar(&cfg.EpochGrace, "epoch-grace", cfg.EpochGrace, "how long after its registration a new epoch makes older epochs stale")
-	f.Int64Var(&cfg.Numerator.TTL, "ttl-generations", cfg.Numerator.TTL, "generations a key may go unseen before its doc_id is freed")
-	f.Float64Var(&cfg.Numerator.RebuildShare, "rebuild-share", cfg.Numerator.RebuildShare, "share of holes in a shard that triggers a rebuild (0: never by itself)")
-	f.Int64Var(&cfg.Numerator.Scheme, "scheme", cfg.Numerator.Scheme, "sharding scheme of a new numerator state")
-	f.Int64Var(&cfg.Numerator.Type, "state-type", cfg.Numerator.Type, "T of the numerator's state version T.S.V.G")
+	f.componentFlag(funcValue(func(s string) error {
+		fr, err := schemas.ParseFraming(s)
+		cfg.ExportFraming = fr
+		return err
+	}), "export-framing")
+	f.componentFlag(&cfg.ArchiveAfter, "archive-after")
+	f.componentFlag(&cfg.Rules.MaxDocumentBytes, "max-document-bytes")
+	f.componentFlag(&cfg.Rules.TombstoneTTL, "tombstone-ttl")
+	f.componentFlag(&cfg.EpochGrace, "epoch-grace")
+	f.componentFlag(&cfg.Numerator.TTL, "ttl-generations")
+	f.componentFlag(&cfg.Numerator.RebuildShare, "rebuild-share")
+	f.componentFlag(&cfg.Numerator.Scheme, "scheme")
+	f.componentFlag(&cfg.Numerator.Type, "state-type")
 	f.StringVar(&cfg.StagesFile, "stages", "", "YAML file of the scheduler's stages (default: the built-in expiry stage, 180 days)")
 	return &cfg
 }

@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -602,16 +604,53 @@ func TestReplayTellsItsProgress(t *testing.T) {
 	}
 }
 
-// TestComponentFlagsAreFlags: every flag the platform's components name as
-// theirs (platform.FlagComponents, which --help of run COMPONENT follows)
-// is a flag of offerlog run.
-func TestComponentFlagsAreFlags(t *testing.T) {
-	f := newFlags("run", io.Discard).produces()
-	f.platform()
-	f.brokers()
-	for name, components := range platform.FlagComponents() {
-		if f.Lookup(name) == nil {
-			t.Errorf("%v name a flag --%s that offerlog run does not have", components, name)
+// TestComponentFlagsAreTheSpecs: every flag a component declares
+// (component.Flag, platform.ComponentFlags) is a flag of offerlog run and
+// offerlog dev with the declared usage and default, --help of run
+// COMPONENT lists it for the components that declare it and no other,
+// and the defaults are platform.DefaultConfig's (which the tests and the
+// bench start from).
+func TestComponentFlagsAreTheSpecs(t *testing.T) {
+	declared, readers := platform.ComponentFlags()
+	for _, command := range []string{"run", "dev"} {
+		f := newFlags(command, io.Discard).produces()
+		cfg := f.platform()
+		f.brokers()
+		if err := f.parse(nil); err != nil {
+			t.Fatal(err)
+		}
+		for name, d := range declared {
+			fl := f.Lookup(name)
+			if fl == nil {
+				t.Errorf("%v declare a flag --%s that offerlog %s does not have", readers[name], name, command)
+				continue
+			}
+			if fl.Usage != d.Usage || (d.Default != "" && fl.DefValue != d.Default) {
+				t.Errorf("offerlog %s --%s: usage %q, default %q; declared %q, %q", command, name, fl.Usage, fl.DefValue, d.Usage, d.Default)
+			}
+			if v := fl.Value.String(); d.Default == "" && v != fl.DefValue && !strings.Contains(d.Usage, "(default") {
+				t.Errorf("--%s is %q unless given, which its declaration neither gives nor says", name, v)
+			}
+		}
+		want := platform.DefaultConfig()
+		got := *cfg
+		// the process's own flags, which no component declares
+		got.Client, got.Credentials, got.Memory, got.Limits = want.Client, want.Credentials, want.Memory, want.Limits
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("offerlog %s's flags unset give a configuration unlike platform.DefaultConfig:\n%+v\n%+v", command, got, want)
+		}
+	}
+	for _, c := range platform.AllComponents() {
+		var help strings.Builder
+		f := newFlags("run", &help).produces()
+		f.platform()
+		f.component = c
+		f.Usage()
+		for name := range declared {
+			shown := regexp.MustCompile(`(?m)^  -` + regexp.QuoteMeta(name) + `( |$)`).MatchString(help.String())
+			if reads := slices.Contains(readers[name], c); shown != reads {
+				t.Errorf("run %s --help lists --%s: %v; its readers are %v", c, name, shown, readers[name])
+			}
 		}
 	}
 }

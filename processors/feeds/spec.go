@@ -12,7 +12,7 @@ import (
 // (package component): its name, ports, stores, groups and tables.
 var Spec = component.Spec{Name: Group, User: true, Port: 8087, Stores: 3,
 	Summary: "loads bulk feeds: matches items to offers, removes what a finished feed left out",
-	Groups:  []string{Group}, Flags: []string{"wait-timeout", "view-staleness"},
+	Groups:  []string{Group}, Flags: []component.Flag{component.WaitTimeout, component.ViewStaleness},
 	Reads: slices.Concat([]string{topics.FeedsIngest, topics.FeedsIndex, topics.FeedsTasks, topics.FeedsStatus},
 		offers.ClientReads, offers.IDsTopics),
 	Writes: slices.Concat([]string{topics.FeedsStatus, topics.OffersDead}, offers.ClientWrites, offers.IDsTopics)}

@@ -12,4 +12,4 @@ var Spec = component.Spec{Name: Group, User: true, Port: 8082,
 	Needs:   []string{"registry-view"}, Groups: []string{Group, RetryGroup, UrgentGroup},
 	Reads:  []string{topics.DocumentsChanges, topics.DocumentsUrgent, topics.DocumentsFailed},
 	Writes: []string{topics.SaasPrefix + "*", topics.YtPrefix + "*", topics.DocumentsFailed, topics.DocumentsDead},
-	Flags:  []string{"export-framing", "view-staleness"}}
+	Flags:  []component.Flag{component.ExportFraming, component.ViewStaleness}}

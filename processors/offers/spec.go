@@ -14,7 +14,9 @@ var Spec = component.Spec{Name: Group, User: true, Port: 8084, Stores: 1,
 	Writes: []string{topics.OffersCommands, topics.OffersEvents, topics.OffersResults, topics.OffersDead, topics.PhotosRequests,
 		topics.CabinetChanges, topics.CabinetPresets, topics.FeedsIndex, topics.FeedsTasks, topics.SchedulerTimers,
 		topics.SchedulerEffects, topics.OffersArchive, topics.QueuePrefix + "*", topics.OffersTable},
-	Flags: []string{"export-framing", "archive-after", "standby"}}
+	Flags: []component.Flag{component.ExportFraming, {Name: "archive-after", Default: DefaultArchiveAfter.String(),
+		Usage: "how long an offer stays in offers-table once deleted, sold or expired before it moves to offers.archive (0: never); " +
+			"a replay needs the value the log was written with"}, component.Standby}}
 
 // The topics a client of the aggregate reads and writes: Client writes
 // commands and reads their answers, IDs draws blocks of ids on offers.ids.

@@ -1,6 +1,9 @@
 package registry
 
 import (
+	"strconv"
+	"time"
+
 	"github.com/offerlog/offerlog/streams/component"
 	"github.com/offerlog/offerlog/topics"
 )
@@ -13,4 +16,18 @@ var Spec = component.Spec{Name: Group, User: true, Port: 8081, Stores: 1,
 	Reads: []string{topics.DocumentsIngest, topics.RegistryTable},
 	Writes: []string{topics.DocumentsResults, topics.DocumentsChanges, topics.DocumentsUrgent, topics.DocumentsDead,
 		topics.DocumentsIngest, topics.RegistryTable},
-	Flags: []string{"max-document-bytes", "tombstone-ttl", "sweep-interval", "epoch-grace", "export-framing", "standby"}}
+	Flags: []component.Flag{MaxDocumentBytesFlag, TombstoneTTLFlag, {Name: "sweep-interval", Default: DefaultSweepInterval.String(),
+		Usage: "how often the registry looks for expired documents"},
+		{Name: "epoch-grace", Default: DefaultEpochGrace.String(), Usage: "how long after its registration a new epoch makes older epochs stale"},
+		component.ExportFraming, component.Standby}}
+
+// The flags of the rules, which the API applies too.
+var (
+	MaxDocumentBytesFlag = component.Flag{Name: "max-document-bytes", Default: strconv.Itoa(DefaultRules().MaxDocumentBytes),
+		Usage: "largest accepted document, encoded"}
+	TombstoneTTLFlag = component.Flag{Name: "tombstone-ttl", Default: DefaultRules().TombstoneTTL.String(), Usage: "how long a delete blocks older versions"}
+)
+
+// DefaultSweepInterval is how often the registry looks for expired
+// documents unless told.
+const DefaultSweepInterval = time.Minute

@@ -12,7 +12,7 @@ import (
 // (package component): its name, ports, stores, groups and tables.
 var Spec = component.Spec{Name: "scheduler", User: true, Port: 8090, Stores: 2,
 	Summary: "the stage scheduler: router, stage workers and timer service",
-	Groups:  []string{TimersGroup}, GroupsOf: stageGroups, Flags: []string{"wait-timeout"},
+	Groups:  []string{TimersGroup}, GroupsOf: stageGroups, Flags: []component.Flag{component.WaitTimeout},
 	// a stage's groups: scheduler-<...>-STAGE
 	GroupPrefixes: []string{"scheduler-"},
 	Reads: slices.Concat([]string{topics.OffersEvents, topics.OffersTable, topics.QueuePrefix + "*", topics.PushPrefix + "*",

@@ -12,7 +12,9 @@ var Spec = component.Spec{Name: "sink-ydb", User: true, Port: 8089,
 	Groups:  sourceGroups(),
 	Reads: []string{topics.RegistryTable, topics.OffersTable, topics.OffersArchive, topics.CabinetPresets, topics.CabinetTable,
 		topics.FeedsIndex},
-	Writes: []string{topics.OffersDead}, Flags: []string{"ydb", "source"}}
+	Writes: []string{topics.OffersDead}, Flags: []component.Flag{
+		{Name: "ydb", Usage: "YDB DSN (grpc://host:2136/local) of the sinks; without it no sink runs"},
+		{Name: "source", Usage: "topic(s) the YDB sink follows, comma-separated (default: every topic it maps)"}}}
 
 func sourceGroups() []string {
 	var out []string

@@ -28,9 +28,13 @@ type Spec struct {
 	// default (127.0.0.1:Port); 0 for none of its own (the api serves them
 	// on its --http).
 	Port int
-	// Flags are the flags of the platform's that only some components
-	// read, this one among them: `offerlog run NAME --help` lists them.
-	Flags []string
+	// Flags are the command-line flags the component reads that a
+	// process of other components does without: their names, defaults and
+	// help are declared here, and `offerlog run`, `offerlog dev` and
+	// `offerlog run NAME --help` take them from the specs. A flag that
+	// components of several packages read is one value (shared.go),
+	// declared in each of their specs.
+	Flags []Flag
 	// Stores is how many tables and views of the catalogue's partitions
 	// the component keeps in local stores (a timer store counts as one):
 	// the memory budget's half for stores is shared out among the stores
@@ -65,6 +69,14 @@ type Spec struct {
 	Transactional                     []string
 }
 
+// Flag is a command-line flag of a component: --Name, its Default as the
+// command line would give it ("" for the type's zero value, or one the
+// process finds, which Usage then says) and its Usage, as flag.FlagSet
+// prints it. The composition root binds it to its configuration.
+type Flag struct {
+	Name, Default, Usage string
+}
+
 // Instances are what the configuration names of the components: the
 // stages.
 type Instances struct {
@@ -89,12 +101,36 @@ func GroupsOf(specs []Spec, in Instances) []string {
 	return out
 }
 
+// Flags returns the flags of specs by name, each once, and for each the
+// components that read it.
+func Flags(specs []Spec) (map[string]Flag, map[string][]string) {
+	flags, readers := map[string]Flag{}, map[string][]string{}
+	for _, s := range specs {
+		for _, f := range s.Flags {
+			flags[f.Name] = f
+			readers[f.Name] = append(readers[f.Name], s.Name)
+		}
+	}
+	return flags, readers
+}
+
 // Check returns an error unless specs are a platform: names unique and
-// set, every need an earlier component, ports unique.
+// set, every need an earlier component, ports unique, a flag declared
+// alike by every component that reads it.
 func Check(specs []Spec) error {
 	seen := map[string]bool{}
 	ports := map[int]string{}
+	flags := map[string]Flag{}
 	for _, s := range specs {
+		for _, f := range s.Flags {
+			if f.Name == "" || f.Usage == "" {
+				return fmt.Errorf("component %s: a flag without a name or a usage: %+v", s.Name, f)
+			}
+			if other, ok := flags[f.Name]; ok && other != f {
+				return fmt.Errorf("component %s: flag --%s declared unlike an earlier component's (%+v, %+v)", s.Name, f.Name, f, other)
+			}
+			flags[f.Name] = f
+		}
 		if s.Name == "" {
 			return fmt.Errorf("component: a spec without a name")
 		}

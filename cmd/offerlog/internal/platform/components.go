@@ -37,7 +37,7 @@ import (
 // restarts a failed one with backoff) and registers its ready signals and
 // closers with the process; it returns once they are started. Everything
 // else that names components is derived from the specs: the CLI's flags
-// help (FlagComponents), `offerlog run`'s metrics port (MetricsAddr), the
+// and their help (ComponentFlags), `offerlog run`'s metrics port (MetricsAddr), the
 // memory budget (storesOf), the lag component's groups (lagGroups),
 // `offerlog replay` (Replay) and `offerlog repartition`.
 type entry struct {
@@ -87,6 +87,20 @@ const (
 	componentAuth         = "auth"
 	componentSchemas      = "schemas"
 )
+
+// apiFlags are the flags of the API's own.
+var apiFlags = []component.Flag{
+	{Name: "reads", Default: ReadsView, Usage: "where the API reads offers and documents: view (a copy of the whole offers-table and registry-table in this process) " +
+		"or cache (the serving cache's servers of those tables: --cache-hosts, else those in --zookeeper, else this process's cache)"},
+	{Name: "cache-hosts", Usage: "comma-separated cache servers that --reads cache asks (default: from --zookeeper)"},
+	{Name: "cache-hedge", Default: DefaultCacheHedge.String(), Usage: "how long --reads cache waits for the cache servers of its own data centre (--dc) " +
+		"before asking the others; negative: ask every data centre at once (the seed's fan-out)"},
+	{Name: "cache-token", Usage: "admin token --reads cache sends to the cache (default: $OFFERLOG_CACHE_TOKEN, else DATA/admin.token)"},
+}
+
+// DefaultCacheHedge is how long --reads cache waits for its own data
+// centre's cache servers unless told.
+const DefaultCacheHedge = 50 * time.Millisecond
 
 // redriveTopics are the topics the console may put a dead letter back
 // on: the inputs of the consumers that send dead letters (a sink's, which
@@ -162,7 +176,8 @@ func components() []entry {
 			start: startOfferAPI},
 		{Spec: component.Spec{Name: ComponentAPI, User: true, Summary: "the HTTP and gRPC API: documents, offers, stages, tokens, the console",
 			Needs: []string{componentAuth, componentEpochs, componentRegistryView, componentOfferAPI},
-			Flags: []string{"max-document-bytes", "tombstone-ttl", "wait-timeout", "view-staleness", "grpc", "zookeeper", "reads", "cache-hosts", "cache-token", "cache-hedge", "dc"},
+			Flags: slices.Concat([]component.Flag{registry.MaxDocumentBytesFlag, registry.TombstoneTTLFlag, component.WaitTimeout,
+				component.ViewStaleness, component.GRPC, component.ZooKeeper, component.DC}, apiFlags),
 			// the console reads the dead letters and puts them back on
 			// their topics, and shows every topic's and group's offsets
 			Reads: slices.Concat([]string{topics.DocumentsResults, topics.DocumentsIngest, topics.SchemasRegistered, topics.NumeratorStates,
@@ -210,17 +225,11 @@ func specsOf(es []entry) []component.Spec {
 	return out
 }
 
-// FlagComponents returns, for each flag only some components read, those
-// components (the CLI's help of `offerlog run NAME` lists a component's
-// own and the common ones).
-func FlagComponents() map[string][]string {
-	out := map[string][]string{}
-	for _, c := range components() {
-		for _, f := range c.Flags {
-			out[f] = append(out[f], c.Name)
-		}
-	}
-	return out
+// ComponentFlags returns the flags the components declare (component.Flag),
+// by name, and for each the components that read it: `offerlog run NAME
+// --help` lists a component's own and the common ones.
+func ComponentFlags() (map[string]component.Flag, map[string][]string) {
+	return component.Flags(Specs())
 }
 
 // MetricsAddr returns where `offerlog run NAME` serves /metrics and the

@@ -190,9 +190,9 @@ func DefaultConfig() Config {
 	return Config{
 		KafkaAddr: "127.0.0.1:9092", DataDir: "./data", HTTPAddr: "127.0.0.1:8080", GRPCAddr: "127.0.0.1:9090",
 		Partitions: 8, Replication: -1, Rules: registry.DefaultRules(),
-		EpochGrace: registry.DefaultEpochGrace, SweepInterval: time.Minute, WaitTimeout: 30 * time.Second, ViewStaleness: DefaultViewStaleness,
-		SearchWait: search.DefaultWait, ArchiveAfter: offers.DefaultArchiveAfter,
-		Numerator: numerator.DefaultConfig(),
+		EpochGrace: registry.DefaultEpochGrace, SweepInterval: registry.DefaultSweepInterval, WaitTimeout: 30 * time.Second, ViewStaleness: DefaultViewStaleness,
+		SearchWait: search.DefaultWait, ArchiveAfter: offers.DefaultArchiveAfter, ExportFraming: schemas.FramingSOE,
+		Numerator: numerator.DefaultConfig(), ZooKeeperSession: 10 * time.Second, Reads: ReadsView, CacheHedge: DefaultCacheHedge,
 		Cache: CacheConfig{Table: topics.OffersTable, Addr: "127.0.0.1:9091", DC: "dc1", Shards: 1, Virtual: serving.DefaultVirtual,
 			OnDisk: topics.OffersArchive},
 		Stages: scheduler.DefaultConfig(),
