@@ -14,9 +14,9 @@ var Spec = component.Spec{Name: "cache", User: true, Port: 8088,
 	Needs:   []string{"auth"},
 	// the tables the manifests' --table names; a cache of another table
 	// needs its Read granted
-	Reads: []string{topics.OffersTable, topics.RegistryTable, topics.OffersArchive},
+	Reads: []string{string(topics.OffersTable), string(topics.RegistryTable), string(topics.OffersArchive)},
 	Flags: []component.Flag{component.GRPC, component.ZooKeeper, component.SessionTimeout,
-		{Name: "table", Default: topics.OffersTable,
+		{Name: "table", Default: string(topics.OffersTable),
 			Usage: "the table topic the cache serves, or several comma-separated (one port; --reads cache needs offers-table,registry-table,offers.archive)"},
 		{Name: "cache-grpc", Default: "127.0.0.1:9091", Usage: "gRPC address of the cache (run cache takes --grpc too)"},
 		{Name: "host", Usage: "the cache server's name in ZooKeeper (default: the hostname)"},
@@ -24,6 +24,6 @@ var Spec = component.Spec{Name: "cache", User: true, Port: 8088,
 			"a data centre grows by starting the servers of a larger count beside the old ones, then stopping those"},
 		{Name: "virtual-shards", Default: strconv.Itoa(DefaultVirtual), Usage: "the cache cuts its tables by hash ranges of this many virtual shards " +
 			"(each server reads every partition and keeps its range's keys; a data centre grows up to that many shards); 0 cuts by ranges of partitions, as before 0.5.0"},
-		{Name: "cache-on-disk", Default: topics.OffersArchive, Usage: "the tables (comma-separated) the cache keeps on disk under --data, not in memory: " +
+		{Name: "cache-on-disk", Default: string(topics.OffersArchive), Usage: "the tables (comma-separated) the cache keeps on disk under --data, not in memory: " +
 			"a year of archived offers is far larger than the active ones and read far less (\"\": every table in memory)"},
 		component.DC}}

@@ -12,6 +12,15 @@ import (
 	"github.com/offerlog/offerlog/schemas"
 )
 
+// Table is the name of a table topic: every record its key's latest value
+// (a tombstone its deletion), so that a copy of the topic read to its end
+// is the table. A group table's changelog (table.Group.Table) and the
+// topic a view copies (table.NewView) are Tables; a stream (a topic of
+// events, each record one) is a plain string, and cannot be given where a
+// Table is wanted: a stream as a changelog, or a view of one, would
+// compact away every event but a key's last.
+type Table string
+
 // Names of the fixed topics of the document-indexing pipeline.
 const (
 	// DocumentsIngest takes RawDocuments keyed "client/pk". The registry
@@ -36,7 +45,7 @@ const (
 	// Epochs holds the epoch schemas, compacted, keyed "client/epoch".
 	Epochs = "epochs"
 	// RegistryTable is the changelog of the registry group's table.
-	RegistryTable = "registry-table"
+	RegistryTable Table = "registry-table"
 )
 
 // PriorityHeader is the header of a documents.ingest record that asks for
@@ -61,7 +70,7 @@ const (
 	// NumeratorDead holds the numerator's undecodable and invalid input.
 	NumeratorDead = "numerator.dead"
 	// NumeratorTable is the changelog of the numerator group's table.
-	NumeratorTable = "numerator-table"
+	NumeratorTable Table = "numerator-table"
 )
 
 // Names of the offer storage's topics (GOST).
@@ -77,12 +86,12 @@ const (
 	// OffersDead holds the aggregate's undecodable and invalid input.
 	OffersDead = "offers.dead"
 	// OffersTable is the changelog of the offer aggregate's table.
-	OffersTable = "offers-table"
+	OffersTable Table = "offers-table"
 	// OffersArchive holds every archived offer's last record (the offers
 	// deleted, sold or expired longer than the aggregate's archive_after),
 	// key offer id: they left offers-table (a tombstone), and reads by id
 	// find them here. Time-retained: a year of archive.
-	OffersArchive = "offers.archive"
+	OffersArchive Table = "offers.archive"
 	// OffersIDs holds the claims on offer ids (IDClaims, compacted, every
 	// key distinct): the ids' permutation key and blocks of ids, each named
 	// by its partition and offset. Its partition count is part of the id
@@ -99,28 +108,28 @@ const (
 	CabinetChanges = "cabinet.changes"
 	// CabinetPresets holds each offer's preset memberships, compacted, key
 	// seller/preset/rank/offer id so that a seller's preset reads in order.
-	CabinetPresets = "cabinet.presets"
+	CabinetPresets Table = "cabinet.presets"
 	// CabinetTable is the changelog of the cabinet group's table.
-	CabinetTable = "cabinet-table"
+	CabinetTable Table = "cabinet-table"
 	// FeedsIngest takes bulk upload items and end markers, key seller id.
 	FeedsIngest = "feeds.ingest"
 	// FeedsIndex says which offer holds a seller's external id, compacted,
 	// key seller/external_id.
-	FeedsIndex = "feeds.index"
+	FeedsIndex Table = "feeds.index"
 	// FeedsTasks is feeds.index by task: which offer each task loaded,
 	// compacted, keyed seller/task (20 digits)/external_id, so that the
 	// offers an older task loaded are a range of keys (the seed's
 	// "WHERE seller_id = ? AND task_id < ? LIMIT 1000").
-	FeedsTasks = "feeds.tasks"
+	FeedsTasks Table = "feeds.tasks"
 	// FeedsStatus holds each feed task's status, compacted, keyed
 	// seller/task: written by the loader, read by the API.
-	FeedsStatus = "feeds.status"
+	FeedsStatus Table = "feeds.status"
 	// DraftsCommands takes draft operations keyed by owner (anon:ID, user:ID).
 	DraftsCommands = "drafts.commands"
 	// DraftsResults holds the drafts group's answers.
 	DraftsResults = "drafts.results"
 	// DraftsTable is the changelog of the drafts group's table.
-	DraftsTable = "drafts-table"
+	DraftsTable Table = "drafts-table"
 )
 
 // OffersIDsPartitions is the partition count of offers.ids: the id space
@@ -273,7 +282,7 @@ func Catalogue(partitions int32) []Topic {
 			Doc: "changes the indexer failed to convert or deliver, retried from here"},
 		{Name: Epochs, Partitions: 1, Compacted: true, Schema: schemas.EpochSchemaName,
 			Doc: "epoch schemas, key client/epoch"},
-		{Name: RegistryTable, Partitions: partitions, Compacted: true, Schema: schemas.RegistryRecordName,
+		{Name: string(RegistryTable), Partitions: partitions, Compacted: true, Schema: schemas.RegistryRecordName,
 			Doc: "the registry's table: the current record of every document"},
 		{Name: NumeratorOffers, Partitions: partitions, Retention: Forever, Schema: schemas.OfferSeenName,
 			Doc: "offer keys seen in a generation, key business_id/offer_id/shop_id/warehouse_id"},
@@ -287,7 +296,7 @@ func Catalogue(partitions int32) []Topic {
 			Doc: "the numerator's state after each seal, rebuild or reshard"},
 		{Name: NumeratorDead, Partitions: partitions, Retention: 30 * day, Schema: schemas.DeadLetterName,
 			Doc: "the numerator's undecodable or invalid input, with the reason"},
-		{Name: NumeratorTable, Partitions: partitions, Compacted: true, Schema: schemas.NumeratorEntryName,
+		{Name: string(NumeratorTable), Partitions: partitions, Compacted: true, Schema: schemas.NumeratorEntryName,
 			Doc: "the numerator's table: every key's entry"},
 		{Name: OffersCommands, Partitions: partitions, Retention: Forever, Schema: schemas.OfferCommandName,
 			Doc: "every write to an offer (API and feeds), key offer id"},
@@ -297,9 +306,9 @@ func Catalogue(partitions int32) []Topic {
 			Doc: "the offer aggregate's answer to each command"},
 		{Name: OffersDead, Partitions: partitions, Retention: 30 * day, Schema: schemas.DeadLetterName,
 			Doc: "the offer aggregate's undecodable or invalid input, with the reason"},
-		{Name: OffersTable, Partitions: partitions, Compacted: true, Schema: schemas.OfferRecordName,
+		{Name: string(OffersTable), Partitions: partitions, Compacted: true, Schema: schemas.OfferRecordName,
 			Doc: "the offer aggregate's table: every offer with its moderation, billing and stage parts"},
-		{Name: OffersArchive, Partitions: partitions, Retention: 365 * day, Schema: schemas.OfferRecordName,
+		{Name: string(OffersArchive), Partitions: partitions, Retention: 365 * day, Schema: schemas.OfferRecordName,
 			Doc: "archived offers (deleted, sold or expired longer than archive_after): the last record, key offer id"},
 		{Name: OffersIDs, Partitions: OffersIDsPartitions, Compacted: true, Schema: schemas.IDClaimName,
 			Doc: "claims on offer ids: the permutation's key and blocks of ids (partition count fixed: part of the id format)"},
@@ -311,23 +320,23 @@ func Catalogue(partitions int32) []Topic {
 			Doc: "moderation's opinions (ban or lift), key offer id"},
 		{Name: CabinetChanges, Partitions: partitions, Retention: Forever, Schema: schemas.CabinetChangeName,
 			Doc: "each offer's move in its seller's cabinet, key seller/n (n 0-9 by offer id: a seller is spread over 10 keys)"},
-		{Name: CabinetPresets, Partitions: partitions, Compacted: true, Schema: schemas.PresetEntryName,
+		{Name: string(CabinetPresets), Partitions: partitions, Compacted: true, Schema: schemas.PresetEntryName,
 			Doc: "preset memberships, key seller/preset/rank/offer id"},
-		{Name: CabinetTable, Partitions: partitions, Compacted: true, Schema: schemas.SellerCabinetName,
+		{Name: string(CabinetTable), Partitions: partitions, Compacted: true, Schema: schemas.SellerCabinetName,
 			Doc: "the cabinet's table: every seller's preset counts and counters, in 10 parts (key seller/n) that reads sum"},
 		{Name: FeedsIngest, Partitions: partitions, Retention: 7 * day, Schema: schemas.FeedItemName,
 			Doc: "bulk upload items and end markers, key seller id"},
-		{Name: FeedsIndex, Partitions: partitions, Compacted: true, Schema: schemas.FeedEntryName,
+		{Name: string(FeedsIndex), Partitions: partitions, Compacted: true, Schema: schemas.FeedEntryName,
 			Doc: "which offer holds a seller's external id, key seller/external_id"},
-		{Name: FeedsTasks, Partitions: partitions, Compacted: true, Schema: schemas.FeedEntryName,
+		{Name: string(FeedsTasks), Partitions: partitions, Compacted: true, Schema: schemas.FeedEntryName,
 			Doc: "feeds.index by task: key seller/task/external_id, so a task's leftovers are a range"},
-		{Name: FeedsStatus, Partitions: partitions, Compacted: true, Schema: schemas.FeedStatusName,
+		{Name: string(FeedsStatus), Partitions: partitions, Compacted: true, Schema: schemas.FeedStatusName,
 			Doc: "each feed task's status: state and counts, key seller/task"},
 		{Name: DraftsCommands, Partitions: partitions, Retention: Forever, Schema: schemas.DraftCommandName,
 			Doc: "draft operations, key owner (anon:ID or user:ID)"},
 		{Name: DraftsResults, Partitions: partitions, Retention: 7 * day, Schema: schemas.DraftResultName,
 			Doc: "the drafts group's answers"},
-		{Name: DraftsTable, Partitions: partitions, Compacted: true, Schema: schemas.DraftRecordName,
+		{Name: string(DraftsTable), Partitions: partitions, Compacted: true, Schema: schemas.DraftRecordName,
 			Doc: "the drafts group's table: every owner's draft"},
 		{Name: SchedulerTimers, Partitions: partitions, Compacted: true, Schema: schemas.StageTimerName,
 			Doc: "pending stage timers, key offer_id/stage"},

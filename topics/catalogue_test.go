@@ -15,7 +15,7 @@ func TestSchemaFor(t *testing.T) {
 	}{
 		{DocumentsIngest, schemas.RawDocumentName, true},
 		{Epochs, schemas.EpochSchemaName, true},
-		{RegistryTable, schemas.RegistryRecordName, true},
+		{string(RegistryTable), schemas.RegistryRecordName, true},
 		{"saas.shop", schemas.SaasDocumentName, true},
 		{"yt.shop-2", schemas.YtRecordName, true},
 		{"saas.", "", false},

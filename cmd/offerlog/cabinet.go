@@ -58,7 +58,7 @@ func runCabinet(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	defer cancel()
 	live := map[string]*schemas.OfferRecord{}
 	var bad error
-	err = streams.ReadLatest(ctx, kafka, topics.OffersTable, func(r *kgo.Record) {
+	err = streams.ReadLatest(ctx, kafka, string(topics.OffersTable), func(r *kgo.Record) {
 		var rec schemas.OfferRecord
 		if err := schemas.OfferRecords.Decode(r.Value, &rec); err != nil {
 			bad = errors.Join(bad, fmt.Errorf("%s %s: %w", topics.OffersTable, r.Key, err))
@@ -72,7 +72,7 @@ func runCabinet(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return fmt.Errorf("read %s on %v: %w", topics.OffersTable, *brokers, err)
 	}
 	archived := map[string]*schemas.OfferRecord{}
-	err = streams.ReadToEnd(ctx, kafka, topics.OffersArchive, func(r *kgo.Record) {
+	err = streams.ReadToEnd(ctx, kafka, string(topics.OffersArchive), func(r *kgo.Record) {
 		var rec schemas.OfferRecord
 		if r.Value == nil || schemas.OfferRecords.Decode(r.Value, &rec) != nil || !mine(rec.Offer.SellerID) {
 			return
@@ -92,7 +92,7 @@ func runCabinet(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		}
 	}
 	parts := map[string]*schemas.SellerCabinet{}
-	err = streams.ReadLatest(ctx, kafka, topics.CabinetTable, func(r *kgo.Record) {
+	err = streams.ReadLatest(ctx, kafka, string(topics.CabinetTable), func(r *kgo.Record) {
 		var c schemas.SellerCabinet
 		if err := schemas.SellerCabinets.Decode(r.Value, &c); err != nil {
 			bad = errors.Join(bad, fmt.Errorf("%s %s: %w", topics.CabinetTable, r.Key, err))

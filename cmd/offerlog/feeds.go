@@ -45,7 +45,7 @@ func runFeeds(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	last := map[string]*schemas.FeedStatus{}
-	err = streams.ReadToEnd(ctx, kafka, topics.FeedsStatus, func(r *kgo.Record) {
+	err = streams.ReadToEnd(ctx, kafka, string(topics.FeedsStatus), func(r *kgo.Record) {
 		var st schemas.FeedStatus
 		if r.Value == nil || schemas.FeedStatuses.Decode(r.Value, &st) != nil {
 			delete(last, string(r.Key))
@@ -59,7 +59,7 @@ func runFeeds(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		return fmt.Errorf("read %s on %v: %w", topics.FeedsStatus, *brokers, err)
 	}
 	if len(last) == 0 {
-		return errors.New("no status of task " + f.Arg(0) + " on " + topics.FeedsStatus +
+		return errors.New("no status of task " + string(f.Arg(0)+string(" on "+topics.FeedsStatus)) +
 			": the loader has not reached it (queued: the API that took the upload tells) or there is no such task")
 	}
 	keys := make([]string, 0, len(last))

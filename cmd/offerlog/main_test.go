@@ -258,7 +258,7 @@ func TestTopicsProduceConsume(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"outcome":"OK"`) || !strings.Contains(out, `"version":1`) {
 		t.Fatalf("the aggregate's answer: %s", out)
 	}
-	code, out, _ = offerlog(t, "", "consume", "--brokers", addr, topics.CabinetTable, "--from-beginning", "--max", "1")
+	code, out, _ = offerlog(t, "", "consume", "--brokers", addr, string(topics.CabinetTable), "--from-beginning", "--max", "1")
 	if code != 0 || !strings.Contains(out, `"seller_id":"s1"`) || !strings.Contains(out, `{"count":1,"name":"active"}`) {
 		t.Fatalf("the cabinet after replays: %s", out)
 	}
@@ -704,14 +704,14 @@ func TestCabinetRecount(t *testing.T) {
 	a, sold, other := offer("a", "s1", false), offer("b", "s1", true), offer("c", "s2", false)
 	for _, r := range []*schemas.OfferRecord{a, other} {
 		data, err := schemas.OfferRecords.Encode(r)
-		put(topics.OffersTable, r.Offer.ID, data, err)
+		put(string(topics.OffersTable), r.Offer.ID, data, err)
 	}
 	data, err := schemas.OfferRecords.Encode(sold)
-	put(topics.OffersArchive, "b", data, err)
+	put(string(topics.OffersArchive), "b", data, err)
 	for i, r := range []*schemas.OfferRecord{a, sold} {
 		part := cabinet.Recount([]*schemas.OfferRecord{r})["s1"]
 		data, err := schemas.SellerCabinets.Encode(part)
-		put(topics.CabinetTable, fmt.Sprint("s1/", i), data, err)
+		put(string(topics.CabinetTable), fmt.Sprint("s1/", i), data, err)
 	}
 	code, out, stderr := offerlog(t, "", "cabinet", "recount", "--brokers", addr, "s1")
 	if code != 0 || !strings.Contains(out, `"seller":"s1","equal":true`) || !strings.Contains(out, `"sold":1`) {

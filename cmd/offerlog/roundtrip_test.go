@@ -73,11 +73,11 @@ func TestConsumeProducesRoundTrip(t *testing.T) {
 
 	// A table's tombstone: null is written back as null.
 	testkit.Put(t, b.Addrs(), topics.RegistryTable, []byte("shop/1"), nil)
-	_, printed = consumeAll(t, addr, topics.RegistryTable, 1)
-	if code, _, stderr := offerlog(t, printed, "produce", "--brokers", addr, topics.RegistryTable); code != 0 {
+	_, printed = consumeAll(t, addr, string(topics.RegistryTable), 1)
+	if code, _, stderr := offerlog(t, printed, "produce", "--brokers", addr, string(topics.RegistryTable)); code != 0 {
 		t.Fatalf("produce a tombstone back: %d %s", code, stderr)
 	}
-	if tombs, _ := consumeAll(t, addr, topics.RegistryTable, 2); tombs[1].Value != nil || tombs[1].Key != "shop/1" {
+	if tombs, _ := consumeAll(t, addr, string(topics.RegistryTable), 2); tombs[1].Value != nil || tombs[1].Key != "shop/1" {
 		t.Errorf("the tombstone came back as %+v", tombs[1])
 	}
 

@@ -258,7 +258,7 @@ func tableHistory(t *testing.T, brokers *streams.Cluster, table, key string) str
 			fmt.Fprintf(&b, " %s=%s", h.Key, h.Value)
 		}
 		var rec schemas.RegistryRecord
-		if table == topics.RegistryTable && r.Value != nil && schemas.RegistryRecords.Decode(r.Value, &rec) == nil {
+		if table == string(topics.RegistryTable) && r.Value != nil && schemas.RegistryRecords.Decode(r.Value, &rec) == nil {
 			fmt.Fprintf(&b, " v%d %s source %d/%d verdicts", rec.Version, rec.Status, rec.SourcePartition, rec.SourceOffset)
 			for _, v := range rec.RecentVerdicts {
 				fmt.Fprintf(&b, " %d:%s", v.Offset, v.Verdict)

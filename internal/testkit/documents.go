@@ -66,8 +66,9 @@ func ShuffledVersions(keys, versions int, seed uint64) []*schemas.RawDocument {
 	return docs
 }
 
-// Table reads a compacted table topic into key -> last value.
-func Table[K Kafka](t testing.TB, brokers K, topic string) map[string][]byte {
+// Table reads a compacted table topic (a topics.Table or any name) into
+// key -> last value.
+func Table[K Kafka, T ~string](t testing.TB, brokers K, topic T) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	for _, r := range ReadAll(t, brokers, topic) {

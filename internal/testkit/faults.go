@@ -152,13 +152,13 @@ func failed(req kmsg.Request, code int16) kmsg.Response {
 
 // Put writes value under key on topic (partition by the key's hash, as
 // every producer of the platform does), whatever the bytes: garbage for
-// poison tests.
-func Put[K Kafka](t testing.TB, brokers K, topic string, key, value []byte) *kgo.Record {
+// poison tests. topic is a topics.Table or any name.
+func Put[K Kafka, T ~string](t testing.TB, brokers K, topic T, key, value []byte) *kgo.Record {
 	t.Helper()
 	cl := Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: key, Value: value}).First()
+	r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: string(topic), Key: key, Value: value}).First()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,14 +144,14 @@ func Eventually(t testing.TB, d time.Duration, msg string, cond func() bool) {
 
 // ReadAll returns every record of topic up to its end offsets at the time
 // of the call, in partition then offset order (streams.ReadToEnd: done by
-// offsets, never by a silence).
-func ReadAll[K Kafka](t testing.TB, k K, topic string) []*kgo.Record {
+// offsets, never by a silence). topic is a topics.Table or any name.
+func ReadAll[K Kafka, T ~string](t testing.TB, k K, topic T) []*kgo.Record {
 	t.Helper()
 	byPart := map[int32][]*kgo.Record{}
 	// A cluster for the call, not for the test: ReadAll is called in
 	// loops (Eventually), and each cluster holds an admin client.
 	err := WithCluster(k, func(c *streams.Cluster) error {
-		return streams.ReadToEnd(Context(t, 60*time.Second), c, topic, func(r *kgo.Record) {
+		return streams.ReadToEnd(Context(t, 60*time.Second), c, string(topic), func(r *kgo.Record) {
 			byPart[r.Partition] = append(byPart[r.Partition], r)
 		})
 	})

@@ -31,5 +31,5 @@ func Run(ctx context.Context, cfg Config) error {
 // Replay recounts every cabinet from cabinet.changes. The group must not
 // be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
-	return cfg.graph().Replay(ctx, cfg.Streams, topics.Find(Table, partitions).Configs(), partitions, replication)
+	return cfg.graph().Replay(ctx, cfg.Streams, topics.Find(string(Table), partitions).Configs(), partitions, replication)
 }

@@ -9,6 +9,6 @@ import (
 // (package component): its name, ports, stores, groups and tables.
 var Spec = component.Spec{Name: Group, User: true, Port: 8086, Stores: 1,
 	Summary: "counts every seller's presets and counters from the aggregate's changes",
-	Groups:  []string{Group}, Tables: []string{topics.CabinetTable}, Flags: []component.Flag{component.Standby},
-	Reads:  []string{topics.CabinetChanges, topics.CabinetTable},
-	Writes: []string{topics.OffersDead, topics.CabinetTable}}
+	Groups:  []string{Group}, Tables: []topics.Table{topics.CabinetTable}, Flags: []component.Flag{component.Standby},
+	Reads:  []string{topics.CabinetChanges, string(topics.CabinetTable)},
+	Writes: []string{topics.OffersDead, string(topics.CabinetTable)}}

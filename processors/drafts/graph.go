@@ -297,7 +297,7 @@ func Run(ctx context.Context, cfg Config) error {
 // be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
 	cfg.Partitions = partitions
-	return cfg.graph().Replay(ctx, cfg.Streams, topics.Find(Table, partitions).Configs(), partitions, replication)
+	return cfg.graph().Replay(ctx, cfg.Streams, topics.Find(string(Table), partitions).Configs(), partitions, replication)
 }
 
 // NewResults returns the matcher of the drafts group's answers; run it

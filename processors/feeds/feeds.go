@@ -347,7 +347,7 @@ func (bs *batchStatus) write(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("feeds: status: %w", err)
 		}
-		recs = append(recs, &kgo.Record{Topic: topics.FeedsStatus, Key: []byte(key), Value: data})
+		recs = append(recs, &kgo.Record{Topic: string(topics.FeedsStatus), Key: []byte(key), Value: data})
 	}
 	if err := bs.l.cfg.Producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return fmt.Errorf("feeds: write statuses: %w", err)

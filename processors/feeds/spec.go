@@ -13,6 +13,6 @@ import (
 var Spec = component.Spec{Name: Group, User: true, Port: 8087, Stores: 3,
 	Summary: "loads bulk feeds: matches items to offers, removes what a finished feed left out",
 	Groups:  []string{Group}, Flags: []component.Flag{component.WaitTimeout, component.ViewStaleness},
-	Reads: slices.Concat([]string{topics.FeedsIngest, topics.FeedsIndex, topics.FeedsTasks, topics.FeedsStatus},
+	Reads: slices.Concat([]string{topics.FeedsIngest, string(topics.FeedsIndex), string(topics.FeedsTasks), string(topics.FeedsStatus)},
 		offers.ClientReads, offers.IDsTopics),
-	Writes: slices.Concat([]string{topics.FeedsStatus, topics.OffersDead}, offers.ClientWrites, offers.IDsTopics)}
+	Writes: slices.Concat([]string{string(topics.FeedsStatus), topics.OffersDead}, offers.ClientWrites, offers.IDsTopics)}

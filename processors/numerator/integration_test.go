@@ -498,7 +498,7 @@ func TestKilledMidGenerationGivesTheSameIds(t *testing.T) {
 	if len(killed) != 350 || !maps.EqualFunc(killed, clean, bytes.Equal) {
 		t.Fatalf("the table after the kill (%d keys) differs from the uninterrupted run's (%d)", len(killed), len(clean))
 	}
-	if local := testkit.LocalTable(t, c.cfg.Streams.StateDir, string(numerator.Group), topics.NumeratorTable); !maps.EqualFunc(local, killed, bytes.Equal) {
+	if local := testkit.LocalTable(t, c.cfg.Streams.StateDir, string(numerator.Group), string(topics.NumeratorTable)); !maps.EqualFunc(local, killed, bytes.Equal) {
 		t.Fatalf("the local stores (%d keys) differ from the changelog (%d)", len(local), len(killed))
 	}
 }
@@ -691,7 +691,7 @@ func TestGarbageInTheTableIsDeadLettered(t *testing.T) {
 		}
 		reasons = append(reasons, d.Topic+": "+d.Reason)
 	}
-	if len(reasons) != 1 || !strings.Contains(reasons[0], topics.NumeratorTable+": undecodable table value") {
+	if len(reasons) != 1 || !strings.Contains(reasons[0], string(topics.NumeratorTable)+": undecodable table value") {
 		t.Errorf("dead letters %q, want the table value's", reasons)
 	}
 }

@@ -139,7 +139,7 @@ func Replay(ctx context.Context, cfg Config, partitions int32, replication int16
 	if err := cfg.Streams.Validate(); err != nil {
 		return err
 	}
-	spec := replay.Spec{Group: Group, Table: Table, TableConfigs: topics.Find(Table, partitions).Configs(),
+	spec := replay.Spec{Group: Group, Table: Table, TableConfigs: topics.Find(string(Table), partitions).Configs(),
 		Inputs: []string{topics.NumeratorOffers, topics.NumeratorResults}, Partitions: partitions, Replication: replication}
 	return table.Replay(ctx, cfg.Streams, spec, func(ctx context.Context, s table.Config) error {
 		return newGroup(s, cfg.Metrics, partitions, cfg.Logger).Run(ctx)

@@ -647,7 +647,7 @@ func (s *sealer) caughtUp(ctx context.Context) error {
 	if err := streams.WaitCommitted(ctx, s.adm, Group, ends.Offsets()); err != nil {
 		return fmt.Errorf("wait for the numerator group: %w", err)
 	}
-	table, err := s.adm.ListEndOffsets(ctx, Table)
+	table, err := s.adm.ListEndOffsets(ctx, string(Table))
 	if err != nil {
 		return fmt.Errorf("end offsets of the table: %w", err)
 	}

@@ -11,12 +11,12 @@ import (
 // (package component): its name, ports, stores, groups and tables.
 var Spec = component.Spec{Name: Group, User: true, Port: 8083, Stores: 2,
 	Summary: "gives every offer key its persistent (shard, doc_id), a generation at a time",
-	Groups:  []string{Group, SealerGroup}, Tables: []string{topics.NumeratorTable},
+	Groups:  []string{Group, SealerGroup}, Tables: []topics.Table{topics.NumeratorTable},
 	// numerator.assignments read: the other data centre's, at a handover
 	Reads: []string{topics.NumeratorOffers, topics.NumeratorResults, topics.NumeratorGenerations, topics.NumeratorStates,
-		topics.NumeratorAssignments, topics.NumeratorTable},
+		topics.NumeratorAssignments, string(topics.NumeratorTable)},
 	Writes: []string{topics.NumeratorAssignments, topics.NumeratorDead, topics.NumeratorResults, topics.NumeratorStates,
-		topics.NumeratorTable},
+		string(topics.NumeratorTable)},
 	Transactional: []string{TransactionalID + "*"}, // TransactionalIDOf
 	Flags: []component.Flag{component.ZooKeeper, component.SessionTimeout,
 		{Name: "master", Usage: "this numerator master's name in the coordinator (default: the host's name)"},

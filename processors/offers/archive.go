@@ -86,7 +86,7 @@ func ArmArchives(ctx context.Context, kafka *streams.Cluster) (int, error) {
 	var n int
 	var cmds []*schemas.OfferCommand
 	var sendErr error
-	err = streams.ReadLatest(ctx, kafka, topics.OffersTable, func(r *kgo.Record) {
+	err = streams.ReadLatest(ctx, kafka, string(topics.OffersTable), func(r *kgo.Record) {
 		var rec schemas.OfferRecord
 		if sendErr != nil || schemas.OfferRecords.Decode(r.Value, &rec) != nil || !Unarmed(&rec) {
 			return

@@ -77,12 +77,12 @@ func newGraph(h *handler, framing schemas.Framing) *table.Graph {
 			{Topic: dead, Codec: streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}},
 			{Topic: requests, Codec: streams.Avro[schemas.PhotoRequest]{C: schemas.PhotoRequests}},
 			{Topic: changes, Codec: streams.Avro[schemas.CabinetChange]{C: schemas.CabinetChanges}},
-			{Topic: presets, Codec: streams.Avro[schemas.PresetEntry]{C: schemas.PresetEntries}},
-			{Topic: feedsIndex, Codec: streams.Avro[schemas.FeedEntry]{C: schemas.FeedEntries}},
-			{Topic: feedsTasks, Codec: streams.Avro[schemas.FeedEntry]{C: schemas.FeedEntries}},
+			{Topic: string(presets), Codec: streams.Avro[schemas.PresetEntry]{C: schemas.PresetEntries}},
+			{Topic: string(feedsIndex), Codec: streams.Avro[schemas.FeedEntry]{C: schemas.FeedEntries}},
+			{Topic: string(feedsTasks), Codec: streams.Avro[schemas.FeedEntry]{C: schemas.FeedEntries}},
 			{Topic: timers, Codec: streams.Avro[schemas.StageTimer]{C: schemas.StageTimers}},
 			{Topic: effects, Codec: streams.Avro[schemas.StageEffect]{C: schemas.StageEffects}},
-			{Topic: archives, Codec: streams.Avro[schemas.OfferRecord]{C: schemas.OfferRecords}},
+			{Topic: string(archives), Codec: streams.Avro[schemas.OfferRecord]{C: schemas.OfferRecords}},
 		},
 	}
 	for _, s := range h.stages {
@@ -203,7 +203,7 @@ func (h *handler) apply(ctx table.Context, cur *schemas.OfferRecord, d Decision)
 		h.emitTimer(ctx, t)
 	}
 	if r := d.Archive; r != nil {
-		ctx.Emit(archives, r.Offer.ID, r)
+		ctx.Emit(string(archives), r.Offer.ID, r)
 	}
 	if r := d.Remove; r != nil {
 		h.remove(ctx, r)
@@ -239,8 +239,8 @@ func (h *handler) remove(ctx table.Context, r *schemas.OfferRecord) {
 		}
 	}
 	if o := &r.Offer; o.ExternalID != "" && o.Status != schemas.OfferDeleted {
-		ctx.Emit(feedsIndex, FeedKey(o.SellerID, o.ExternalID), nil)
-		ctx.Emit(feedsTasks, FeedTaskKey(o.SellerID, r.FeedTask, o.ExternalID), nil)
+		ctx.Emit(string(feedsIndex), FeedKey(o.SellerID, o.ExternalID), nil)
+		ctx.Emit(string(feedsTasks), FeedTaskKey(o.SellerID, r.FeedTask, o.ExternalID), nil)
 	}
 }
 
@@ -289,24 +289,24 @@ func (h *handler) emit(ctx table.Context, r, prev *schemas.OfferRecord, change s
 		}
 		key := PresetKey(o.SellerID, p, o.CreatedAt, o.ID)
 		if in {
-			ctx.Emit(presets, key, &schemas.PresetEntry{SellerID: o.SellerID, Preset: p, OfferID: o.ID, CreatedAt: o.CreatedAt})
+			ctx.Emit(string(presets), key, &schemas.PresetEntry{SellerID: o.SellerID, Preset: p, OfferID: o.ID, CreatedAt: o.CreatedAt})
 		} else {
-			ctx.Emit(presets, key, nil)
+			ctx.Emit(string(presets), key, nil)
 		}
 	}
 	if o.ExternalID != "" {
 		key, byTask := FeedKey(o.SellerID, o.ExternalID), FeedTaskKey(o.SellerID, r.FeedTask, o.ExternalID)
 		held := prev != nil && prev.Offer.Status != schemas.OfferDeleted
 		if held && prev.FeedTask != r.FeedTask {
-			ctx.Emit(feedsTasks, FeedTaskKey(o.SellerID, prev.FeedTask, o.ExternalID), nil)
+			ctx.Emit(string(feedsTasks), FeedTaskKey(o.SellerID, prev.FeedTask, o.ExternalID), nil)
 		}
 		if o.Status == schemas.OfferDeleted {
-			ctx.Emit(feedsIndex, key, nil)
-			ctx.Emit(feedsTasks, byTask, nil)
+			ctx.Emit(string(feedsIndex), key, nil)
+			ctx.Emit(string(feedsTasks), byTask, nil)
 		} else if full || !held || prev.FeedTask != r.FeedTask {
 			e := &schemas.FeedEntry{SellerID: o.SellerID, ExternalID: o.ExternalID, OfferID: o.ID, TaskID: r.FeedTask}
-			ctx.Emit(feedsIndex, key, e)
-			ctx.Emit(feedsTasks, byTask, e)
+			ctx.Emit(string(feedsIndex), key, e)
+			ctx.Emit(string(feedsTasks), byTask, e)
 		}
 	}
 }

@@ -138,7 +138,7 @@ func TestBadInputIsAnsweredNotObeyed(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, dead := answers(t, out)
-	if len(res) != 1 || res[0].Outcome != schemas.OutcomeOK || len(dead) != 1 || dead[0].Topic != topics.OffersTable {
+	if len(res) != 1 || res[0].Outcome != schemas.OutcomeOK || len(dead) != 1 || dead[0].Topic != string(topics.OffersTable) {
 		t.Fatalf("a create over an undecodable value: answered %+v, dead letters %+v; want OK and the value dead-lettered", res, dead)
 	}
 	if rec, _ := tt.Value(id).(*schemas.OfferRecord); rec == nil || rec.Version != 1 {
@@ -204,7 +204,7 @@ func TestAnOfferDoneWithMovesToTheArchive(t *testing.T) {
 		Stage: offers.ArchiveStage, FiredAt: st.DueAt, ExpectedVersion: -1, ReadVersion: -1}))
 	archived := func(out []*kgo.Record) {
 		t.Helper()
-		a := only(t, out, topics.OffersArchive)
+		a := only(t, out, string(topics.OffersArchive))
 		var got schemas.OfferRecord
 		if err := schemas.OfferRecords.Decode(a.Value, &got); err != nil || string(a.Key) != id || !got.Archived ||
 			got.Version != rec.Version || got.Offer.Status != schemas.OfferSold {
@@ -233,13 +233,13 @@ func TestAnOfferDoneWithMovesToTheArchive(t *testing.T) {
 		if tt.Value(id) != nil {
 			t.Fatalf("after the ARCHIVE the table holds %+v", tt.Value(id))
 		}
-		if f := only(t, out, topics.FeedsIndex); string(f.Key) != offers.FeedKey("s1", "x1") || f.Value != nil {
+		if f := only(t, out, string(topics.FeedsIndex)); string(f.Key) != offers.FeedKey("s1", "x1") || f.Value != nil {
 			t.Fatalf("feeds.index got %s=%v, want its tombstone", f.Key, f.Value)
 		}
-		if f := only(t, out, topics.FeedsTasks); string(f.Key) != offers.FeedTaskKey("s1", 1, "x1") || f.Value != nil {
+		if f := only(t, out, string(topics.FeedsTasks)); string(f.Key) != offers.FeedTaskKey("s1", 1, "x1") || f.Value != nil {
 			t.Fatalf("feeds.tasks got %s=%v, want its tombstone", f.Key, f.Value)
 		}
-		if hasTopic(out, topics.CabinetChanges) || hasTopic(out, topics.CabinetPresets) || hasTopic(out, topics.OffersEvents) {
+		if hasTopic(out, topics.CabinetChanges) || hasTopic(out, string(topics.CabinetPresets)) || hasTopic(out, topics.OffersEvents) {
 			t.Fatalf("the archive wrote %v: the cabinet counts what it counted", topicsOf(out))
 		}
 		if tm := only(t, out, topics.SchedulerTimers); string(tm.Key) != id+"/moderation" || tm.Value != nil {
@@ -253,7 +253,7 @@ func TestAnOfferDoneWithMovesToTheArchive(t *testing.T) {
 	}
 	moved := run(moveRec)
 	first := check(moved)
-	if hasTopic(moved, topics.OffersArchive) {
+	if hasTopic(moved, string(topics.OffersArchive)) {
 		t.Error("the ARCHIVE wrote the archive again while the firing's copy was written")
 	}
 	again := run(moveRec)

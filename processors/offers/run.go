@@ -99,5 +99,5 @@ func Run(ctx context.Context, cfg Config) error {
 // topics get the same values). The group must not be running.
 func Replay(ctx context.Context, cfg Config, partitions int32, replication int16) error {
 	cfg.Partitions = partitions
-	return cfg.graph().Replay(ctx, cfg.Streams, topics.Find(Table, partitions).Configs(), partitions, replication)
+	return cfg.graph().Replay(ctx, cfg.Streams, topics.Find(string(Table), partitions).Configs(), partitions, replication)
 }

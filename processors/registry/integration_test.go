@@ -601,7 +601,7 @@ func TestGarbageInTheTableIsDeadLettered(t *testing.T) {
 	deads := testkit.ReadAll(t, c.brokers, topics.DocumentsDead)
 	var dl schemas.DeadLetter
 	if len(deads) != 1 || schemas.DeadLetters.Decode(deads[0].Value, &dl) != nil ||
-		dl.Topic != topics.RegistryTable || string(dl.Value) != "garbage" || !strings.Contains(dl.Reason, "undecodable table value") {
+		dl.Topic != string(topics.RegistryTable) || string(dl.Value) != "garbage" || !strings.Contains(dl.Reason, "undecodable table value") {
 		t.Fatalf("dead letters %d, first %+v; want the table value's", len(deads), dl)
 	}
 }

@@ -130,7 +130,7 @@ func sweep(ctx context.Context, group *table.Group, cfg Config) {
 // ReplaySpec returns how to replay the registry: its input and its table.
 func ReplaySpec(partitions int32, replication int16) replay.Spec {
 	return replay.Spec{Group: Group, Inputs: []string{topics.DocumentsIngest}, Table: Table,
-		TableConfigs: topics.Find(Table, partitions).Configs(), Partitions: partitions, Replication: replication}
+		TableConfigs: topics.Find(string(Table), partitions).Configs(), Partitions: partitions, Replication: replication}
 }
 
 // Replay rebuilds the registry's table (and, with cfg.Streams.Replaying =

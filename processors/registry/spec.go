@@ -12,10 +12,10 @@ import (
 // (package component): its name, ports, stores, groups and tables.
 var Spec = component.Spec{Name: Group, User: true, Port: 8081, Stores: 1,
 	Summary: "decides every document against what its key holds: freshness, tombstones, TTL, epochs",
-	Needs:   []string{"epochs"}, Groups: []string{Group}, Tables: []string{topics.RegistryTable},
-	Reads: []string{topics.DocumentsIngest, topics.RegistryTable},
+	Needs:   []string{"epochs"}, Groups: []string{Group}, Tables: []topics.Table{topics.RegistryTable},
+	Reads: []string{topics.DocumentsIngest, string(topics.RegistryTable)},
 	Writes: []string{topics.DocumentsResults, topics.DocumentsChanges, topics.DocumentsUrgent, topics.DocumentsDead,
-		topics.DocumentsIngest, topics.RegistryTable},
+		topics.DocumentsIngest, string(topics.RegistryTable)},
 	Flags: []component.Flag{MaxDocumentBytesFlag, TombstoneTTLFlag, {Name: "sweep-interval", Default: DefaultSweepInterval.String(),
 		Usage: "how often the registry looks for expired documents"},
 		{Name: "epoch-grace", Default: DefaultEpochGrace.String(), Usage: "how long after its registration a new epoch makes older epochs stale"},

@@ -153,7 +153,7 @@ func Recrawl(ctx context.Context, kafka *streams.Cluster, sc StageConfig, stage 
 	defer cl.Close()
 	rc := recrawler{sc: sc, stage: stage, prod: cl, adm: kafka.Admin(), log: log}
 	var sendErr error
-	err = streams.ReadLatest(ctx, kafka, topics.OffersTable, func(r *kgo.Record) {
+	err = streams.ReadLatest(ctx, kafka, string(topics.OffersTable), func(r *kgo.Record) {
 		var rec schemas.OfferRecord
 		if sendErr != nil || schemas.OfferRecords.Decode(r.Value, &rec) != nil {
 			return

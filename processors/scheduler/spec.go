@@ -15,7 +15,7 @@ var Spec = component.Spec{Name: "scheduler", User: true, Port: 8090, Stores: 2,
 	Groups:  []string{TimersGroup}, GroupsOf: stageGroups, Flags: []component.Flag{component.WaitTimeout},
 	// a stage's groups: scheduler-<...>-STAGE
 	GroupPrefixes: []string{"scheduler-"},
-	Reads: slices.Concat([]string{topics.OffersEvents, topics.OffersTable, topics.QueuePrefix + "*", topics.PushPrefix + "*",
+	Reads: slices.Concat([]string{topics.OffersEvents, string(topics.OffersTable), topics.QueuePrefix + "*", topics.PushPrefix + "*",
 		topics.SchedulerTimers, topics.SchedulerDead}, offers.ClientReads),
 	Writes: slices.Concat([]string{topics.SchedulerDead, topics.SchedulerTimers, topics.SchedulerEffects, topics.QueuePrefix + "*"},
 		offers.ClientWrites)}

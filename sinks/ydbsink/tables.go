@@ -90,12 +90,12 @@ var (
 
 // Sources lists the topics the sink can follow, by topic.
 var Sources = map[string]Source{
-	topics.RegistryTable:  {Topic: topics.RegistryTable, Tables: []Table{RegistryTable}, Map: registryRows},
-	topics.OffersTable:    {Topic: topics.OffersTable, Tables: []Table{OfferTable}, Map: offerRows},
-	topics.OffersArchive:  {Topic: topics.OffersArchive, Tables: []Table{OfferArchiveTable}, Map: archiveRows},
-	topics.CabinetPresets: {Topic: topics.CabinetPresets, Tables: []Table{PresetsTable}, Map: presetRows},
-	topics.CabinetTable:   {Topic: topics.CabinetTable, Tables: []Table{PresetCountsTable, TotalCountersTable}, Map: cabinetRows},
-	topics.FeedsIndex:     {Topic: topics.FeedsIndex, Tables: []Table{FeedTable}, Map: feedRows},
+	string(topics.RegistryTable):  {Topic: string(topics.RegistryTable), Tables: []Table{RegistryTable}, Map: registryRows},
+	string(topics.OffersTable):    {Topic: string(topics.OffersTable), Tables: []Table{OfferTable}, Map: offerRows},
+	string(topics.OffersArchive):  {Topic: string(topics.OffersArchive), Tables: []Table{OfferArchiveTable}, Map: archiveRows},
+	string(topics.CabinetPresets): {Topic: string(topics.CabinetPresets), Tables: []Table{PresetsTable}, Map: presetRows},
+	string(topics.CabinetTable):   {Topic: string(topics.CabinetTable), Tables: []Table{PresetCountsTable, TotalCountersTable}, Map: cabinetRows},
+	string(topics.FeedsIndex):     {Topic: string(topics.FeedsIndex), Tables: []Table{FeedTable}, Map: feedRows},
 }
 
 // SourceNames returns the topics of Sources, sorted.

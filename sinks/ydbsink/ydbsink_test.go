@@ -35,7 +35,7 @@ func TestRegistryRows(t *testing.T) {
 	rec := &schemas.RegistryRecord{Client: "shop", PK: "42", Epoch: 2, Version: 7, Timestamp: t0, Status: schemas.StatusTombstone,
 		Cause: schemas.CauseIngest, ExpiresAt: &exp, IngestedAt: t0}
 	data := encode(t, schemas.RegistryRecords, rec)
-	rows, err := Sources[topics.RegistryTable].Map("shop/42", data)
+	rows, err := Sources[string(topics.RegistryTable)].Map("shop/42", data)
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("%v %v", rows, err)
 	}
@@ -44,11 +44,11 @@ func TestRegistryRows(t *testing.T) {
 		v["status"] != StatusTombstone || !v["ttl"].(time.Time).Equal(exp) || v["hash"] != KeyHash("shop/42") || string(v["document"].([]byte)) != string(data) {
 		t.Errorf("row %v", v)
 	}
-	del, _ := Sources[topics.RegistryTable].Map("shop/42", nil)
+	del, _ := Sources[string(topics.RegistryTable)].Map("shop/42", nil)
 	if len(del) != 1 || !del[0].Delete || del[0].Values["pk"] != "42" {
 		t.Errorf("deletion %v", del)
 	}
-	if _, err := Sources[topics.RegistryTable].Map("nokey", data); err == nil {
+	if _, err := Sources[string(topics.RegistryTable)].Map("nokey", data); err == nil {
 		t.Error("a key without client accepted")
 	}
 }
@@ -57,7 +57,7 @@ func TestOfferRows(t *testing.T) {
 	p := int64(5)
 	rec := &schemas.OfferRecord{Offer: schemas.Offer{ID: "10000000009", SellerID: "s", Title: "x", Price: &p, Status: schemas.OfferActive},
 		Version: 4, Moderation: schemas.Moderation{Banned: true, Reasons: []string{"spam"}}, Billing: schemas.Billing{Tariff: "free"}}
-	rows, err := Sources[topics.OffersTable].Map("10000000009", encode(t, schemas.OfferRecords, rec))
+	rows, err := Sources[string(topics.OffersTable)].Map("10000000009", encode(t, schemas.OfferRecords, rec))
 	if err != nil || len(rows) != 3 {
 		t.Fatalf("%v %v", rows, err)
 	}
@@ -84,7 +84,7 @@ func TestArchivedOfferRows(t *testing.T) {
 	rec := &schemas.OfferRecord{Offer: schemas.Offer{ID: "10000000009", SellerID: "s", Title: "x", Status: schemas.OfferSold},
 		Version: 7, Archived: true, Billing: schemas.Billing{Tariff: "free", Sold: true}}
 	data := encode(t, schemas.OfferRecords, rec)
-	rows, err := Sources[topics.OffersTable].Map("10000000009", data)
+	rows, err := Sources[string(topics.OffersTable)].Map("10000000009", data)
 	if err != nil || len(rows) != 3 {
 		t.Fatalf("%v %v", rows, err)
 	}
@@ -93,10 +93,10 @@ func TestArchivedOfferRows(t *testing.T) {
 			t.Errorf("offers-table's archived record: row %+v, want the deletion of a part", r)
 		}
 	}
-	if rows, err := Sources[topics.OffersTable].Map("10000000009", nil); err != nil || len(rows) != 0 {
+	if rows, err := Sources[string(topics.OffersTable)].Map("10000000009", nil); err != nil || len(rows) != 0 {
 		t.Errorf("the tombstone after it: %v %v", rows, err)
 	}
-	rows, err = Sources[topics.OffersArchive].Map("10000000009", data)
+	rows, err = Sources[string(topics.OffersArchive)].Map("10000000009", data)
 	if err != nil || len(rows) != 3 {
 		t.Fatalf("%v %v", rows, err)
 	}
@@ -109,7 +109,7 @@ func TestArchivedOfferRows(t *testing.T) {
 
 func TestPresetCabinetAndFeedRows(t *testing.T) {
 	key := offers.PresetKey("s", offers.PresetSold, t0, "10000000009")
-	rows, err := Sources[topics.CabinetPresets].Map(key, []byte("anything"))
+	rows, err := Sources[string(topics.CabinetPresets)].Map(key, []byte("anything"))
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("%v %v", rows, err)
 	}
@@ -117,10 +117,10 @@ func TestPresetCabinetAndFeedRows(t *testing.T) {
 	if v["seller_id"] != "s" || v["preset_id"] != int32(5) || v["offer_id"] != "10000000009" || v["create_time"] != t0.Format(time.RFC3339Nano) || rows[0].Delete {
 		t.Errorf("preset row %v", v)
 	}
-	if rows, _ := Sources[topics.CabinetPresets].Map(key, nil); !rows[0].Delete {
+	if rows, _ := Sources[string(topics.CabinetPresets)].Map(key, nil); !rows[0].Delete {
 		t.Error("a tombstone is not a delete")
 	}
-	if _, err := Sources[topics.CabinetPresets].Map("s/nope/1/2", nil); err == nil {
+	if _, err := Sources[string(topics.CabinetPresets)].Map("s/nope/1/2", nil); err == nil {
 		t.Error("an unknown preset accepted")
 	}
 
@@ -129,7 +129,7 @@ func TestPresetCabinetAndFeedRows(t *testing.T) {
 	// A part of a spread cabinet (offers.CabinetKey): the seller's id and
 	// the part's seq_no, as the seed's user_total_counters has them, so
 	// that a query for the seller finds its rows.
-	rows, err = Sources[topics.CabinetTable].Map("s/3", encode(t, schemas.SellerCabinets, cab))
+	rows, err = Sources[string(topics.CabinetTable)].Map("s/3", encode(t, schemas.SellerCabinets, cab))
 	if err != nil || len(rows) != len(offers.Presets)+5 {
 		t.Fatalf("%d rows %v", len(rows), err)
 	}
@@ -159,19 +159,19 @@ func TestPresetCabinetAndFeedRows(t *testing.T) {
 		}
 	}
 	// A cabinet written before the spread, under the bare seller id.
-	rows, err = Sources[topics.CabinetTable].Map("s", encode(t, schemas.SellerCabinets, cab))
+	rows, err = Sources[string(topics.CabinetTable)].Map("s", encode(t, schemas.SellerCabinets, cab))
 	if err != nil || rows[0].Values["seller_id"] != "s" || rows[0].Values["seq_no"] != UnspreadSeqNo {
 		t.Errorf("the unspread cabinet's row %v (%v), want seller s, seq_no %d", rows[0].Values, err, UnspreadSeqNo)
 	}
 	// A key that is not the cabinet's seller's is a poison record.
 	for _, key := range []string{"t/3", "s/10", "s/x", "s3"} {
-		if _, err := Sources[topics.CabinetTable].Map(key, encode(t, schemas.SellerCabinets, cab)); err == nil {
+		if _, err := Sources[string(topics.CabinetTable)].Map(key, encode(t, schemas.SellerCabinets, cab)); err == nil {
 			t.Errorf("cabinet of seller s under key %q accepted", key)
 		}
 	}
 
 	e := &schemas.FeedEntry{SellerID: "s", ExternalID: "vin/1", OfferID: "10000000009", TaskID: 3}
-	rows, err = Sources[topics.FeedsIndex].Map("s/vin/1", encode(t, schemas.FeedEntries, e))
+	rows, err = Sources[string(topics.FeedsIndex)].Map("s/vin/1", encode(t, schemas.FeedEntries, e))
 	if err != nil || rows[0].Values["external_id"] != "vin/1" || rows[0].Values["task_id"] != int64(3) {
 		t.Errorf("feed row %v %v", rows, err)
 	}
@@ -274,10 +274,10 @@ func TestSinkFollowsTheTopic(t *testing.T) {
 	prod := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
 	ctx := testkit.Context(t, time.Minute)
 	feed := func(ext string, task int64) *kgo.Record {
-		return &kgo.Record{Topic: topics.FeedsIndex, Key: []byte("s/" + ext),
+		return &kgo.Record{Topic: string(topics.FeedsIndex), Key: []byte("s/" + ext),
 			Value: encode(t, schemas.FeedEntries, &schemas.FeedEntry{SellerID: "s", ExternalID: ext, OfferID: "o-" + ext, TaskID: task})}
 	}
-	if err := prod.ProduceSync(ctx, feed("a", 1), feed("b", 1), feed("c", 1), &kgo.Record{Topic: topics.FeedsIndex, Key: []byte("nokey"), Value: []byte("x")}).FirstErr(); err != nil {
+	if err := prod.ProduceSync(ctx, feed("a", 1), feed("b", 1), feed("c", 1), &kgo.Record{Topic: string(topics.FeedsIndex), Key: []byte("nokey"), Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	store := &memory{rows: map[string]map[string]map[string]any{}, fails: 2}
@@ -285,7 +285,7 @@ func TestSinkFollowsTheTopic(t *testing.T) {
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
-			done <- Run(rctx, Config{Cluster: testkit.Cluster(t, brokers), Source: topics.FeedsIndex, Store: store, Logger: testkit.Logger(), MaxBackoff: 100 * time.Millisecond})
+			done <- Run(rctx, Config{Cluster: testkit.Cluster(t, brokers), Source: string(topics.FeedsIndex), Store: store, Logger: testkit.Logger(), MaxBackoff: 100 * time.Millisecond})
 		}()
 		return func() {
 			cancel()
@@ -302,7 +302,7 @@ func TestSinkFollowsTheTopic(t *testing.T) {
 	stop()
 
 	// Newer task, older task, deletion; the restarted sink picks them up.
-	if err := prod.ProduceSync(ctx, feed("a", 3), feed("b", 0), &kgo.Record{Topic: topics.FeedsIndex, Key: []byte("s/c")}).FirstErr(); err != nil {
+	if err := prod.ProduceSync(ctx, feed("a", 3), feed("b", 0), &kgo.Record{Topic: string(topics.FeedsIndex), Key: []byte("s/c")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	stop = run()
@@ -343,14 +343,14 @@ func TestAgainstYDB(t *testing.T) {
 	seller := fmt.Sprint("ydb-test-", time.Now().UnixNano())
 	for task, ext := range []string{"x", "x", "y"} {
 		e := &schemas.FeedEntry{SellerID: seller, ExternalID: ext, OfferID: "o", TaskID: int64(task + 1)}
-		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topics.FeedsIndex, Key: []byte(seller + "/" + ext), Value: encode(t, schemas.FeedEntries, e)}).FirstErr(); err != nil {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: string(topics.FeedsIndex), Key: []byte(seller + "/" + ext), Value: encode(t, schemas.FeedEntries, e)}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(rctx, Config{Cluster: testkit.Cluster(t, brokers), Source: topics.FeedsIndex, Store: db, Logger: testkit.Logger()})
+		done <- Run(rctx, Config{Cluster: testkit.Cluster(t, brokers), Source: string(topics.FeedsIndex), Store: db, Logger: testkit.Logger()})
 	}()
 	defer func() { cancel(); <-done }()
 	testkit.Eventually(t, time.Minute, "the rows in YDB", func() bool {

@@ -11,6 +11,8 @@ package component
 import (
 	"fmt"
 	"slices"
+
+	"github.com/offerlog/offerlog/topics"
 )
 
 // Spec is one component.
@@ -47,7 +49,7 @@ type Spec struct {
 	GroupsOf func(Instances) []string
 	// Tables are the group tables it owns: its replay rebuilds them, a
 	// repartition replays them rather than copy them.
-	Tables []string
+	Tables []topics.Table
 	// Regenerates are the topics its replay emits again in full (outputs
 	// derived from its table that a repartition recreates rather than
 	// copies).

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -63,7 +64,7 @@ type Spec struct {
 	// Inputs are the topics the group consumes.
 	Inputs []string
 	// Table is the group's changelog topic, "" for a group without a table.
-	Table string
+	Table topics.Table
 	// TableConfigs are the topic configs to recreate Table with.
 	TableConfigs map[string]string
 	// Partitions of Table.
@@ -185,11 +186,11 @@ func (r Spec) Prepare(ctx context.Context, adm *kadm.Client) (kadm.Offsets, erro
 		return nil, fmt.Errorf("replay %s: delete committed offsets: %w", r.Group, err)
 	}
 	if r.Table != "" {
-		if err := Recreate(ctx, adm, r.Table, r.Partitions, r.Replication, r.TableConfigs); err != nil {
+		if err := Recreate(ctx, adm, string(r.Table), r.Partitions, r.Replication, r.TableConfigs); err != nil {
 			return nil, fmt.Errorf("replay %s: %w", r.Group, err)
 		}
 		if r.Forget != nil {
-			r.Forget(r.Table)
+			r.Forget(string(r.Table))
 		}
 	}
 	if r.StateDir != "" {
@@ -342,7 +343,7 @@ func (r Spec) report(ctx context.Context, adm *kadm.Client, ends kadm.Offsets, e
 		"elapsed", elapsed.Round(time.Millisecond), "rate", fmt.Sprintf("%.0f/s", float64(total)/max(elapsed.Seconds(), 1e-3))}
 	if r.Table != "" {
 		var records int64
-		if tableEnds, err := adm.ListEndOffsets(ctx, r.Table); err == nil {
+		if tableEnds, err := adm.ListEndOffsets(ctx, string(r.Table)); err == nil {
 			tableEnds.Each(func(o kadm.ListedOffset) { records += max(o.Offset, 0) })
 		}
 		args = append(args, "table", r.Table, "table_records", records)

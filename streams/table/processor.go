@@ -12,6 +12,7 @@ import (
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
 	"github.com/offerlog/offerlog/streams/replay"
+	"github.com/offerlog/offerlog/topics"
 )
 
 // A Graph is a processor group written in goka's model: the group, the
@@ -93,10 +94,10 @@ type Context interface {
 }
 
 // GroupTable returns the table topic of group (goka's naming).
-func GroupTable(group string) string { return group + "-table" }
+func GroupTable(group string) topics.Table { return topics.Table(group + "-table") }
 
 // Table is the group's table topic.
-func (g *Graph) Table() string { return GroupTable(g.Group) }
+func (g *Graph) Table() topics.Table { return GroupTable(g.Group) }
 
 // InputTopics returns the topics of g's inputs.
 func (g *Graph) InputTopics() []string {
@@ -321,7 +322,7 @@ func TableValue[T any](ctx Context, dead string) *T {
 	case *T:
 		return v
 	case *streams.Undecodable:
-		ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(ctx.Group(), GroupTable(ctx.Group()), ctx.Partition(), -1,
+		ctx.Emit(dead, ctx.Key(), streams.NewDeadLetter(ctx.Group(), string(GroupTable(ctx.Group())), ctx.Partition(), -1,
 			[]byte(ctx.Key()), v.Data, ctx.Timestamp(), "undecodable table value, taken as absent: "+v.Err.Error()))
 	}
 	return nil

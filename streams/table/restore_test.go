@@ -77,7 +77,7 @@ func restore(t testing.TB, kafka *streams.Cluster, configure func(*Group)) *tabl
 	t.Cleanup(func() { _ = st.db.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	ends, err := g.adm.ListEndOffsets(ctx, g.Table)
+	ends, err := g.adm.ListEndOffsets(ctx, string(g.Table))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -52,7 +53,7 @@ type Group struct {
 	// Name is the consumer group's, and names the local state.
 	Name string
 	// Table is the changelog topic, partitioned as the inputs.
-	Table string
+	Table topics.Table
 	// Inputs are consumed by the group; they are co-partitioned with Table
 	// (the group assigns partitions by range, the same numbers of every
 	// input to one member).
@@ -146,7 +147,7 @@ func (g *Group) writePending(ctx context.Context, p int32, st *tableStore) error
 	if err != nil {
 		return err
 	}
-	r := &kgo.Record{Topic: g.Table, Partition: p, Key: st.lastKey, Value: value, Headers: slices.Clone(st.pending)}
+	r := &kgo.Record{Topic: string(g.Table), Partition: p, Key: st.lastKey, Value: value, Headers: slices.Clone(st.pending)}
 	if err := g.prod.ProduceSync(ctx, r).FirstErr(); err != nil {
 		return fmt.Errorf("%s: produce the changelog's marks: %w", g.Name, err)
 	}
@@ -251,7 +252,7 @@ func (g *Group) Run(ctx context.Context) error {
 		}
 		return n, err
 	}
-	for _, t := range append([]string{g.Table}, g.Outputs...) {
+	for _, t := range append([]string{string(g.Table)}, g.Outputs...) {
 		n, err := partitions(t)
 		if err != nil {
 			return fmt.Errorf("%s: %w", g.Name, err)
@@ -263,8 +264,8 @@ func (g *Group) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", g.Name, err)
 		}
-		if n != g.counts[g.Table] {
-			return fmt.Errorf("%s: %s has %d partitions, its table %s %d: they must be co-partitioned", g.Name, t, n, g.Table, g.counts[g.Table])
+		if n != g.counts[string(g.Table)] {
+			return fmt.Errorf("%s: %s has %d partitions, its table %s %d: they must be co-partitioned", g.Name, t, n, g.Table, g.counts[string(g.Table)])
 		}
 	}
 	// Under mu: Visit (another goroutine's) reads the stores, and through
@@ -482,7 +483,7 @@ func storedValue(db *pebble.DB, key []byte) ([]byte, error) {
 // to its end into the store, and makes the store current: the partition's
 // batches may use it. Called with st.mu held.
 func (g *Group) catchUp(ctx context.Context, p int32, st *tableStore) error {
-	ends, err := g.adm.ListEndOffsets(ctx, g.Table)
+	ends, err := g.adm.ListEndOffsets(ctx, string(g.Table))
 	if err != nil {
 		return fmt.Errorf("end offsets of %s: %w", g.Table, err)
 	}
@@ -503,7 +504,7 @@ func (g *Group) catchUp(ctx context.Context, p int32, st *tableStore) error {
 // never holds what the changelog does not, and holds a prefix of it.
 // Called with st.mu held.
 func (g *Group) follow(ctx context.Context, p int32, st *tableStore, ends kadm.ListedOffsets, what string) (int64, error) {
-	end, ok := ends.Lookup(g.Table, p)
+	end, ok := ends.Lookup(string(g.Table), p)
 	if !ok || end.Err != nil {
 		return 0, fmt.Errorf("end offset of %s[%d]: %v", g.Table, p, end.Err)
 	}
@@ -534,7 +535,7 @@ func (g *Group) follow(ctx context.Context, p int32, st *tableStore, ends kadm.L
 		st.offset = last
 		return nil
 	}
-	err := streams.ReadRange(ctx, g.Streams.Cluster, g.Table, map[int32]int64{p: from}, map[int32]int64{p: end.Offset}, func(r *kgo.Record) {
+	err := streams.ReadRange(ctx, g.Streams.Cluster, string(g.Table), map[int32]int64{p: from}, map[int32]int64{p: end.Offset}, func(r *kgo.Record) {
 		if failed != nil {
 			return
 		}
@@ -579,7 +580,7 @@ func (g *Group) ingest(ctx context.Context, p int32, st *tableStore, from, end i
 	dir := filepath.Join(g.Streams.StateDirOf(g.Name), "pebble", fmt.Sprintf("%s.%d.ingest", g.Table, p))
 	var marks []string
 	return ingestSorted(ctx, sortedIngest{
-		cluster: g.Streams.Cluster, db: st.db, dir: dir, topic: g.Table,
+		cluster: g.Streams.Cluster, db: st.db, dir: dir, topic: string(g.Table),
 		from: map[int32]int64{p: from}, end: map[int32]int64{p: end}, chunk: g.ingestChunk,
 		seen: func(r *kgo.Record) {
 			for _, h := range r.Headers {
@@ -662,14 +663,14 @@ func (g *Group) standby(ctx context.Context) {
 		case <-t.C:
 		}
 		// One listing of the ends a round, for every partition.
-		ends, err := g.adm.ListEndOffsets(ctx, g.Table)
+		ends, err := g.adm.ListEndOffsets(ctx, string(g.Table))
 		if err != nil {
 			if ctx.Err() == nil {
 				g.Logger.Warn("standby copies not brought up to date", "group", g.Name, "err", err)
 			}
 			continue
 		}
-		for p := range g.counts[g.Table] {
+		for p := range g.counts[string(g.Table)] {
 			st, err := g.store(p)
 			if err != nil {
 				g.Logger.Warn("standby store not opened", "group", g.Name, "partition", p, "err", err)
@@ -773,7 +774,7 @@ func (b *Update) AfterCommit(fn func()) { b.after = append(b.after, fn) }
 func (b *Update) Input() *streams.Batch { return b.Batch }
 
 // Names returns the group's name and its table's.
-func (b *Update) Names() (group, table string) { return b.g.Name, b.g.Table }
+func (b *Update) Names() (group, table string) { return b.g.Name, string(b.g.Table) }
 
 // Values returns the table's current value of each of keys that has one,
 // what this batch set included. The keys are read in order through one
@@ -881,7 +882,7 @@ func (b *Update) commit(ctx context.Context) error {
 			return fmt.Errorf("%s: produce %s: %w", g.Name, what, err)
 		}
 		for _, r := range recs {
-			if r.Topic == g.Table {
+			if r.Topic == string(g.Table) {
 				last = max(last, r.Offset)
 			}
 		}
@@ -890,7 +891,7 @@ func (b *Update) commit(ctx context.Context) error {
 	if len(b.order) > 0 {
 		recs := make([]*kgo.Record, len(b.order))
 		for i, k := range b.order {
-			recs[i] = &kgo.Record{Topic: g.Table, Partition: b.Partition, Key: []byte(k), Value: b.sets[k]}
+			recs[i] = &kgo.Record{Topic: string(g.Table), Partition: b.Partition, Key: []byte(k), Value: b.sets[k]}
 		}
 		// The marks of earlier batches, whose outputs are acknowledged.
 		recs[0].Headers = slices.Clone(b.st.pending)

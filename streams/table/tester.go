@@ -28,14 +28,14 @@ type Tester struct {
 
 // NewTester returns a Tester of g with an empty table.
 func NewTester(g *Graph) *Tester {
-	return newTester(g.Group, g.Table(), g.OutputTopics(), g.Codec,
+	return newTester(g.Group, string(g.Table()), g.OutputTopics(), g.Codec,
 		func(_ context.Context, b BatchTable) error { return g.Process(b, b.Input()) })
 }
 
 // NewGroupTester returns a Tester of g's handler with an empty table whose
 // values c decodes (Value).
 func NewGroupTester(g *Group, c streams.Codec) *Tester {
-	return newTester(g.Name, g.Table, g.Outputs, c, g.Handle)
+	return newTester(g.Name, string(g.Table), g.Outputs, c, g.Handle)
 }
 
 func newTester(group, name string, outputs []string, c streams.Codec, handle func(context.Context, BatchTable) error) *Tester {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/topics"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -90,12 +91,12 @@ const watchEvery = time.Second
 
 // NewView returns a view of topic whose values codec decodes; name tells
 // the views of one process apart (their stores).
-func NewView(cfg Config, topic string, codec streams.Codec, name string) *View {
+func NewView(cfg Config, topic topics.Table, codec streams.Codec, name string) *View {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return &View{cfg: cfg, topic: topic, codec: codec, name: name, log: log, ready: make(chan struct{})}
+	return &View{cfg: cfg, topic: string(topic), codec: codec, name: name, log: log, ready: make(chan struct{})}
 }
 
 // Topic is the topic the view copies.

@@ -131,7 +131,7 @@ func StraightNumerator(t *testing.T, cfg numerator.Config, partitions int32, las
 		}
 	}
 	testkit.Eventually(t, time.Minute, "the straight numerator applied its results", func() bool {
-		return len(testkit.Table(t, brokers, topics.NumeratorTable)) == tableKeys
+		return len(testkit.Table(t, brokers, string(topics.NumeratorTable))) == tableKeys
 	})
-	return Assignments(t, brokers), testkit.Table(t, brokers, topics.NumeratorTable)
+	return Assignments(t, brokers), testkit.Table(t, brokers, string(topics.NumeratorTable))
 }

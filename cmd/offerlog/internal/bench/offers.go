@@ -160,7 +160,7 @@ func runOffers(ctx context.Context, env *Env) (Result, error) {
 func cacheReads(ctx context.Context, env *Env, cfg platform.Config, ids []string, reads int) (Result, error) {
 	cfg.DataDir = env.StateDir + "/reads-cache"
 	cfg.Components = []string{platform.ComponentCache, platform.ComponentAPI}
-	cfg.Reads, cfg.Cache.Table, cfg.Cache.Addr, cfg.Cache.Shards = platform.ReadsCache, topics.OffersTable+","+topics.RegistryTable+","+topics.OffersArchive, "127.0.0.1:0", 1
+	cfg.Reads, cfg.Cache.Table, cfg.Cache.Addr, cfg.Cache.Shards = platform.ReadsCache, string(topics.OffersTable+","+topics.RegistryTable+","+topics.OffersArchive), "127.0.0.1:0", 1
 	p, err := startPlatform(ctx, cfg)
 	if err != nil {
 		return Result{}, err

@@ -59,7 +59,7 @@ func runSeller(ctx context.Context, env *Env) (Result, error) {
 	}
 	// Both sellers count every offer, the spread one in its 10 parts.
 	parts := map[string]*schemas.SellerCabinet{}
-	err = streams.ReadToEnd(ctx, env.Cluster, topics.CabinetTable, func(r *kgo.Record) {
+	err = streams.ReadToEnd(ctx, env.Cluster, string(topics.CabinetTable), func(r *kgo.Record) {
 		var c schemas.SellerCabinet
 		if schemas.SellerCabinets.Decode(r.Value, &c) == nil {
 			parts[string(r.Key)] = &c

@@ -37,8 +37,8 @@ const (
 
 // sizeTopics are the topics whose bytes per offer the size scenario
 // reports: every topic one offer's creation writes.
-var sizeTopics = []string{topics.OffersCommands, topics.OffersTable, topics.OffersEvents, topics.OffersResults,
-	topics.CabinetChanges, topics.CabinetPresets, topics.PhotosRequests, topics.SchedulerTimers}
+var sizeTopics = []string{topics.OffersCommands, string(topics.OffersTable), topics.OffersEvents, topics.OffersResults,
+	topics.CabinetChanges, string(topics.CabinetPresets), topics.PhotosRequests, topics.SchedulerTimers}
 
 // sizeMix is the size scenario's offers: sellers from a Zipf distribution
 // with one seller of a fifth of the offers (gost.md's largest sellers have
@@ -222,7 +222,7 @@ func runSize(ctx context.Context, env *Env) (Result, error) {
 		brokerTotal += b
 		perTopic = append(perTopic, fmt.Sprintf("%s %.0f", t, perOffer(b)))
 	}
-	tableBytes := topicBytes(env.BrokerDir, topics.OffersTable, env.Partitions)
+	tableBytes := topicBytes(env.BrokerDir, string(topics.OffersTable), env.Partitions)
 	storeBytes := dirBytes(filepath.Join(env.StateDir, "state", "processor", string(offers.Group)))
 	notes = append(notes, fmt.Sprintf("%d offers (commands of %.0f bytes on average; sellers Zipf over %d, one of %d) loaded by "+
 		"CREATE commands written straight to offers.commands (the bulk path a feed takes), timed from the first command to the "+
@@ -381,7 +381,7 @@ func sizeFailover(ctx context.Context, env *Env) (Result, error) {
 	}
 	partitions := int(env.Partitions)
 	err := poll("the standby's copies", func() bool {
-		ends, err := env.Admin.ListEndOffsets(ctx, topics.OffersTable)
+		ends, err := env.Admin.ListEndOffsets(ctx, string(topics.OffersTable))
 		if err != nil || a.Current()+b.Current() != partitions {
 			return false
 		}
@@ -420,7 +420,7 @@ func sizeCacheReads(ctx context.Context, env *Env, n int) (Result, float64, erro
 		return Result{}, 0, err
 	}
 	shards := int(env.Partitions)
-	srv, err := serving.NewServer(serving.ServerConfig{Cluster: env.Cluster, Table: topics.OffersTable, Shards: shards, DC: "dc1", Host: "a",
+	srv, err := serving.NewServer(serving.ServerConfig{Cluster: env.Cluster, Table: string(topics.OffersTable), Shards: shards, DC: "dc1", Host: "a",
 		Owner: serving.Static{Shard: 0}, Logger: env.Logger})
 	if err != nil {
 		return Result{}, 0, err
@@ -446,7 +446,7 @@ func sizeCacheReads(ctx context.Context, env *Env, n int) (Result, float64, erro
 		}
 	}
 	perKey := float64(heapInUse()-before) / float64(max(len(keys), 1))
-	client := serving.NewClient(serving.ClientConfig{Table: topics.OffersTable, Hosts: serving.StaticHosts(ln.Addr().String()), Logger: env.Logger})
+	client := serving.NewClient(serving.ClientConfig{Table: string(topics.OffersTable), Hosts: serving.StaticHosts(ln.Addr().String()), Logger: env.Logger})
 	cctx, ccancel := context.WithCancel(ctx)
 	defer ccancel()
 	go client.Run(cctx)

@@ -100,14 +100,14 @@ func TestOffersDoneWithAreArchived(t *testing.T) {
 	n.stop()
 
 	before := map[string]map[string][]byte{}
-	for _, tb := range []string{topics.OffersTable, topics.OffersArchive} {
+	for _, tb := range []string{string(topics.OffersTable), string(topics.OffersArchive)} {
 		before[tb] = testkit.Table(t, brokers, tb)
 	}
 	scfg := table.Config{Cluster: testkit.Cluster(t, brokers), StateDir: t.TempDir(), Replication: 1, Logger: testkit.Logger()}
 	if err := offers.Replay(ctx, offers.Config{Streams: scfg, Stages: cfg.Stages.Names(), ArchiveAfter: after}, cfg.Partitions, -1); err != nil {
 		t.Fatal(err)
 	}
-	for _, tb := range []string{topics.OffersTable, topics.OffersArchive} {
+	for _, tb := range []string{string(topics.OffersTable), string(topics.OffersArchive)} {
 		replayed := testkit.Table(t, brokers, tb)
 		if len(replayed) != len(before[tb]) {
 			t.Errorf("replay: %s has %d keys, had %d", tb, len(replayed), len(before[tb]))

@@ -63,7 +63,7 @@ func TestGarbageInTablesIsDeadLettered(t *testing.T) {
 				from[dl.Topic] = true
 			}
 		}
-		return from[topics.OffersTable] && from[topics.CabinetTable] && from[topics.DraftsTable]
+		return from[string(topics.OffersTable)] && from[string(topics.CabinetTable)] && from[string(topics.DraftsTable)]
 	})
 	// Valid traffic goes on: a new feed is loaded and counted.
 	n.want(t, 202, "POST", "/v1/sellers/gina/feeds/2", feed(4, 5, "t2"), nil)

@@ -125,8 +125,8 @@ func TestRepartitionMovesThePlatform(t *testing.T) {
 	if err := repartition(16); err != nil {
 		t.Fatal(err)
 	}
-	for _, tp := range []string{topics.OffersCommands, topics.OffersTable, topics.CabinetChanges, topics.CabinetTable, topics.DraftsCommands,
-		topics.FeedsIndex, topics.SchedulerTimers, topics.QueueTopic("expiry", false)} {
+	for _, tp := range []string{topics.OffersCommands, string(topics.OffersTable), topics.CabinetChanges, string(topics.CabinetTable), topics.DraftsCommands,
+		string(topics.FeedsIndex), topics.SchedulerTimers, topics.QueueTopic("expiry", false)} {
 		if got, err := streams.PartitionsOf(ctx, adm, tp); err != nil || got != 16 {
 			t.Errorf("%s has %d partitions after the move (%v)", tp, got, err)
 		}

@@ -47,7 +47,7 @@ func settle(t *testing.T, brokers []string) {
 	}
 }
 
-var tables = []string{topics.OffersTable, topics.CabinetTable, topics.DraftsTable, topics.CabinetPresets, topics.FeedsIndex}
+var tables = []string{string(topics.OffersTable), string(topics.CabinetTable), string(topics.DraftsTable), string(topics.CabinetPresets), string(topics.FeedsIndex)}
 
 func snapshot(t *testing.T, brokers []string) map[string]map[string][]byte {
 	t.Helper()
@@ -78,7 +78,7 @@ func sameTables(t *testing.T, what string, a, b map[string]map[string][]byte) {
 // offer table.
 func recount(t *testing.T, snap map[string]map[string][]byte) {
 	t.Helper()
-	cabinettest.Recount(t, snap[topics.OffersTable], snap[topics.CabinetTable])
+	cabinettest.Recount(t, snap[string(topics.OffersTable)], snap[string(topics.CabinetTable)])
 }
 
 func TestRestartAndReplayGiveTheSameState(t *testing.T) {

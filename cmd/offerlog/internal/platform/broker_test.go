@@ -29,7 +29,7 @@ func TestBrokerKilledUnderThePipeline(t *testing.T) {
 	cfg := platformtest.Config(t.TempDir())
 	cfg.Brokers = brokers
 	cfg.Components = []string{platform.ComponentRegistry, platform.ComponentIndexer, platform.ComponentAPI, platform.ComponentCache}
-	cfg.Cache.Table = topics.RegistryTable
+	cfg.Cache.Table = string(topics.RegistryTable)
 	cfg.EpochGrace = time.Second
 	p := &running{Running: platformtest.Start(t, cfg)}
 	p.info = p.Running.Info

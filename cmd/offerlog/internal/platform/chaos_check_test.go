@@ -31,8 +31,8 @@ import (
 
 // chaosTables are the tables a replay rebuilds, with the search feed the
 // indexer replays.
-var chaosTables = []string{topics.RegistryTable, topics.SaasTopic("chaos"), topics.NumeratorTable,
-	topics.OffersTable, topics.DraftsTable, topics.CabinetTable, topics.CabinetPresets}
+var chaosTables = []string{string(topics.RegistryTable), topics.SaasTopic("chaos"), string(topics.NumeratorTable),
+	string(topics.OffersTable), string(topics.DraftsTable), string(topics.CabinetTable), string(topics.CabinetPresets)}
 
 // TestKill9AnywhereUnderLoad: after kill -9 at random moments under load,
 // every acknowledged write is visible at its acknowledged version or newer,
@@ -109,7 +109,7 @@ func TestKill9AnywhereUnderLoad(t *testing.T) {
 		live[tb] = testkit.Table(t, brokers, tb)
 	}
 	c.recount(live)
-	c.reads(live[topics.OffersTable])
+	c.reads(live[string(topics.OffersTable)])
 
 	// The tables are what their logs imply: a replay of every group, the
 	// platform stopped, rebuilds them byte for byte.
@@ -120,7 +120,7 @@ func TestKill9AnywhereUnderLoad(t *testing.T) {
 	for _, tb := range chaosTables {
 		c.records += sameTable(t, "replay", tb, live[tb], testkit.Table(t, brokers, tb))
 	}
-	c.straightNumerator(marked, live[topics.NumeratorTable])
+	c.straightNumerator(marked, live[string(topics.NumeratorTable)])
 
 	if !t.Failed() {
 		t.Logf("chaos: %d kills (%d while starting), %d answers checked (%d documents, %d offers, %d publications, %d feed items, %d generations sealed), %d records compared, mismatches: 0",
@@ -367,7 +367,7 @@ func (c *chaosCheck) get(ctx context.Context, path string, out any) {
 // recount checks the cabinet against a count from scratch over the offers.
 func (c *chaosCheck) recount(live map[string]map[string][]byte) {
 	c.t.Helper()
-	c.records += cabinettest.Recount(c.t, live[topics.OffersTable], live[topics.CabinetTable])
+	c.records += cabinettest.Recount(c.t, live[string(topics.OffersTable)], live[string(topics.CabinetTable)])
 }
 
 // membersGone waits until the killed process's members of every group
@@ -442,7 +442,7 @@ func (c *chaosCheck) straightNumerator(last int64, table map[string][]byte) {
 			c.t.Errorf("%s: %v after the kills, %v without", k, killed[k], a)
 		}
 	}
-	c.records += sameTable(c.t, "straight run", topics.NumeratorTable, table, straightTable)
+	c.records += sameTable(c.t, "straight run", string(topics.NumeratorTable), table, straightTable)
 }
 
 // logLag logs every group's state and lag, to show which one is stuck.

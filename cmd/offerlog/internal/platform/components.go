@@ -126,7 +126,7 @@ func components() []entry {
 		{Spec: component.Spec{Name: componentEpochs, Summary: "the epoch catalogue, followed", Reads: []string{topics.Epochs}}, start: startEpochs},
 		{Spec: registry.Spec, start: startRegistry, replay: replayRegistry},
 		{Spec: component.Spec{Name: componentRegistryView, Summary: "a view of the registry's table", Stores: 1,
-			Reads: []string{topics.RegistryTable}}, start: startRegistryView},
+			Reads: []string{string(topics.RegistryTable)}}, start: startRegistryView},
 		{Spec: indexer.Spec, start: startIndexer, replay: replayIndexer},
 		{Spec: numerator.Spec, start: startNumerator, replay: replayNumerator},
 		{Spec: offers.Spec, start: func(ctx context.Context, p *process) error {
@@ -170,8 +170,8 @@ func components() []entry {
 		// The offer API's views: drafts, cabinet, presets, feed statuses and,
 		// unless it reads through the cache, the offers and their archive.
 		{Spec: component.Spec{Name: componentOfferAPI, Summary: "the offer API's views and answers", Needs: []string{componentAuth}, Stores: 6,
-			Reads: slices.Concat([]string{topics.DraftsTable, topics.CabinetTable, topics.CabinetPresets, topics.FeedsStatus,
-				topics.OffersTable, topics.OffersArchive, topics.DraftsResults}, offers.ClientReads, offers.IDsTopics),
+			Reads: slices.Concat([]string{string(topics.DraftsTable), string(topics.CabinetTable), string(topics.CabinetPresets), string(topics.FeedsStatus),
+				string(topics.OffersTable), string(topics.OffersArchive), topics.DraftsResults}, offers.ClientReads, offers.IDsTopics),
 			Writes: slices.Concat([]string{topics.DraftsCommands, topics.FeedsIngest}, offers.ClientWrites, offers.IDsTopics)},
 			start: startOfferAPI},
 		{Spec: component.Spec{Name: ComponentAPI, User: true, Summary: "the HTTP and gRPC API: documents, offers, stages, tokens, the console",

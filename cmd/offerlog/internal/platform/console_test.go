@@ -116,7 +116,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	for _, c := range []struct{ what, text, want string }{
 		{"the sign-in page", location, "/console/login"},
 		{"the groups", groups, "offers"},
-		{"the topics", topicsText, topics.FeedsStatus},
+		{"the topics", topicsText, string(topics.FeedsStatus)},
 		{"the scheduler", stages, "expiry"},
 		{"the numerator's generations", generations, "none"},
 		{"the dead letters", letters, "undecodable"},

@@ -39,7 +39,7 @@ func readySignal(ready *[]<-chan struct{}) func() {
 // (reads) refuses them while it is behind its topic for longer than
 // --view-staleness (table.View.StaleAfter).
 func (g *process) view(ctx context.Context, topic string, codec streams.Codec, name string, reads bool) (*table.View, error) {
-	v := table.NewView(g.scfg, topic, codec, name)
+	v := table.NewView(g.scfg, topics.Table(topic), codec, name)
 	if reads {
 		v.StaleAfter = g.cfg.ViewStaleness
 	}
@@ -208,15 +208,15 @@ func (g *process) feeds(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := g.view(ctx, feeds.Index, feeds.IndexCodec, "feeds-index", false)
+	v, err := g.view(ctx, string(feeds.Index), feeds.IndexCodec, "feeds-index", false)
 	if err != nil {
 		return err
 	}
-	status, err := g.view(ctx, feeds.Statuses, feeds.StatusCodec, "feeds-status", false)
+	status, err := g.view(ctx, string(feeds.Statuses), feeds.StatusCodec, "feeds-status", false)
 	if err != nil {
 		return err
 	}
-	tasks, err := g.view(ctx, feeds.Tasks, feeds.IndexCodec, "feeds-tasks", false)
+	tasks, err := g.view(ctx, string(feeds.Tasks), feeds.IndexCodec, "feeds-tasks", false)
 	if err != nil {
 		return err
 	}
@@ -253,10 +253,10 @@ func (g *process) api(ctx context.Context) (*offerapi.Service, error) {
 		table string
 		codec streams.Codec
 	}{
-		{&cfg.DraftsView, drafts.Table, drafts.TableCodec},
-		{&cfg.CabinetView, cabinet.Table, cabinet.TableCodec},
-		{&cfg.PresetsView, topics.CabinetPresets, cabinet.PresetsCodec},
-		{&cfg.StatusView, feeds.Statuses, feeds.StatusCodec},
+		{&cfg.DraftsView, string(drafts.Table), drafts.TableCodec},
+		{&cfg.CabinetView, string(cabinet.Table), cabinet.TableCodec},
+		{&cfg.PresetsView, string(topics.CabinetPresets), cabinet.PresetsCodec},
+		{&cfg.StatusView, string(feeds.Statuses), feeds.StatusCodec},
 	}
 	for _, vw := range views {
 		if *vw.v, err = g.view(ctx, vw.table, vw.codec, "api-"+vw.table, true); err != nil {

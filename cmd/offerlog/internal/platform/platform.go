@@ -193,8 +193,8 @@ func DefaultConfig() Config {
 		EpochGrace: registry.DefaultEpochGrace, SweepInterval: registry.DefaultSweepInterval, WaitTimeout: 30 * time.Second, ViewStaleness: DefaultViewStaleness,
 		SearchWait: search.DefaultWait, ArchiveAfter: offers.DefaultArchiveAfter, ExportFraming: schemas.FramingSOE,
 		Numerator: numerator.DefaultConfig(), ZooKeeperSession: 10 * time.Second, Reads: ReadsView, CacheHedge: DefaultCacheHedge,
-		Cache: CacheConfig{Table: topics.OffersTable, Addr: "127.0.0.1:9091", DC: "dc1", Shards: 1, Virtual: serving.DefaultVirtual,
-			OnDisk: topics.OffersArchive},
+		Cache: CacheConfig{Table: string(topics.OffersTable), Addr: "127.0.0.1:9091", DC: "dc1", Shards: 1, Virtual: serving.DefaultVirtual,
+			OnDisk: string(topics.OffersArchive)},
 		Stages: scheduler.DefaultConfig(),
 	}
 }

@@ -27,7 +27,7 @@ type running struct {
 func start(t *testing.T, dataDir string) *running {
 	t.Helper()
 	cfg := platformtest.Config(dataDir)
-	cfg.Cache.Table = topics.RegistryTable
+	cfg.Cache.Table = string(topics.RegistryTable)
 	cfg.EpochGrace = time.Second
 	r := platformtest.Start(t, cfg)
 	return &running{Running: r, info: r.Info}

@@ -52,7 +52,7 @@ func (p *process) offerRecords(ctx context.Context) (offerapi.Records, error) {
 		return nil, err
 	}
 	var out [2]offerapi.Records
-	for i, table := range []string{topics.OffersTable, topics.OffersArchive} {
+	for i, table := range []string{string(topics.OffersTable), string(topics.OffersArchive)} {
 		if !cached {
 			v, err := p.view(ctx, table, offers.TableCodec, "api-"+table, true)
 			if err != nil {
@@ -80,7 +80,7 @@ func (p *process) documents(ctx context.Context) (api.Documents, error) {
 	if !cached {
 		return viewDocuments{v: p.registryView}, nil
 	}
-	c, err := p.cacheClient(ctx, topics.RegistryTable)
+	c, err := p.cacheClient(ctx, string(topics.RegistryTable))
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +191,7 @@ func (d cacheDocuments) Document(ctx context.Context, key string) (*schemas.Regi
 // DocumentSynced reads key once the answering shard holds every record of
 // registry-table written before the call (its end offsets, listed now).
 func (d cacheDocuments) DocumentSynced(ctx context.Context, key string) (*schemas.RegistryRecord, error) {
-	ends, err := streams.EndOffsets(ctx, d.adm, topics.RegistryTable)
+	ends, err := streams.EndOffsets(ctx, d.adm, string(topics.RegistryTable))
 	if err != nil {
 		return nil, err
 	}

@@ -33,14 +33,14 @@ func TestReadsThroughTheCache(t *testing.T) {
 	}
 	var dataDir string
 	s := startSecured(t, func(c *platform.Config) {
-		c.Reads, c.Cache.Table, c.WaitTimeout = platform.ReadsCache, topics.OffersTable+","+topics.RegistryTable+","+topics.OffersArchive, 3*time.Second
+		c.Reads, c.Cache.Table, c.WaitTimeout = platform.ReadsCache, string(topics.OffersTable+","+topics.RegistryTable+","+topics.OffersArchive), 3*time.Second
 		c.ArchiveAfter = time.Second
 		c.Components = slices.DeleteFunc(slices.Clone(platform.AllComponents()), func(name string) bool {
 			return name == platform.ComponentIndexer || name == platform.ComponentSinkYDB
 		})
 		dataDir = c.DataDir
 	})
-	for _, view := range []string{"api-" + topics.OffersTable, "registry-" + platform.ComponentAPI} {
+	for _, view := range []string{string("api-" + topics.OffersTable), "registry-" + platform.ComponentAPI} {
 		if _, err := os.Stat(filepath.Join(dataDir, "state", "view", view)); err == nil {
 			t.Errorf("the API keeps a view (%s) with --reads cache", view)
 		}

@@ -45,7 +45,9 @@ const repartitionSuffix = ".repartition"
 // table), recreated empty.
 func rebuilt() (tables, regenerated []string) {
 	for _, c := range components() {
-		tables = append(tables, c.Tables...)
+		for _, t := range c.Tables {
+			tables = append(tables, string(t))
+		}
 		regenerated = append(regenerated, c.Regenerates...)
 	}
 	return tables, regenerated

@@ -81,9 +81,9 @@ func TestSoak(t *testing.T) {
 	for _, tb := range chaosTables {
 		live[tb] = testkit.Table(t, brokers, tb)
 	}
-	c.reads(live[topics.OffersTable])
+	c.reads(live[string(topics.OffersTable)])
 	c.documents(docs)
-	w.check(t, live[topics.OffersTable])
+	w.check(t, live[string(topics.OffersTable)])
 	c.recount(live)
 	rss.check(t, p.child.config().Memory)
 

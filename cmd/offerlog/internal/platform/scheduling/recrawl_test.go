@@ -74,7 +74,7 @@ func seedOffers(t *testing.T, brokers []string, n int) {
 			t.Fatal(err)
 		}
 		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Topic: topics.OffersTable, Key: []byte(id), Value: v}, func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, &kgo.Record{Topic: string(topics.OffersTable), Key: []byte(id), Value: v}, func(_ *kgo.Record, err error) {
 			defer wg.Done()
 			mu.Lock()
 			if firstErr == nil {
