@@ -1,6 +1,7 @@
 package serving
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,7 +14,9 @@ import (
 // store is a shard's keys and values: in memory (slabStore) or on disk
 // (diskStore, ServerConfig.Dir). The server holds its lock around it.
 type store interface {
-	Get(key string) ([]byte, bool)
+	// Get returns key's value and whether the store holds it; an error
+	// is a store that could not be read (a disk's), never "not found".
+	Get(key string) ([]byte, bool, error)
 	Set(key string, value []byte) error
 	Delete(key string) error
 	Len() int
@@ -50,42 +53,53 @@ func newDiskStore(dir string, log *slog.Logger) (*diskStore, error) {
 	return &diskStore{db: db}, nil
 }
 
-func (d *diskStore) has(key []byte) bool {
-	_, closer, err := d.db.Get(key)
-	if err != nil {
-		return false
+// get returns a copy of key's value. Only Pebble's ErrNotFound is "not
+// held": any other error (a corrupt or unreadable table file) is the
+// store's, which the server answers as such; taken for a missing key, it
+// made the cache answer "no such offer" for an archived one.
+func (d *diskStore) get(key []byte) ([]byte, bool, error) {
+	v, closer, err := d.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
 	}
-	closer.Close()
-	return true
+	if err != nil {
+		return nil, false, fmt.Errorf("serving: read the disk store: %w", err)
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), true, nil
 }
 
 // Get returns a copy of key's value.
-func (d *diskStore) Get(key string) ([]byte, bool) {
-	v, closer, err := d.db.Get([]byte(key))
-	if err != nil {
-		return nil, false
-	}
-	defer closer.Close()
-	return append([]byte(nil), v...), true
-}
+func (d *diskStore) Get(key string) ([]byte, bool, error) { return d.get([]byte(key)) }
 
 // Set sets key's value (a copy).
 func (d *diskStore) Set(key string, value []byte) error {
 	k := []byte(key)
-	if !d.has(k) {
+	_, held, err := d.get(k)
+	if err != nil {
+		return err
+	}
+	if err := d.db.Set(k, value, pebble.NoSync); err != nil {
+		return err
+	}
+	if !held {
 		d.live++
 	}
-	return d.db.Set(k, value, pebble.NoSync)
+	return nil
 }
 
 // Delete removes key.
 func (d *diskStore) Delete(key string) error {
 	k := []byte(key)
-	if !d.has(k) {
-		return nil
+	_, held, err := d.get(k)
+	if err != nil || !held {
+		return err
+	}
+	if err := d.db.Delete(k, pebble.NoSync); err != nil {
+		return err
 	}
 	d.live--
-	return d.db.Delete(k, pebble.NoSync)
+	return nil
 }
 
 // Len returns how many keys the store holds.

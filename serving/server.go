@@ -391,7 +391,14 @@ func (s *Server) Get(_ context.Context, req *servingv1.GetRequest) (*servingv1.G
 	}
 	resp.Entries = make([]*servingv1.Entry, len(req.Keys))
 	for i, k := range req.Keys {
-		v, ok := s.store.Get(k)
+		v, ok, err := s.store.Get(k)
+		if err != nil {
+			// Not "not found": the key may well be held. Unavailable, as a
+			// shard still loading, so that a client asks another server.
+			s.gets.With("store error").Inc()
+			s.cfg.Logger.Error("serving: read the shard's store", "table", s.cfg.Table, "key", k, "err", err)
+			return nil, withShard(status.Newf(codes.Unavailable, "shard of %s (%s): %v", s.cfg.Table, describe(s.shard), err), s.shard)
+		}
 		resp.Entries[i] = &servingv1.Entry{Key: k, Found: ok, Value: v}
 	}
 	s.gets.With("ok").Inc()

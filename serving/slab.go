@@ -119,13 +119,13 @@ func (s *slabStore) size(at uint64) int64 {
 
 // Get returns key's value. It is the store's own bytes: the caller must
 // not change them.
-func (s *slabStore) Get(key string) ([]byte, bool) {
+func (s *slabStore) Get(key string) ([]byte, bool, error) {
 	i, ok := s.find(key, maphash.String(s.seed, key))
 	if !ok {
-		return nil, false
+		return nil, false, nil
 	}
 	_, v := s.record(s.slots[i].at)
-	return v, true
+	return v, true, nil
 }
 
 // Set sets key's value (a copy of value).

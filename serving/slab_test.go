@@ -39,7 +39,7 @@ func TestSlabStoreIsAMap(t *testing.T) {
 		}
 		if step%997 == 0 {
 			for k, w := range want {
-				got, ok := s.Get(k)
+				got, ok, _ := s.Get(k)
 				if !ok || !bytes.Equal(got, w) {
 					t.Fatalf("step %d: %s reads %v (%d bytes), want %d bytes", step, k, ok, len(got), len(w))
 				}
@@ -47,7 +47,7 @@ func TestSlabStoreIsAMap(t *testing.T) {
 					out = append(out, handed{k, got, bytes.Clone(got)})
 				}
 			}
-			if _, ok := s.Get("absent"); ok {
+			if _, ok, _ := s.Get("absent"); ok {
 				t.Fatal("a key never set is found")
 			}
 			if s.Len() != len(want) {
