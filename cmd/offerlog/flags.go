@@ -16,6 +16,7 @@ import (
 	"github.com/offerlog/offerlog/internal/listener"
 	"github.com/offerlog/offerlog/schemas"
 	"github.com/offerlog/offerlog/streams"
+	"github.com/offerlog/offerlog/streams/component"
 )
 
 // flags is a command's flag set whose flags default to OFFERLOG_<NAME>
@@ -40,6 +41,9 @@ type flags struct {
 	// run COMPONENT lists only the flags that concern it.
 	concerns  map[string][]string
 	component string
+	// declared and readers are the components' flags (componentFlag).
+	declared map[string]component.Flag
+	readers  map[string][]string
 }
 
 // concern records that the flags names are read only by components.
@@ -57,8 +61,10 @@ func (f *flags) concern(components []string, names ...string) {
 // *string, *int, *int64, *float64, *time.Duration or a flag.Value. --help
 // of run COMPONENT lists it only for the components that declare it.
 func (f *flags) componentFlag(p any, name string) {
-	declared, readers := platform.ComponentFlags()
-	d, ok := declared[name]
+	if f.declared == nil {
+		f.declared, f.readers = platform.ComponentFlags()
+	}
+	d, ok := f.declared[name]
 	if !ok {
 		panic(fmt.Sprintf("offerlog: flag --%s: no component declares it", name))
 	}
@@ -96,7 +102,7 @@ func (f *flags) componentFlag(p any, name string) {
 		}
 		fl.DefValue = d.Default
 	}
-	f.concern(readers[name], name)
+	f.concern(f.readers[name], name)
 }
 
 // funcValue is a flag.Value that calls itself with what it is set to, as
