@@ -655,6 +655,23 @@ func TestComponentFlagsAreTheSpecs(t *testing.T) {
 	}
 }
 
+// TestHelpShowsNoSecret: --help prints no flag's value from the
+// environment (--cache-token defaulted to $OFFERLOG_CACHE_TOKEN, and
+// printed the admin token as its default).
+func TestHelpShowsNoSecret(t *testing.T) {
+	t.Setenv("OFFERLOG_CACHE_TOKEN", "s3cret-token")
+	var help strings.Builder
+	f := newFlags("run", &help).produces()
+	f.platform()
+	f.brokers()
+	if err := f.parse([]string{"--help"}); err == nil {
+		t.Fatal("--help parsed as a run")
+	}
+	if !strings.Contains(help.String(), "-cache-token") || strings.Contains(help.String(), "s3cret-token") {
+		t.Errorf("--help shows the token, or no --cache-token:\n%s", help.String())
+	}
+}
+
 // TestTheCacheCutsByVirtualShardsByDefault: --virtual-shards is 1024
 // unless given, as the documents say (it was 0: partition ranges, resharded
 // by stopping a data centre), and the shipped manifests name it.
