@@ -69,13 +69,26 @@ func (d *diskStore) get(key []byte) ([]byte, bool, error) {
 	return append([]byte(nil), v...), true, nil
 }
 
+// has reports whether the store holds key, without copying its value
+// (Set and Delete ask it of every record a shard loads).
+func (d *diskStore) has(key []byte) (bool, error) {
+	_, closer, err := d.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("serving: read the disk store: %w", err)
+	}
+	return true, closer.Close()
+}
+
 // Get returns a copy of key's value.
 func (d *diskStore) Get(key string) ([]byte, bool, error) { return d.get([]byte(key)) }
 
 // Set sets key's value (a copy).
 func (d *diskStore) Set(key string, value []byte) error {
 	k := []byte(key)
-	_, held, err := d.get(k)
+	held, err := d.has(k)
 	if err != nil {
 		return err
 	}
@@ -91,7 +104,7 @@ func (d *diskStore) Set(key string, value []byte) error {
 // Delete removes key.
 func (d *diskStore) Delete(key string) error {
 	k := []byte(key)
-	_, held, err := d.get(k)
+	held, err := d.has(k)
 	if err != nil || !held {
 		return err
 	}
