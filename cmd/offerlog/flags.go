@@ -112,6 +112,14 @@ type funcValue func(string) error
 func (fn funcValue) Set(s string) error { return fn(s) }
 func (fn funcValue) String() string     { return "" }
 
+// commaList sets *p to a flag's comma-separated values, as given.
+func commaList(p *[]string) funcValue {
+	return func(s string) error {
+		*p = strings.Split(s, ",")
+		return nil
+	}
+}
+
 // shown reports whether --help lists flag name.
 func (f *flags) shown(name string) bool {
 	cs, scoped := f.concerns[name]
@@ -376,17 +384,11 @@ func (f *flags) platform() *platform.Config {
 	f.componentFlag(&cfg.Cache.Virtual, "virtual-shards")
 	f.componentFlag(&cfg.Standby, "standby")
 	f.componentFlag(&cfg.Reads, "reads")
-	f.componentFlag(funcValue(func(s string) error {
-		cfg.CacheHosts = strings.Split(s, ",")
-		return nil
-	}), "cache-hosts")
+	f.componentFlag(commaList(&cfg.CacheHosts), "cache-hosts")
 	f.componentFlag(&cfg.CacheHedge, "cache-hedge")
 	f.componentFlag(&cfg.CacheToken, "cache-token")
 	f.componentFlag(&cfg.YDB, "ydb")
-	f.componentFlag(funcValue(func(s string) error {
-		cfg.SinkSources = strings.Split(s, ",")
-		return nil
-	}), "source")
+	f.componentFlag(commaList(&cfg.SinkSources), "source")
 	return cfg
 }
 
