@@ -289,8 +289,10 @@ func (s *Server) hold(ctx context.Context, i int, gen int64, lost <-chan struct{
 		for p, o := range next {
 			s.next[p] = max(s.next[p], o)
 		}
-		s.ready = true
-		s.cfg.Logger.Info("serving: shard loaded", "table", s.cfg.Table, "shard", i, "keys", s.store.Len())
+		if !s.ready {
+			s.ready = true
+			s.cfg.Logger.Info("serving: shard loaded", "table", s.cfg.Table, "shard", i, "keys", s.store.Len())
+		}
 	}
 	err = s.source.Sync(ctx, readLo, readHi, apply, loaded)
 	select {

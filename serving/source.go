@@ -25,7 +25,9 @@ type Source interface {
 	// source without positions): the shard answers from then on. It then
 	// applies every later change until ctx ends, and returns nil then, or
 	// fails (an error of apply's among them: the shard's store failed). apply may be called concurrently (by a goroutine per
-	// partition); it must not be called once Sync returned.
+	// partition); it must not be called once Sync returned. loaded may be
+	// called again, with positions reached since (the source read past
+	// what holds no entry).
 	Sync(ctx context.Context, lo, hi int32, apply func([]Entry) error, loaded func(next map[int32]int64)) error
 }
 
@@ -123,8 +125,11 @@ func (t TopicSource) Sync(ctx context.Context, lo, hi int32, apply func([]Entry)
 	// Compaction may have removed the last records before the end offsets
 	// read: the shard holds everything before them.
 	loaded(ends)
-	// A goroutine per partition: each batch its own entries.
+	// A goroutine per partition: each batch its own entries. Reached
+	// moves the shard past what holds no entry (a transaction's commit
+	// marker, the last offset of a table group's batch).
 	return streams.RunLoop(ctx, streams.LoopConfig{Name: t.Name, Cluster: t.Cluster, Partitions: follow, Logger: t.Logger,
+		Reached: func(_ string, p int32, next int64) { loaded(map[int32]int64{p: next}) },
 		BatchHandler: func(_ context.Context, b *streams.Batch) error {
 			es := make([]Entry, len(b.Records))
 			for i, r := range b.Records {

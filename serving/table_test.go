@@ -110,4 +110,28 @@ func TestMuxOfTwoTablesAndGetAfter(t *testing.T) {
 	if err != nil || string(values["k"]) != "fresh" {
 		t.Fatalf("GetAfter of an offset held: %q %v", values["k"], err)
 	}
+	// A table group writes in transactions: its partition ends in a
+	// commit marker, which holds no entry and is waited for as a record.
+	tx, err := testkit.Cluster(t, brokers).Transactional("test-tx", "serving-test-tx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ProduceSync(testkit.Context(t, 30*time.Second), &kgo.Record{Topic: tables[0], Key: []byte("k"), Value: []byte("committed")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.EndTransaction(testkit.Context(t, 30*time.Second), kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	ends, err = streams.EndOffsets(testkit.Context(t, 10*time.Second), adm, tables[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	values, err = one.GetAfter(testkit.Context(t, 10*time.Second), []string{"k"}, map[int32]int64{p: ends[p]})
+	if err != nil || string(values["k"]) != "committed" {
+		t.Fatalf("GetAfter of a transaction's marker: %q %v", values["k"], err)
+	}
 }

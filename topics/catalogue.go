@@ -21,6 +21,15 @@ import (
 // compact away every event but a key's last.
 type Table string
 
+// Writer returns the transactional id under which partition p of the
+// table is written (streams/table): one id a partition, so that the
+// member given the partition fences every earlier holder of it.
+func (t Table) Writer(p int32) string { return t.Writers() + strconv.Itoa(int(p)) }
+
+// Writers returns the prefix of the table's partitions' transactional ids
+// (Writer), which a component that owns the table is granted.
+func (t Table) Writers() string { return "offerlog-" + string(t) + "-" }
+
 // Names of the fixed topics of the document-indexing pipeline.
 const (
 	// DocumentsIngest takes RawDocuments keyed "client/pk". The registry

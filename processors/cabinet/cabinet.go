@@ -225,11 +225,6 @@ func Graph(m *Metrics) *table.Graph {
 			m.Changes.With("applied").Inc()
 		}}},
 		Outputs: []table.Output{{Topic: topics.OffersDead, Codec: streams.Avro[schemas.DeadLetter]{C: schemas.DeadLetters}}},
-		// A seller's changes in one batch are applied together: the
-		// cabinet writes no output its table decides (only the dead
-		// letters of what does not decode), so none is lost with a
-		// change seen again after a crash.
-		RepeatKeys: true,
 	}
 }
 

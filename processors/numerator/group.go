@@ -78,12 +78,8 @@ func newGroup(s table.Config, m *Metrics, partitions int32, logger *slog.Logger)
 		Inputs:    []string{topics.NumeratorOffers, topics.NumeratorResults},
 		Outputs:   []string{topics.NumeratorAssignments, topics.NumeratorDead},
 		DeadTopic: topics.NumeratorDead,
-		// A key's sightings of several generations in one batch:
-		// numerator.assignments keeps each key's current id (compacted),
-		// so an assignment a later one superseded is not needed again.
-		RepeatKeys: true,
-		Handle:     h.batch,
-		Metrics:    m.Loop, Logger: logger,
+		Handle:    h.batch,
+		Metrics:   m.Loop, Logger: logger,
 	}
 }
 

@@ -142,13 +142,15 @@ func TestAnswerGivenBeforeACrashIsInTheTable(t *testing.T) {
 
 // TestACommandSupersededInItsBatchKeepsItsOutputs: two commands on one
 // offer reach the aggregate in one batch (a sale, then a retitle), and the
-// process dies after the batch's table value reached offers-table but
-// before its outputs were written (the broker refuses cabinet.changes until
-// the kill), its disk lost with it. Restarted, the aggregate restores the
-// offer as the second command left it: the first is recalled, the second
-// is still the record's and says its outputs again. Its sale's change must
-// not be lost: the cabinet.changes the aggregate wrote, folded as the
-// cabinet folds them, are the recount of offers-table.
+// process dies after the batch's records reached the broker but before
+// its transaction committed (the broker answers its commit "try again"
+// until the kill), its disk lost with it. Restarted, the aggregate fences
+// the transaction left open and decides both commands again. The sale's
+// change must not be lost: the cabinet.changes the aggregate wrote,
+// folded as the cabinet folds them, are the recount of offers-table.
+// (Until 2026-12-03 the changelog and the outputs were two writes, and the
+// broker refused the outputs here: the first command was then recalled on
+// a value that was no longer its own, and its change was lost for good.)
 func TestACommandSupersededInItsBatchKeepsItsOutputs(t *testing.T) {
 	b := testkit.Broker(t, "")
 	brokers := b.Addrs()
@@ -197,35 +199,26 @@ func TestACommandSupersededInItsBatchKeepsItsOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// From here the broker takes the changelog but not the outputs.
+	// From here the broker answers every commit "try again".
 	var refusing atomic.Bool
+	var refused atomic.Int64
 	refusing.Store(true)
-	b.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+	b.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		b.KeepControl()
-		// A batch's outputs are one produce of several topics; its
-		// changelog (and the test's commands) one of a single topic.
-		if !refusing.Load() || len(req.(*kmsg.ProduceRequest).Topics) < 2 {
+		if !refusing.Load() {
 			return nil, nil, false
 		}
-		resp := req.(*kmsg.ProduceRequest).ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range req.(*kmsg.ProduceRequest).Topics {
-			t := kmsg.NewProduceResponseTopic()
-			t.Topic, t.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				p := kmsg.NewProduceResponseTopicPartition()
-				p.Partition, p.ErrorCode = rp.Partition, kerr.NotEnoughReplicas.Code
-				t.Partitions = append(t.Partitions, p)
-			}
-			resp.Topics = append(resp.Topics, t)
-		}
+		refused.Add(1)
+		resp := req.(*kmsg.EndTxnRequest).ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = kerr.ConcurrentTransactions.Code
 		resp.SetVersion(req.GetVersion())
 		return resp, nil, true
 	})
 	// One produce, one record batch: one batch of the aggregate.
 	send(&schemas.OfferCommand{Kind: schemas.CommandUpdate, OfferID: o.ID, SellerID: "s1", ExpectedVersion: 1, Offer: offer("one", schemas.OfferSold)},
 		&schemas.OfferCommand{Kind: schemas.CommandUpdate, OfferID: o.ID, SellerID: "s1", ExpectedVersion: 2, Offer: offer("two", schemas.OfferSold)})
-	testkit.Eventually(t, time.Minute, "the batch's value in offers-table", func() bool { return version() >= 2 })
-	stop() // the kill: the batch's outputs unwritten, its store write with them
+	testkit.Eventually(t, time.Minute, "the batch's commit asked for", func() bool { return refused.Load() > 0 })
+	stop() // the kill: the batch's transaction open, its store write not made
 	refusing.Store(false)
 
 	running(t, brokers, t.TempDir()) // the disk lost too

@@ -66,12 +66,7 @@ func newGroup(cfg Config, synced bool, partitions int32) *table.Group {
 		// The sweep's expiry checks go into the group's own input.
 		Outputs:   []string{topics.DocumentsResults, topics.DocumentsChanges, topics.DocumentsUrgent, topics.DocumentsDead, topics.DocumentsIngest},
 		DeadTopic: topics.DocumentsDead,
-		// A document's versions in one batch are decided together: the
-		// search feed keeps a key's freshest version only, and a version
-		// seen again after a crash is answered from the verdicts its
-		// record remembers.
-		RepeatKeys: true,
-		Handle:     h.batch, OnReady: cfg.OnReady,
+		Handle:    h.batch, OnReady: cfg.OnReady,
 		Logger: cfg.Logger,
 	}
 }

@@ -66,7 +66,8 @@ const ClusterName = "kafka-cluster"
 //     every topic's retention);
 //   - a group: Read (join, commit, fetch its offsets); one described:
 //     Describe;
-//   - a transactional id: Write.
+//   - a transactional id: Write; so are a group table's partitions'
+//     (topics.Table.Writers).
 //
 // Nothing on the cluster but IdempotentWrite: no component creates ACLs
 // or users, or alters the cluster.
@@ -108,6 +109,9 @@ func Grants(specs []Spec) []Grant {
 		}
 		for _, id := range s.Transactional {
 			add(TransactionalID, id, Write)
+		}
+		for _, t := range s.Tables {
+			add(TransactionalID, t.Writers()+"*", Write)
 		}
 	}
 	slices.SortFunc(out, func(a, b Grant) int {

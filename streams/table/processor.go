@@ -39,8 +39,6 @@ type Graph struct {
 	// DeadTopic receives the records a callback fails on (an emit that does
 	// not encode, a panic) once retries are spent, as the Loop's does.
 	DeadTopic string
-	// RepeatKeys is the table group's (Group.RepeatKeys).
-	RepeatKeys bool
 }
 
 // Input is an input topic of a Graph and the callback of its records.
@@ -122,7 +120,7 @@ func (g *Graph) OutputTopics() []string {
 func (g *Graph) TableGroup(s Config, onReady func()) *Group {
 	return &Group{Streams: s, Name: g.Group, Table: g.Table(), Inputs: g.InputTopics(), Outputs: g.OutputTopics(),
 		DeadTopic: g.DeadTopic, Handle: func(_ context.Context, b BatchTable) error { return g.Process(b, b.Input()) },
-		RepeatKeys: g.RepeatKeys, OnReady: onReady, Logger: s.Logger}
+		OnReady: onReady, Logger: s.Logger}
 }
 
 // Run runs g until ctx is done (Group.Run).
@@ -340,13 +338,11 @@ func Reassert[T any](ctx Context, v *T) {
 	}
 }
 
-// RememberWindow is how far back in its input partition a value of a
-// group with RepeatKeys remembers answers (RememberIn; the registry's
-// verdicts): a record handled again after a crash came after its input's
-// last mark (a table group's lost batch is at most a poll, 10 000
-// records), far less than this many offsets back, and such a batch may
-// hold several records of a key. What a value keeps is a function of the
-// log alone, so a replay writes the same value.
+// RememberWindow is how far back in its input partition a value that
+// keeps a window of answers remembers them (RememberIn; the registry's
+// verdicts, which the document API answers a message's verdict from):
+// far more offsets back than a poll (10 000 records). What a value keeps
+// is a function of the log alone, so a replay writes the same value.
 const RememberWindow = 40_000
 
 // Remembered bounds the answers a value keeps, should one key get more
@@ -356,8 +352,8 @@ const Remembered = 256
 // RememberIn returns recent with next appended, without the entries
 // stale reports (answers to records of next's partition more than
 // RememberWindow offsets before it), at most Remembered, the last. recent
-// is not changed. The rule of a group with RepeatKeys (the registry's
-// verdicts); the others keep one answer (Remember).
+// is not changed. The registry's verdicts' rule; the other groups keep one
+// answer (Remember).
 func RememberIn[T any](recent []T, next T, stale func(T) bool) []T {
 	out := make([]T, 0, min(len(recent)+1, Remembered))
 	for _, x := range recent {
@@ -377,20 +373,19 @@ func RememberIn[T any](recent []T, next T, stale func(T) bool) []T {
 // same partition.
 func Stale(offset, newest int64) bool { return offset <= newest-RememberWindow }
 
-// Remember returns what a value of a group that ends its batches at a
-// repeated key (every group but one with RepeatKeys) remembers of its
-// answers: the answer r to the record at (r.Topic, r.Partition, r.Offset),
+// Remember returns what a value remembers of its answers: the answer r to the record at (r.Topic, r.Partition, r.Offset),
 // alone. A callback that writes a value remembers in it the answer it
 // gives, so that the answer to a record handled again after a crash
 // (Recall) comes from, and is persisted with, the value: it is the answer
 // given the first time.
 //
-// One answer is all such a value ever needs. The input handled again after
-// a crash is the records after the changelog's last mark; of them, only
-// one batch can have its values in the changelog (each batch's changelog
-// records carry the mark of the batch before, Update.commit), and that
-// batch holds one record of each key (distinctKeys). So a record recalled
-// is its key's last one, or none of the value's. The window of answers
+// One answer is all a value ever needs. A batch's changelog records, its
+// outputs and its mark are one transaction (Update.commit): the input
+// handled again after a crash is that of batches the changelog holds
+// nothing of, or of a batch that set no value, so a record recalled is
+// its value's own or none of it. (Until 2026-12-03 a batch's changelog
+// and outputs were two writes, and a batch held one record of each key so
+// that a record recalled was its key's last.) The window of answers
 // kept until 2026-11-28 (up to 256, RememberIn's rule) made a hot offer's
 // value 7 KB after 300 writes, each rewritten into the store, the
 // changelog, the views and the cache at every write.

@@ -41,13 +41,23 @@ import (
 //
 // Order of a batch, which makes a kill -9 at any moment safe: the changelog
 // records, the outputs and a mark naming the batch's last input record are
-// produced and acknowledged in that order (commit), then the store is
-// written (values and offsets in one batch), then the inputs' offsets are
-// marked for commit. The store never holds what the changelog does not; a
+// one Kafka transaction of the partition's own transactional id
+// (topics.Table.Writer), committed (commit); then the store is written
+// (values and offsets in one batch), then the inputs' offsets are marked
+// for commit. The store never holds what the changelog does not; a
 // partition's store is brought up to the changelog's end before its first
 // batch after every assignment (a store without a WAL, killed, comes back
 // with a prefix of its batches); and input the changelog marks as applied
 // is not handed to the handler again.
+//
+// The member given a partition initialises its transactional id before it
+// reads the changelog (fence): the broker aborts what an earlier holder
+// left open and refuses that holder's later writes. So a member that lost
+// its partitions without knowing it (cut off past its session, its batch
+// still on the wire) can never land a batch after its successor's writes,
+// decided on a table the successor has changed since: what a member
+// restores is all that will ever come before its own writes. Every reader
+// of the changelog and the outputs reads committed records only.
 type Group struct {
 	Streams Config
 	// Name is the consumer group's, and names the local state.
@@ -68,13 +78,6 @@ type Group struct {
 	// with Values and writes it with Set; it returns an error as a Loop's
 	// BatchHandler does, and nothing it set or emitted is kept then.
 	Handle func(ctx context.Context, b BatchTable) error
-	// RepeatKeys lets a batch hold several input records of one key.
-	// Unset, a batch ends before a record whose key it holds already
-	// (distinctKeys says why). Set it only for a group whose record, seen
-	// again after a crash on a table that holds a later value of its key,
-	// needs none of its outputs written again: its readers want a key's
-	// latest output only, or it has none that the table decides.
-	RepeatKeys bool
 	// OnReady, if set, is called once, when the partitions of the group's
 	// first assignment have read their changelogs to the end.
 	OnReady func()
@@ -114,6 +117,10 @@ type tableStore struct {
 	// per input topic. A partition revoked, or a group stopping, writes
 	// them on a record of their own (writePending).
 	pending []kgo.RecordHeader
+	// tx writes the partition's batches: a producer of the partition's
+	// transactional id, initialised when the partition was last given to
+	// this member (fence). Nil while the partition is not this member's.
+	tx *kgo.Client
 	// lastKey is the key of the last changelog record this member wrote to
 	// the partition in a batch that committed whole: a mark of its own
 	// carries its value (the store's, which is the changelog's) again. Nil
@@ -140,7 +147,7 @@ func (st *tableStore) pend(mark kgo.RecordHeader) {
 // group is left): never for one lost, whose next owner may have written
 // the key since. Called with st.mu held.
 func (g *Group) writePending(ctx context.Context, p int32, st *tableStore) error {
-	if len(st.pending) == 0 || st.lastKey == nil {
+	if len(st.pending) == 0 || st.lastKey == nil || st.tx == nil {
 		return nil
 	}
 	value, err := storedValue(st.db, st.lastKey) // nil: deleted, a tombstone again
@@ -148,7 +155,7 @@ func (g *Group) writePending(ctx context.Context, p int32, st *tableStore) error
 		return err
 	}
 	r := &kgo.Record{Topic: string(g.Table), Partition: p, Key: st.lastKey, Value: value, Headers: slices.Clone(st.pending)}
-	if err := g.prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+	if err := g.transact(ctx, st, []*kgo.Record{r}); err != nil {
 		return fmt.Errorf("%s: produce the changelog's marks: %w", g.Name, err)
 	}
 	st.pending = st.pending[:0]
@@ -361,6 +368,7 @@ func (g *Group) closeStores() {
 	defer g.mu.Unlock()
 	for p, st := range g.stores {
 		st.mu.Lock()
+		st.closeWriter()
 		if err := errors.Join(st.db.Flush(), st.db.Close()); err != nil {
 			g.Logger.Error("close table store", "group", g.Name, "partition", p, "err", err)
 		}
@@ -401,6 +409,7 @@ func (g *Group) letGo(ps map[string][]int32, mark bool) {
 					}
 				}
 				st.pending, st.lastKey = nil, nil
+				st.closeWriter()
 				st.current = false
 				st.epoch++
 				st.mu.Unlock()
@@ -483,6 +492,9 @@ func storedValue(db *pebble.DB, key []byte) ([]byte, error) {
 // to its end into the store, and makes the store current: the partition's
 // batches may use it. Called with st.mu held.
 func (g *Group) catchUp(ctx context.Context, p int32, st *tableStore) error {
+	if err := g.fence(ctx, p, st); err != nil {
+		return err
+	}
 	ends, err := g.adm.ListEndOffsets(ctx, string(g.Table))
 	if err != nil {
 		return fmt.Errorf("end offsets of %s: %w", g.Table, err)
@@ -715,56 +727,17 @@ func (g *Group) batch(ctx context.Context, b *streams.Batch) error {
 		}
 		b.Skip(i)
 	}
-	all := b.Records
-	defer func() { b.Records = all }()
-	for rest := all; len(rest) > 0; {
-		n := len(rest)
-		if !g.RepeatKeys {
-			n = distinctKeys(rest)
-		}
-		b.Records = rest[:n]
-		tb := &Update{Batch: b, g: g, st: st, sets: map[string][]byte{}}
-		if err := g.Handle(ctx, tb); err != nil {
-			return err
-		}
-		if err := tb.commit(ctx); err != nil {
-			return err
-		}
-		for _, fn := range tb.after {
-			fn()
-		}
-		rest = rest[n:]
+	tb := &Update{Batch: b, g: g, st: st, sets: map[string][]byte{}}
+	if err := g.Handle(ctx, tb); err != nil {
+		return err
+	}
+	if err := tb.commit(ctx); err != nil {
+		return err
+	}
+	for _, fn := range tb.after {
+		fn()
 	}
 	return nil
-}
-
-// distinctKeys returns how many of recs, from the first, have keys that
-// differ: a table batch ends before an input record whose key is one of
-// its own again.
-//
-// A batch writes each key's last value to the changelog, then its outputs.
-// Two records of one key in one batch would put the second's value in the
-// changelog before the first's outputs were acknowledged; a kill between
-// the two leaves a table that holds the second's value and no outputs of
-// the first. Handled again on that table, the first is recalled on a value
-// that is no longer its own: what it emitted (an offer's change, which the
-// cabinet counts; its event, which the scheduler routes) cannot be made
-// again from it, and was lost for good. One record of a key a batch, each
-// value in the changelog follows the outputs of every record before it,
-// and a record recalled after a crash is either the value's own (it says
-// its outputs again) or acknowledged whole.
-func distinctKeys(recs []*kgo.Record) int {
-	if len(recs) < 2 {
-		return len(recs)
-	}
-	seen := make(map[string]struct{}, len(recs))
-	for i, r := range recs {
-		if _, ok := seen[string(r.Key)]; ok {
-			return i
-		}
-		seen[string(r.Key)] = struct{}{}
-	}
-	return len(recs)
 }
 
 // AfterCommit calls fn once the batch is committed (Context.AfterCommit).
@@ -840,30 +813,24 @@ func (b *Update) Emit(in, out *kgo.Record) {
 	b.out = append(b.out, out)
 }
 
-// commit writes the batch: its changelog records, then its outputs, each
-// acknowledged before the next; then its values, the changelog offset and
-// the applied input offset to the store.
+// commit writes the batch: its changelog records and its outputs in one
+// transaction of the partition's writer, then its values, the changelog
+// offset and the applied input offset to the store.
 //
-// The changelog comes before the outputs so that a client told an answer
-// (a verdict) finds the table that answer was decided with (a read of the
-// table's end after a verdict holds its record). The mark naming the
-// batch's last input record as applied must reach the changelog after the
-// outputs, so that a store restored from the changelog skips only input
-// whose outputs were written: a batch without outputs puts it on its last
-// changelog record; a batch with outputs leaves it pending, and the next
-// batch of the partition with changelog records carries it on its first
-// one (written after this batch's outputs were acknowledged), or a
-// revocation or a stop writes it (writePending). Until 2026-11-27 the mark
-// was a record of its own, written after the outputs: a third round trip
-// in every batch, which every command's answer waited for. A mark
-// not yet written (a kill before the partition's next batch, or one
-// compacted away) means what a kill between the changelog and the outputs
-// always meant: the input after the last mark the changelog holds is
-// handed to the handler again, against a table that holds its effects, on
-// a store restored from the changelog; the answers it gave are recalled
-// from the values that remember them (Remember, the registry's verdicts),
-// and its outputs are written again. A store on its own disk knows its
-// applied offsets without the changelog.
+// The mark naming the batch's last input record as applied rides on its
+// last changelog record: a store restored from the changelog skips the
+// input whose table and outputs it holds, which commit or vanish together.
+// A batch without changelog records leaves its mark pending: the
+// partition's next changelog records carry it, or a revocation or a stop
+// writes it (writePending); one not yet written (a kill before) means the
+// batch's input is handed to the handler again, on a table that holds
+// nothing of it, and its outputs are written again. Until 2026-12-03 the
+// changelog and the outputs were two produces, each acknowledged before
+// the next: a batch could not hold two records of a key (a kill between
+// the two left the second's value without the first's outputs), and a
+// member cut off past its session could land a batch after its
+// successor's writes (Group says how the writer fences it). A store on
+// its own disk knows its applied offsets without the changelog.
 func (b *Update) commit(ctx context.Context) error {
 	g := b.g
 	if err := g.place(b.out); err != nil {
@@ -871,42 +838,34 @@ func (b *Update) commit(ctx context.Context) error {
 	}
 	lastIn := b.Records[len(b.Records)-1]
 	lastKey := b.st.lastKey
-	b.st.lastKey = nil // until the store holds what the changelog will
 	if len(b.order) > 0 {
 		lastKey = []byte(b.order[len(b.order)-1])
 	}
 	mark := kgo.RecordHeader{Key: appliedHeader, Value: fmt.Appendf(nil, "%s/%d/%d", lastIn.Topic, lastIn.Partition, lastIn.Offset)}
+	recs := make([]*kgo.Record, 0, len(b.order)+len(b.out))
+	for _, k := range b.order {
+		recs = append(recs, &kgo.Record{Topic: string(g.Table), Partition: b.Partition, Key: []byte(k), Value: b.sets[k]})
+	}
+	if len(recs) > 0 {
+		// The marks of earlier batches, and this one's.
+		recs[0].Headers = slices.Clone(b.st.pending)
+		recs[len(recs)-1].Headers = append(recs[len(recs)-1].Headers, mark)
+	}
+	recs = append(recs, b.out...)
+	if len(recs) > 0 {
+		if err := g.transact(ctx, b.st, recs); err != nil {
+			return fmt.Errorf("%s: write the batch: %w", g.Name, err)
+		}
+	}
 	last := b.st.offset
-	produce := func(what string, recs []*kgo.Record) error {
-		if err := g.prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			return fmt.Errorf("%s: produce %s: %w", g.Name, what, err)
+	for _, r := range recs {
+		if r.Topic == string(g.Table) {
+			last = max(last, r.Offset)
 		}
-		for _, r := range recs {
-			if r.Topic == string(g.Table) {
-				last = max(last, r.Offset)
-			}
-		}
-		return nil
 	}
 	if len(b.order) > 0 {
-		recs := make([]*kgo.Record, len(b.order))
-		for i, k := range b.order {
-			recs[i] = &kgo.Record{Topic: string(g.Table), Partition: b.Partition, Key: []byte(k), Value: b.sets[k]}
-		}
-		// The marks of earlier batches, whose outputs are acknowledged.
-		recs[0].Headers = slices.Clone(b.st.pending)
-		if len(b.out) == 0 {
-			recs[len(recs)-1].Headers = append(recs[len(recs)-1].Headers, mark)
-		}
-		if err := produce("the changelog", recs); err != nil {
-			return err
-		}
 		b.st.pending = b.st.pending[:0]
-	}
-	if len(b.out) > 0 {
-		if err := produce("outputs", b.out); err != nil {
-			return err
-		}
+	} else if len(b.out) > 0 {
 		b.st.pend(mark)
 	}
 	wb := b.st.db.NewBatch()

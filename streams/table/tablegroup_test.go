@@ -428,9 +428,13 @@ func TestTableGroupStandbyTakesOverFromItsCopy(t *testing.T) {
 		}
 		held, total = b.Offsets(), 0
 		ok := len(held) == 4
+		// A store holds the changelog to its last data record: a
+		// partition b owns ends in the commit marker of b's last batch,
+		// one b follows as a standby is read to the end.
+		last := lastData(t, b.Streams.Cluster, ends)
 		ends.Each(func(o kadm.ListedOffset) {
 			total += o.Offset
-			ok = ok && held[o.Partition] == o.Offset-1
+			ok = ok && (held[o.Partition] == o.Offset-1 || held[o.Partition] == last[o.Partition])
 		})
 		return ok
 	})
@@ -454,5 +458,65 @@ func TestTableGroupStandbyTakesOverFromItsCopy(t *testing.T) {
 	checkSums(t, brokers, dirC, want)
 	if c.Restored() < total {
 		t.Fatalf("a member on an empty disk read %d changelog records, the changelog had %d before", c.Restored(), total)
+	}
+}
+
+// lastData returns the offset of each partition's last committed data
+// record before ends (not a transaction's marker), -1 for none within
+// the last 4 offsets.
+func lastData(t *testing.T, c *streams.Cluster, ends kadm.ListedOffsets) map[int32]int64 {
+	t.Helper()
+	from, end, last := map[int32]int64{}, map[int32]int64{}, map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		from[o.Partition], end[o.Partition], last[o.Partition] = max(0, o.Offset-4), o.Offset, -1
+	})
+	err := streams.ReadRange(testkit.Context(t, time.Minute), c, tgTable, from, end, func(r *kgo.Record) {
+		last[r.Partition] = max(last[r.Partition], r.Offset)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return last
+}
+
+// A member given a partition fences every earlier writer of it before it
+// restores: a transaction an earlier holder left open (a member cut off
+// past its session, its batch still on the wire) is aborted, and that
+// holder can commit nothing after, however late its requests arrive. So
+// the changelog and the stores hold exactly the input's sums, and never a
+// value decided on a table the new holder has changed since.
+func TestTableGroupFencesAnEarlierWriter(t *testing.T) {
+	brokers := tgSetup(t)
+	ctx := testkit.Context(t, 2*time.Minute)
+	c := testkit.Cluster(t, brokers)
+	// The earlier holder of partition 0: its batch written, not committed.
+	// Its transaction would outlast the test: only a fence ends it.
+	zombie, err := c.Transactional("zombie", topics.Table(tgTable).Writer(0), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionTimeout(5*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zombie.Close()
+	if err := zombie.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	stale := &kgo.Record{Topic: tgTable, Partition: 0, Key: []byte("k0"), Value: []byte("1000000:-1")}
+	if err := zombie.ProduceSync(ctx, stale).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	want := produceSums(t, brokers, 0, 2_000, 40)
+	dir := t.TempDir()
+	runSums(t, brokers, dir)
+	// Its commit arrives after the new holder's writes, and is refused;
+	// so is anything it writes next.
+	if err := zombie.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("the earlier holder committed its batch after the partition's next holder wrote")
+	}
+	checkSums(t, brokers, dir, want)
+	for _, r := range testkit.ReadAll(t, brokers, tgTable) {
+		if string(r.Value) == string(stale.Value) {
+			t.Fatalf("the earlier holder's value is in the changelog at %d", r.Offset)
+		}
 	}
 }
