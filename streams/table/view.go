@@ -61,6 +61,9 @@ type View struct {
 	// partition's position last moved.
 	behind map[int32]lagMark
 	moved  map[int32]time.Time
+	// changed is closed, and replaced, whenever a partition's position
+	// moves (Changed).
+	changed chan struct{}
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -96,7 +99,7 @@ func NewView(cfg Config, topic topics.Table, codec streams.Codec, name string) *
 	if log == nil {
 		log = slog.Default()
 	}
-	return &View{cfg: cfg, topic: string(topic), codec: codec, name: name, log: log, ready: make(chan struct{})}
+	return &View{cfg: cfg, topic: string(topic), codec: codec, name: name, log: log, ready: make(chan struct{}), changed: make(chan struct{})}
 }
 
 // Topic is the topic the view copies.
@@ -442,7 +445,18 @@ func (v *View) reach(p int32, next int64) {
 	if next > v.pos[p] {
 		v.pos[p] = next
 		v.moved[p] = time.Now()
+		close(v.changed)
+		v.changed = make(chan struct{})
 	}
+}
+
+// Changed returns a channel closed once the view has read further than it
+// had when Changed was called: a reader waiting for a value to appear
+// takes it before it looks, and looks again when it is closed.
+func (v *View) Changed() <-chan struct{} {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.changed
 }
 
 func (v *View) checkReady(ends map[int32]int64) {
@@ -506,14 +520,17 @@ func (v *View) Get(key string) (any, error) {
 // WaitFor waits until the view has read every partition of ends up to its
 // offset, or ctx ends.
 func (v *View) WaitFor(ctx context.Context, ends map[int32]int64) error {
-	for !v.caughtUp(ends) {
+	for {
+		changed := v.Changed()
+		if v.caughtUp(ends) {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("view of %s: behind the offsets waited for: %w", v.topic, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
+		case <-changed:
 		}
 	}
-	return nil
 }
 
 // Sync waits until the view shows every record written to its topic before

@@ -80,7 +80,18 @@ func TestAViewCopiesItsTable(t *testing.T) {
 	if got := get("k/07"); got != "v7" {
 		t.Fatalf("k/07 = %s once ready, want v7", got)
 	}
+	// Changed, taken before a write, is closed once the view has read it,
+	// and the value is there then.
+	changed := v.Changed()
 	testkit.Put(t, brokers, topic, []byte("k/07"), []byte("again"))
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Changed not closed 30 s after a write")
+	}
+	if got := get("k/07"); got != "again" {
+		t.Fatalf("k/07 = %s once Changed was closed, want again", got)
+	}
 	testkit.Put(t, brokers, topic, []byte("k/03"), nil)
 	if err := v.Sync(context.Background()); err != nil {
 		t.Fatal(err)

@@ -27,6 +27,15 @@ func WithArchive(active, archive Records) Records { return archived{active, arch
 
 type archived struct{ active, archive Records }
 
+// Changed is the active records' change signal, if they have one; else a
+// channel never closed.
+func (a archived) Changed() <-chan struct{} {
+	if c, ok := a.active.(interface{ Changed() <-chan struct{} }); ok {
+		return c.Changed()
+	}
+	return nil
+}
+
 func (a archived) Records(ctx context.Context, ids []string) (map[string]*schemas.OfferRecord, error) {
 	out, err := a.active.Records(ctx, ids)
 	if err != nil || len(out) == len(ids) {
@@ -61,6 +70,9 @@ func recordOf(ctx context.Context, r Records, id string) (*schemas.OfferRecord, 
 func ViewRecords(v *table.View) Records { return viewRecords{v} }
 
 type viewRecords struct{ v *table.View }
+
+// Changed is the view's (table.View.Changed).
+func (r viewRecords) Changed() <-chan struct{} { return r.v.Changed() }
 
 func (r viewRecords) Records(_ context.Context, ids []string) (map[string]*schemas.OfferRecord, error) {
 	out := make(map[string]*schemas.OfferRecord, len(ids))
