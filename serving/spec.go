@@ -7,6 +7,13 @@ import (
 	"github.com/offerlog/offerlog/topics"
 )
 
+// The defaults of the cache's own flags that the process's default
+// configuration also holds.
+const (
+	DefaultAddr   = "127.0.0.1:9091"
+	DefaultShards = 1
+)
+
 // Spec is the component this package is, as the platform registers it
 // (package component): its name, ports, stores, groups and tables.
 var Spec = component.Spec{Name: "cache", User: true, Port: 8088,
@@ -18,9 +25,9 @@ var Spec = component.Spec{Name: "cache", User: true, Port: 8088,
 	Flags: []component.Flag{component.GRPC, component.ZooKeeper, component.SessionTimeout,
 		{Name: "table", Default: string(topics.OffersTable),
 			Usage: "the table topic the cache serves, or several comma-separated (one port; --reads cache needs offers-table,registry-table,offers.archive)"},
-		{Name: "cache-grpc", Default: "127.0.0.1:9091", Usage: "gRPC address of the cache (run cache takes --grpc too)"},
+		{Name: "cache-grpc", Default: DefaultAddr, Usage: "gRPC address of the cache (run cache takes --grpc too)"},
 		{Name: "host", Usage: "the cache server's name in ZooKeeper (default: the hostname)"},
-		{Name: "shards", Default: "1", Usage: "how many shards the cache's table is cut into (more than 1 needs --zookeeper); " +
+		{Name: "shards", Default: strconv.Itoa(DefaultShards), Usage: "how many shards the cache's table is cut into (more than 1 needs --zookeeper); " +
 			"a data centre grows by starting the servers of a larger count beside the old ones, then stopping those"},
 		{Name: "virtual-shards", Default: strconv.Itoa(DefaultVirtual), Usage: "the cache cuts its tables by hash ranges of this many virtual shards " +
 			"(each server reads every partition and keeps its range's keys; a data centre grows up to that many shards); 0 cuts by ranges of partitions, as before 0.5.0"},

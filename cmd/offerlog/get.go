@@ -27,7 +27,7 @@ func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	f := newFlags("get", stderr)
 	table := f.String("table", string(topics.OffersTable), "the table topic the cache serves")
 	zkServers := f.String("zookeeper", "", "ZooKeeper ensemble host:port,... where cache servers register")
-	hosts := f.String("hosts", "127.0.0.1:9091", "comma-separated cache servers, when not found in ZooKeeper")
+	hosts := f.String("hosts", serving.DefaultAddr, "comma-separated cache servers, when not found in ZooKeeper")
 	timeout := f.Duration("timeout", 10*time.Second, "how long to wait for the answer")
 	token := f.token()
 	tlsCA := f.tlsCA("the cache's TLS certificate")

@@ -183,17 +183,17 @@ func goMemory(cfg Config, storesOnHeap bool) int64 {
 }
 
 // DefaultViewStaleness is --view-staleness's default.
-const DefaultViewStaleness = 30 * time.Second
+const DefaultViewStaleness = component.DefaultViewStaleness
 
 // DefaultConfig returns the configuration of `offerlog dev`.
 func DefaultConfig() Config {
 	return Config{
-		KafkaAddr: "127.0.0.1:9092", DataDir: "./data", HTTPAddr: "127.0.0.1:8080", GRPCAddr: "127.0.0.1:9090",
+		KafkaAddr: "127.0.0.1:9092", DataDir: "./data", HTTPAddr: "127.0.0.1:8080", GRPCAddr: component.DefaultGRPC,
 		Partitions: 8, Replication: -1, Rules: registry.DefaultRules(),
-		EpochGrace: registry.DefaultEpochGrace, SweepInterval: registry.DefaultSweepInterval, WaitTimeout: 30 * time.Second, ViewStaleness: DefaultViewStaleness,
+		EpochGrace: registry.DefaultEpochGrace, SweepInterval: registry.DefaultSweepInterval, WaitTimeout: component.DefaultWaitTimeout, ViewStaleness: DefaultViewStaleness,
 		SearchWait: search.DefaultWait, ArchiveAfter: offers.DefaultArchiveAfter, ExportFraming: schemas.FramingSOE,
-		Numerator: numerator.DefaultConfig(), ZooKeeperSession: 10 * time.Second, Reads: ReadsView, CacheHedge: DefaultCacheHedge,
-		Cache: CacheConfig{Table: string(topics.OffersTable), Addr: "127.0.0.1:9091", DC: "dc1", Shards: 1, Virtual: serving.DefaultVirtual,
+		Numerator: numerator.DefaultConfig(), ZooKeeperSession: component.DefaultSessionTimeout, Reads: ReadsView, CacheHedge: DefaultCacheHedge,
+		Cache: CacheConfig{Table: string(topics.OffersTable), Addr: serving.DefaultAddr, DC: component.DefaultDC, Shards: serving.DefaultShards, Virtual: serving.DefaultVirtual,
 			OnDisk: string(topics.OffersArchive)},
 		Stages: scheduler.DefaultConfig(),
 	}
