@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"time"
 
@@ -53,6 +54,12 @@ type ClientSettings struct {
 	// handover reads the other data centre's cluster, whose users are not
 	// this one's. Other takes the peer whose brokers it is asked for.
 	Peers []KafkaConfig
+	// Dial, if set, opens every connection of the cluster's clients
+	// instead of the system's dialer (tests put a network they can cut
+	// between a member and its brokers: testkit.Link). A cluster of TLS
+	// credentials cannot have one (franz-go takes a dialer or a TLS
+	// configuration).
+	Dial func(ctx context.Context, network, host string) (net.Conn, error)
 }
 
 // DefaultMaxRecordBytes is the default largest record: 1 MiB.
@@ -159,6 +166,9 @@ func (c *Cluster) Options() []kgo.Opt {
 // bare client.
 func (c *Cluster) ConnectOptions() []kgo.Opt {
 	opts := []kgo.Opt{kgo.SeedBrokers(c.brokers...)}
+	if c.settings.Dial != nil {
+		opts = append(opts, kgo.Dialer(c.settings.Dial))
+	}
 	if c.creds != nil {
 		if c.creds.TLS != nil {
 			opts = append(opts, kgo.DialTLSConfig(c.creds.TLS.Clone()))

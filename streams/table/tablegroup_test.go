@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -519,4 +521,99 @@ func TestTableGroupFencesAnEarlierWriter(t *testing.T) {
 			t.Fatalf("the earlier holder's value is in the changelog at %d", r.Offset)
 		}
 	}
+}
+
+// A member cut off from the brokers past its session, with a batch on the
+// wire, must never land that batch after the partition's next holder has
+// written: its values were decided on a table the holder has changed
+// since. Member a holds a batch and its link is cut; member b takes every
+// partition, adds records, and stops; the link is mended, what a sent
+// arrives, and a (started again by its supervisor, as the platform's is)
+// takes every partition back and adds more. The changelog and a's stores
+// must then hold exactly the input's sums. On the runtime before
+// 2026-12-03 (two plain produces a batch, no fencing) every key a's late
+// batch wrote came back to its stale value.
+func TestTableGroupFencesAMemberThatLostItsPartitions(t *testing.T) {
+	brokers := tgSetup(t)
+	adm := testkit.Admin(t, brokers)
+	ctx := testkit.Context(t, 3*time.Minute)
+	committed := func() {
+		t.Helper()
+		ends, err := adm.ListEndOffsets(ctx, tgIn)
+		if err == nil {
+			err = streams.WaitCommitted(ctx, adm, tgGroup, ends.Offsets())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := produceSums(t, brokers, 0, 400, 40)
+
+	// Member a, through a link, under a supervisor that starts it again
+	// when it fails; its first run holds the batch with key "hold".
+	link := testkit.NewLink()
+	dirA := t.TempDir()
+	held, release := make(chan struct{}), make(chan struct{})
+	var holding sync.Once
+	actx, stopA := context.WithCancel(context.Background())
+	aDone := make(chan struct{})
+	go func() {
+		defer close(aDone)
+		for actx.Err() == nil {
+			a := sumGroup(t, brokers, dirA, nil)
+			a.Streams.Cluster = link.Over(t, brokers)
+			a.Handle = func(ctx context.Context, b table.BatchTable) error {
+				if slices.ContainsFunc(b.Input().Records, func(r *kgo.Record) bool { return string(r.Key) == "hold" }) {
+					holding.Do(func() {
+						close(held)
+						<-release
+					})
+				}
+				return sumBatch(ctx, b)
+			}
+			if err := a.Run(actx); err != nil {
+				t.Logf("member a failed (its supervisor starts it again): %v", err)
+			}
+		}
+	}()
+	defer func() { stopA(); <-aDone }()
+	committed()
+	// The held batch: a record of every key, then "hold" (a batch of its
+	// partition holds the keys before it that share the partition).
+	var recs []*kgo.Record
+	for k := range want {
+		recs = append(recs, &kgo.Record{Topic: tgIn, Key: []byte(k), Value: []byte("1")})
+		want[k]++
+	}
+	recs = append(recs, &kgo.Record{Topic: tgIn, Key: []byte("hold"), Value: []byte("1")})
+	want["hold"] = 1
+	cl := testkit.Client(t, brokers, kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("member a never held its batch")
+	}
+	link.Cut()
+	close(release) // a's batch goes on the wire, and waits there
+
+	// Member b takes every partition once a's session ended.
+	bctx, stopB := context.WithCancel(context.Background())
+	bDone := make(chan error, 1)
+	go func() { bDone <- sumGroup(t, brokers, t.TempDir(), nil).Run(bctx) }()
+	want = merge(want, produceSums(t, brokers, 400, 400, 40))
+	committed()
+	stopB()
+	if err := <-bDone; err != nil {
+		t.Fatal(err)
+	}
+
+	link.Mend()
+	want = merge(want, produceSums(t, brokers, 800, 400, 40))
+	committed()
+	stopA()
+	<-aDone
+	checkSums(t, brokers, dirA, want)
 }
