@@ -385,16 +385,7 @@ func TestTableGroupStandbyTakesOverFromItsCopy(t *testing.T) {
 	want := produceSums(t, brokers, 0, 4_000, 80)
 	adm := testkit.Admin(t, brokers)
 	wctx := testkit.Context(t, 2*time.Minute)
-	committed := func() {
-		t.Helper()
-		ends, err := adm.ListEndOffsets(wctx, tgIn)
-		if err == nil {
-			err = streams.WaitCommitted(wctx, adm, tgGroup, ends.Offsets())
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	committed := func() { t.Helper(); waitInputCommitted(t, wctx, adm) }
 	start := func(g *table.Group) (stop func()) {
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
@@ -537,16 +528,7 @@ func TestTableGroupFencesAMemberThatLostItsPartitions(t *testing.T) {
 	brokers := tgSetup(t)
 	adm := testkit.Admin(t, brokers)
 	ctx := testkit.Context(t, 3*time.Minute)
-	committed := func() {
-		t.Helper()
-		ends, err := adm.ListEndOffsets(ctx, tgIn)
-		if err == nil {
-			err = streams.WaitCommitted(ctx, adm, tgGroup, ends.Offsets())
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	committed := func() { t.Helper(); waitInputCommitted(t, ctx, adm) }
 	want := produceSums(t, brokers, 0, 400, 40)
 
 	// Member a, through a link, under a supervisor that starts it again
@@ -616,4 +598,17 @@ func TestTableGroupFencesAMemberThatLostItsPartitions(t *testing.T) {
 	stopA()
 	<-aDone
 	checkSums(t, brokers, dirA, want)
+}
+
+// waitInputCommitted waits until the group has committed every record of
+// tg.in written so far.
+func waitInputCommitted(t *testing.T, ctx context.Context, adm *kadm.Client) {
+	t.Helper()
+	ends, err := adm.ListEndOffsets(ctx, tgIn)
+	if err == nil {
+		err = streams.WaitCommitted(ctx, adm, tgGroup, ends.Offsets())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
