@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/offerlog/offerlog/internal/testkit"
 	"github.com/offerlog/offerlog/schemas"
 )
 
@@ -36,19 +38,30 @@ func TestWriteHopsOnMetrics(t *testing.T) {
 	code, b = s.call("PUT", "/v1/offers/"+d.ID, `{"expected_version":-1,"offer":`+secOffer+`}`, seller)
 	s.must("update", code, b, http.StatusOK)
 
-	code, b = s.call("GET", "/metrics", "", "")
-	s.must("metrics", code, b, http.StatusOK)
-	for _, hop := range []string{`hop="append",path="document"`, `hop="verdict",path="document"`, `hop="reply",path="document"`,
+	// The reply hop of an offer is its answer's transit to the matcher of
+	// offers.results, which may read it after the write was answered in
+	// process: every hop is waited for, not read once.
+	hops := []string{`hop="append",path="document"`, `hop="verdict",path="document"`, `hop="reply",path="document"`,
 		`hop="append",path="offer"`, `hop="command",path="offer"`, `hop="answer",path="offer"`, `hop="reply",path="offer"`,
-		`hop="view",path="offer"`} {
-		series := "offerlog_write_hop_seconds_count{" + hop + "}"
-		i := strings.Index(b, series)
-		if i < 0 {
-			t.Errorf("/metrics has no %s", series)
-			continue
+		`hop="view",path="offer"`}
+	var missing []string
+	observed := func() bool {
+		code, b := s.call("GET", "/metrics", "", "")
+		s.must("metrics", code, b, http.StatusOK)
+		missing = missing[:0]
+		for _, hop := range hops {
+			series := "offerlog_write_hop_seconds_count{" + hop + "}"
+			i := strings.Index(b, series)
+			if i < 0 || strings.Fields(b[i+len(series):])[0] == "0" {
+				missing = append(missing, series)
+			}
 		}
-		if count := strings.Fields(b[i+len(series):])[0]; count == "0" {
-			t.Errorf("%s is 0", series)
-		}
+		return len(missing) == 0
 	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("not observed: %v", missing)
+		}
+	}()
+	testkit.Eventually(t, 30*time.Second, "every hop observed", observed)
 }
