@@ -176,6 +176,8 @@ func (v *View) Run(ctx context.Context) error {
 	v.mu.Lock()
 	v.db, v.adm, v.pos, v.closing = db, adm, pos, false
 	v.behind, v.moved = map[int32]lagMark{}, moved
+	close(v.changed) // the positions its store holds: a wait may be over
+	v.changed = make(chan struct{})
 	v.mu.Unlock()
 	defer v.close()
 	if err := v.ingest(ctx, db, pos, ends); err != nil {
