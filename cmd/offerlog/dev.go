@@ -91,7 +91,7 @@ const fsyncUsage = "fsync every batch before acknowledging it (survives a power 
 
 func runBroker(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	f := newFlags("broker", stderr).recordLimit()
-	data := f.String("data", "./data", "data directory")
+	data := f.String("data", platform.DefaultDataDir, "data directory")
 	addr := f.String("kafka-addr", "127.0.0.1:9092", "address to listen on")
 	fsync := f.Bool("fsync", false, fsyncUsage)
 	insecure := f.Bool("insecure", false, "take any client (no SASL, no ACLs)")

@@ -245,7 +245,7 @@ func (f *flags) loadKafkaConfig() error {
 		if name == "dev" || name == "broker" || strings.HasPrefix(name, "run") {
 			return nil
 		}
-		data := platform.DefaultConfig().DataDir
+		data := platform.DefaultDataDir
 		if fl := f.Lookup("data"); fl != nil {
 			data = fl.Value.String()
 		}
@@ -307,7 +307,7 @@ func (f *flags) brokers() *brokersFlag {
 	f.Var(b, "brokers", "comma-separated Kafka brokers (default: --kafka-config's bootstrap.servers)")
 	f.brokerList = b
 	if f.Lookup("data") == nil {
-		f.String("data", platform.DefaultConfig().DataDir, "data directory whose kafka.properties (offerlog dev writes it) is read when no --kafka-config is given")
+		f.String("data", platform.DefaultDataDir, "data directory whose kafka.properties (offerlog dev writes it) is read when no --kafka-config is given")
 	}
 	return b
 }

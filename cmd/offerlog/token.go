@@ -32,7 +32,7 @@ type tokenFlag struct {
 func (f *flags) token() tokenFlag {
 	t := tokenFlag{token: f.String("token", "", "API token (default: OFFERLOG_TOKEN, else DATA/admin.token)")}
 	if f.Lookup("data") == nil {
-		t.data = f.String("data", "./data", "data directory whose admin.token is used when no token is given")
+		t.data = f.String("data", platform.DefaultDataDir, "data directory whose admin.token is used when no token is given")
 	}
 	return t
 }

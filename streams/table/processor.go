@@ -373,8 +373,8 @@ func RememberIn[T any](recent []T, next T, stale func(T) bool) []T {
 // same partition.
 func Stale(offset, newest int64) bool { return offset <= newest-RememberWindow }
 
-// Remember returns what a value remembers of its answers: the answer r to the record at (r.Topic, r.Partition, r.Offset),
-// alone. A callback that writes a value remembers in it the answer it
+// Remember returns what a value remembers of its answers: the answer r to
+// the record at (r.Topic, r.Partition, r.Offset), alone. A callback that writes a value remembers in it the answer it
 // gives, so that the answer to a record handled again after a crash
 // (Recall) comes from, and is persisted with, the value: it is the answer
 // given the first time.

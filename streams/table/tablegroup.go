@@ -84,6 +84,8 @@ type Group struct {
 	Metrics *streams.LoopMetrics
 	Logger  *slog.Logger
 
+	// prod writes Visit's emits (outside the batches' transactions, which
+	// each partition's writer makes: tableStore.tx).
 	prod   *kgo.Client
 	adm    *kadm.Client
 	counts map[string]int32 // partitions of Table and Outputs
@@ -123,9 +125,8 @@ type tableStore struct {
 	tx *kgo.Client
 	// lastKey is the key of the last changelog record this member wrote to
 	// the partition in a batch that committed whole: a mark of its own
-	// carries its value (the store's, which is the changelog's) again. Nil
-	// while a batch commits: one that failed after its changelog leaves
-	// the store behind the changelog.
+	// carries its value (the store's, which is the changelog's) again. A
+	// batch's transaction that fails leaves nothing, and lastKey as it was.
 	lastKey []byte
 }
 

@@ -176,8 +176,7 @@ func (v *View) Run(ctx context.Context) error {
 	v.mu.Lock()
 	v.db, v.adm, v.pos, v.closing = db, adm, pos, false
 	v.behind, v.moved = map[int32]lagMark{}, moved
-	close(v.changed) // the positions its store holds: a wait may be over
-	v.changed = make(chan struct{})
+	v.movedLocked() // the positions its store holds: a wait may be over
 	v.mu.Unlock()
 	defer v.close()
 	if err := v.ingest(ctx, db, pos, ends); err != nil {
@@ -447,9 +446,15 @@ func (v *View) reach(p int32, next int64) {
 	if next > v.pos[p] {
 		v.pos[p] = next
 		v.moved[p] = time.Now()
-		close(v.changed)
-		v.changed = make(chan struct{})
+		v.movedLocked()
 	}
+}
+
+// movedLocked wakes the readers waiting on Changed: the positions moved.
+// Called with v.mu held.
+func (v *View) movedLocked() {
+	close(v.changed)
+	v.changed = make(chan struct{})
 }
 
 // Changed returns a channel closed once the view has read further than it

@@ -27,10 +27,15 @@ func WithArchive(active, archive Records) Records { return archived{active, arch
 
 type archived struct{ active, archive Records }
 
+// changer is Records that say when they moved on (a view's: Changed), so
+// that a wait for a record looks again at once rather than on its next
+// tick.
+type changer interface{ Changed() <-chan struct{} }
+
 // Changed is the active records' change signal, if they have one; else a
-// channel never closed.
+// channel never closed (nil).
 func (a archived) Changed() <-chan struct{} {
-	if c, ok := a.active.(interface{ Changed() <-chan struct{} }); ok {
+	if c, ok := a.active.(changer); ok {
 		return c.Changed()
 	}
 	return nil

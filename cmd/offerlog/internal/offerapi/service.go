@@ -327,7 +327,7 @@ func poll(ctx context.Context, changed func() <-chan struct{}, try func() bool) 
 
 // changed returns the Records' change signal, nil if they have none.
 func (s *Service) changed() func() <-chan struct{} {
-	if c, ok := s.cfg.Records.(interface{ Changed() <-chan struct{} }); ok {
+	if c, ok := s.cfg.Records.(changer); ok {
 		return c.Changed
 	}
 	return nil

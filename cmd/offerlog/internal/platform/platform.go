@@ -182,13 +182,16 @@ func goMemory(cfg Config, storesOnHeap bool) int64 {
 	return cfg.Memory
 }
 
+// DefaultDataDir is --data's default.
+const DefaultDataDir = "./data"
+
 // DefaultViewStaleness is --view-staleness's default.
 const DefaultViewStaleness = component.DefaultViewStaleness
 
 // DefaultConfig returns the configuration of `offerlog dev`.
 func DefaultConfig() Config {
 	return Config{
-		KafkaAddr: "127.0.0.1:9092", DataDir: "./data", HTTPAddr: "127.0.0.1:8080", GRPCAddr: component.DefaultGRPC,
+		KafkaAddr: "127.0.0.1:9092", DataDir: DefaultDataDir, HTTPAddr: "127.0.0.1:8080", GRPCAddr: component.DefaultGRPC,
 		Partitions: 8, Replication: -1, Rules: registry.DefaultRules(),
 		EpochGrace: registry.DefaultEpochGrace, SweepInterval: registry.DefaultSweepInterval, WaitTimeout: component.DefaultWaitTimeout, ViewStaleness: DefaultViewStaleness,
 		SearchWait: search.DefaultWait, ArchiveAfter: offers.DefaultArchiveAfter, ExportFraming: schemas.FramingSOE,
